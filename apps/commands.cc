@@ -1,0 +1,26 @@
+#include <unistd.h>
+
+#include <climits>
+
+#include "apps/command.h"
+
+namespace ferry::apps {
+
+// Each subcommand's entry point, defined in its cmd_*.cc file.
+int run_units(int argc, char** argv);
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> kCommands = {
+      {"units", "parse and print a quantity (bandwidth, duration, size)", run_units},
+  };
+  return kCommands;
+}
+
+std::string self_executable() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "ferry";
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+}  // namespace ferry::apps

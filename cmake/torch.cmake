@@ -1,0 +1,13 @@
+# Finds libtorch: Debian's libtorch-dev (CPU) by default, or the one of a PyTorch install given
+# with -DTorch_DIR=... (a CUDA build). Adds the target ferry::torch.
+find_package(Torch REQUIRED)
+add_library(ferry_torch INTERFACE)
+target_link_libraries(ferry_torch INTERFACE ${TORCH_LIBRARIES})
+target_include_directories(ferry_torch INTERFACE ${TORCH_INCLUDE_DIRS})
+# Debian's TorchConfig adds flags we do not want globally; keep only what is needed.
+add_library(ferry::torch ALIAS ferry_torch)
+set(FERRY_TORCH_HAS_CUDA OFF)
+if(TORCH_CUDA_LIBRARIES OR CAFFE2_USE_CUDA)
+  set(FERRY_TORCH_HAS_CUDA ON)
+endif()
+message(STATUS "ferry: libtorch ${Torch_VERSION} (CUDA: ${FERRY_TORCH_HAS_CUDA})")

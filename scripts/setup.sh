@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ferry builds on, only those missing. Idempotent; quiet when
+# nothing is missing. Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ccache pkg-config zlib1g-dev
+  libtorch-dev python3-torch
+  libopenmpi-dev openmpi-bin
+  dataset-fashion-mnist
+  libgtest-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libsentencepiece-dev
+  gnuplot-nox
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "ferry setup: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

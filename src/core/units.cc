@@ -1,0 +1,108 @@
+#include "core/units.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+
+namespace ferry {
+namespace {
+
+struct Suffix {
+  std::string_view name;
+  double factor;
+};
+
+// Splits "12.5Gbps" into 12.5 and "Gbps"; throws naming `what` when no number leads.
+std::pair<double, std::string_view> split_number(std::string_view text, std::string_view what) {
+  std::string_view trimmed = text;
+  while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.front()))) trimmed.remove_prefix(1);
+  while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) trimmed.remove_suffix(1);
+  double value = 0;
+  auto [end, ec] = std::from_chars(trimmed.data(), trimmed.data() + trimmed.size(), value);
+  if (ec != std::errc() || end == trimmed.data())
+    FERRY_THROW(InvalidArgument, "invalid ", what, " '", text, "': expected a number followed by a unit");
+  if (!std::isfinite(value) || value < 0)
+    FERRY_THROW(InvalidArgument, "invalid ", what, " '", text, "': must be a finite non-negative number");
+  std::string_view unit(end, trimmed.data() + trimmed.size() - end);
+  while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.front()))) unit.remove_prefix(1);
+  return {value, unit};
+}
+
+double apply_suffix(std::string_view text, std::string_view what, const std::vector<Suffix>& suffixes,
+                    std::string_view expected, bool allow_bare) {
+  auto [value, unit] = split_number(text, what);
+  if (unit.empty()) {
+    if (allow_bare || value == 0) return value;
+    FERRY_THROW(InvalidArgument, "invalid ", what, " '", text, "': missing unit (expected ", expected, ")");
+  }
+  for (const auto& s : suffixes)
+    if (unit == s.name) return value * s.factor;
+  FERRY_THROW(InvalidArgument, "invalid ", what, " '", text, "': unknown unit '", unit, "' (expected ", expected,
+              ")");
+}
+
+}  // namespace
+
+double parse_bandwidth_bytes_per_s(std::string_view text) {
+  static const std::vector<Suffix> kSuffixes = {
+      {"bps", 1.0 / 8},  {"Kbps", 1e3 / 8},  {"Mbps", 1e6 / 8},  {"Gbps", 1e9 / 8},  {"Tbps", 1e12 / 8},
+      {"Bps", 1.0},      {"KBps", 1e3},      {"MBps", 1e6},      {"GBps", 1e9},      {"TBps", 1e12},
+      {"B/s", 1.0},      {"KB/s", 1e3},      {"MB/s", 1e6},      {"GB/s", 1e9},      {"TB/s", 1e12},
+      {"KiB/s", 1024.0}, {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0}};
+  double v = apply_suffix(text, "bandwidth", kSuffixes, "bps, Kbps, Mbps, Gbps, Bps, MBps, GBps or GB/s", false);
+  if (v <= 0) FERRY_THROW(InvalidArgument, "invalid bandwidth '", text, "': must be positive");
+  return v;
+}
+
+double parse_duration_s(std::string_view text) {
+  static const std::vector<Suffix> kSuffixes = {{"ns", 1e-9}, {"us", 1e-6}, {"µs", 1e-6}, {"ms", 1e-3},
+                                                {"s", 1.0},   {"min", 60.0}, {"h", 3600.0}};
+  return apply_suffix(text, "duration", kSuffixes, "ns, us, ms, s, min or h", false);
+}
+
+std::uint64_t parse_bytes(std::string_view text) {
+  static const std::vector<Suffix> kSuffixes = {
+      {"B", 1.0},          {"KB", 1e3},          {"MB", 1e6},          {"GB", 1e9},         {"TB", 1e12},
+      {"KiB", 1024.0},     {"MiB", 1048576.0},   {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"K", 1024.0},       {"M", 1048576.0},     {"G", 1073741824.0}};
+  double v = apply_suffix(text, "size", kSuffixes, "B, KB, MB, GB, KiB, MiB or GiB", true);
+  if (v > 1.8e19) FERRY_THROW(InvalidArgument, "invalid size '", text, "': too large");
+  return static_cast<std::uint64_t>(std::llround(v));
+}
+
+std::string format_bytes(double bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.3g %s", bytes, kUnits[u]);
+  return buf;
+}
+
+std::string format_duration(double s) {
+  char buf[32];
+  if (s < 1e-6) std::snprintf(buf, sizeof buf, "%.3g ns", s * 1e9);
+  else if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.3g us", s * 1e6);
+  else if (s < 1) std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+std::string format_bandwidth(double bytes_per_s) {
+  double bits = bytes_per_s * 8;
+  char buf[32];
+  if (bits >= 1e9) std::snprintf(buf, sizeof buf, "%.3g Gbps", bits / 1e9);
+  else if (bits >= 1e6) std::snprintf(buf, sizeof buf, "%.3g Mbps", bits / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.3g Kbps", bits / 1e3);
+  return buf;
+}
+
+}  // namespace ferry

@@ -1,0 +1,56 @@
+#include "core/units.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace ferry {
+namespace {
+
+TEST(Units, BandwidthBitsAndBytes) {
+  EXPECT_DOUBLE_EQ(parse_bandwidth_bytes_per_s("10Gbps"), 10e9 / 8);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_bytes_per_s("500Mbps"), 500e6 / 8);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_bytes_per_s("12GBps"), 12e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_bytes_per_s("1.5GB/s"), 1.5e9);
+}
+
+TEST(Units, Durations) {
+  EXPECT_DOUBLE_EQ(parse_duration_s("50us"), 50e-6);
+  EXPECT_DOUBLE_EQ(parse_duration_s("1.5ms"), 1.5e-3);
+  EXPECT_DOUBLE_EQ(parse_duration_s("2s"), 2.0);
+  EXPECT_DOUBLE_EQ(parse_duration_s("0"), 0.0);
+}
+
+TEST(Units, Bytes) {
+  EXPECT_EQ(parse_bytes("24GiB"), 24ull << 30);
+  EXPECT_EQ(parse_bytes("512MiB"), 512ull << 20);
+  EXPECT_EQ(parse_bytes("1.5GB"), 1500000000ull);
+  EXPECT_EQ(parse_bytes("4096"), 4096ull);
+}
+
+TEST(Units, ErrorsNameTheInputAndTheExpectation) {
+  try {
+    parse_bandwidth_bytes_per_s("10Gbs");
+    FAIL() << "no throw";
+  } catch (const InvalidArgument& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("'10Gbs'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("unknown unit 'Gbs'"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(parse_bandwidth_bytes_per_s("fast"), InvalidArgument);
+  EXPECT_THROW(parse_bandwidth_bytes_per_s("0Gbps"), InvalidArgument);
+  EXPECT_THROW(parse_bandwidth_bytes_per_s("10"), InvalidArgument);
+  EXPECT_THROW(parse_duration_s("-5us"), InvalidArgument);
+  EXPECT_THROW(parse_duration_s("5 parsecs"), InvalidArgument);
+  EXPECT_THROW(parse_bytes("12XB"), InvalidArgument);
+  EXPECT_THROW(parse_bytes(""), InvalidArgument);
+}
+
+TEST(Units, Formatting) {
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(format_bandwidth(1.25e8), "1 Gbps");
+  EXPECT_EQ(format_duration(50e-6), "50 us");
+}
+
+}  // namespace
+}  // namespace ferry
