@@ -1,0 +1,57 @@
+// Link emulation as a decorator over any Communicator. Real bytes still go through the inner
+// transport; each message is paced so that it leaves no earlier than the sender's NIC could
+// have put it on the wire, and is delivered no earlier than the receiver's NIC could have
+// taken it in. N workers pushing to one server therefore share the server's ingress (incast),
+// as behind a real switch.
+//
+//   egress:  start = max(now, egress_free); egress_end = start + bytes/B; egress_free = egress_end
+//   ingress: delivered = max(egress_end + latency, ingress_free + bytes/B); ingress_free = delivered
+//
+// The sender's egress_end travels in an 8-byte header (monotonic clock, valid on one machine).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/link/link_options.h"
+
+namespace ferry::comm {
+
+class ShapedCommunicator final : public Communicator {
+ public:
+  // `inner` must outlive this decorator (it is usually owned next to it by the caller).
+  ShapedCommunicator(Communicator* inner, LinkOptions link);
+  ~ShapedCommunicator() override;
+
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  void send(int dst, int tag, std::span<const std::byte> data) override;
+  Message recv(int src, int tag) override;
+  Ticket isend(int dst, int tag, std::vector<std::byte> data) override;
+  Ticket irecv(int src, int tag, std::span<std::byte> out) override;
+  // Collectives run over the paced point-to-point path, so their bytes cross the emulated NICs.
+  void allreduce_sum(std::span<float> data) override;
+  void allreduce_sum(std::span<double> data) override;
+  void broadcast(std::span<std::byte> data, int root) override;
+  std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override;
+  void barrier() override;
+  CommCounters counters() const override;
+
+  const LinkOptions& link() const { return link_; }
+
+ private:
+  class Lane;  // one sender thread per destination keeps per-pair order and avoids head-of-line blocking
+  Lane& lane(int dst);
+
+  Communicator* inner_;  // see constructor
+  LinkOptions link_;
+  mutable std::mutex mu_;  // guards the NIC clocks, counters and lanes
+  double egress_free_s_ = 0;
+  double ingress_free_s_ = 0;
+  CommCounters counters_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
+}  // namespace ferry::comm

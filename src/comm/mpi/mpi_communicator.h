@@ -1,0 +1,57 @@
+// MPI backend: the only code in ferry that includes mpi.h. Requests MPI_THREAD_MULTIPLE, because
+// a rank's compute thread, communication thread and server loop all use MPI at once.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "comm/communicator.h"
+
+namespace ferry::comm {
+
+// Initialises MPI on construction (once per process) and finalises on destruction.
+class MpiRuntime {
+ public:
+  MpiRuntime(int* argc, char*** argv);
+  ~MpiRuntime();
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+  // The thread level MPI granted ("MPI_THREAD_MULTIPLE", ...).
+  const std::string& thread_level() const { return thread_level_; }
+  bool thread_multiple() const { return thread_multiple_; }
+
+ private:
+  std::string thread_level_;
+  bool thread_multiple_ = false;
+  bool owns_ = false;
+};
+
+// True when this process was started by mpirun/mpiexec (looks at the launcher's environment).
+bool launched_by_mpirun();
+
+class MpiCommunicator final : public Communicator {
+ public:
+  // A communicator over MPI_COMM_WORLD (duplicated). MPI must be initialised (MpiRuntime).
+  MpiCommunicator();
+  ~MpiCommunicator() override;
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void send(int dst, int tag, std::span<const std::byte> data) override;
+  Message recv(int src, int tag) override;
+  Ticket isend(int dst, int tag, std::vector<std::byte> data) override;
+  Ticket irecv(int src, int tag, std::span<std::byte> out) override;
+  void allreduce_sum(std::span<float> data) override;
+  void allreduce_sum(std::span<double> data) override;
+  void broadcast(std::span<std::byte> data, int root) override;
+  std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override;
+  void barrier() override;
+  CommCounters counters() const override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace ferry::comm

@@ -1,0 +1,29 @@
+// Collectives written over point-to-point messages, for backends without native collectives
+// (threads-as-ranks) and for link emulation, where every byte must cross the emulated NICs.
+// Algorithms as in gloo / Baidu's ring allreduce: reduce-scatter then allgather around a ring,
+// so each rank sends 2·(N−1)/N of the buffer, the bandwidth-optimal amount.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace ferry::comm {
+
+// Reserved tags for the collectives (above kMaxUserTag).
+inline constexpr int kTagAllreduce = kMaxUserTag + 1;
+inline constexpr int kTagBroadcast = kMaxUserTag + 2;
+inline constexpr int kTagAllgather = kMaxUserTag + 3;
+inline constexpr int kTagBarrier = kMaxUserTag + 4;
+
+template <typename T>
+void ring_allreduce_sum(Communicator& comm, std::span<T> data);
+void tree_broadcast(Communicator& comm, std::span<std::byte> data, int root);
+std::vector<std::vector<std::byte>> ring_allgather(Communicator& comm, std::span<const std::byte> mine);
+void dissemination_barrier(Communicator& comm);
+
+extern template void ring_allreduce_sum<float>(Communicator&, std::span<float>);
+extern template void ring_allreduce_sum<double>(Communicator&, std::span<double>);
+
+}  // namespace ferry::comm
