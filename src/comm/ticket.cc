@@ -41,3 +41,22 @@ void Ticket::wait() {
 bool Ticket::done() { return !state_ || state_->test(); }
 
 }  // namespace ferry::comm
+
+namespace ferry::comm {
+Ticket when_all(std::vector<Ticket> tickets) {
+  struct AllState : Ticket::State {
+    std::vector<Ticket> tickets;
+    void wait() override {
+      for (auto& t : tickets) t.wait();
+    }
+    bool test() override {
+      for (auto& t : tickets)
+        if (!t.done()) return false;
+      return true;
+    }
+  };
+  auto s = std::make_unique<AllState>();
+  s->tickets = std::move(tickets);
+  return Ticket(std::move(s));
+}
+}  // namespace ferry::comm

@@ -4,6 +4,7 @@
 
 #include <future>
 #include <memory>
+#include <vector>
 
 namespace ferry::comm {
 
@@ -36,4 +37,9 @@ class Ticket {
   std::unique_ptr<State> state_;
 };
 
+}  // namespace ferry::comm
+
+namespace ferry::comm {
+// One ticket that completes when all of `tickets` have (waited in order).
+Ticket when_all(std::vector<Ticket> tickets);
 }  // namespace ferry::comm

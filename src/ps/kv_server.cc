@@ -1,0 +1,154 @@
+#include "ps/kv_server.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace ferry::ps {
+
+
+struct KVServer::KeyState {
+  const KeyRange* range = nullptr;
+  std::vector<float> weights;
+  std::unique_ptr<SgdOptimizer> optimizer;
+  bool initialized = false;
+  std::uint64_t version = 0;                     // optimizer steps applied
+  std::vector<std::uint64_t> pushes;             // sync: pushes received per worker
+  std::map<std::uint64_t, std::vector<float>> round_sum;  // sync: round -> running sum
+  std::map<std::uint64_t, int> round_count;      // sync: round -> pushes summed
+  std::vector<std::pair<int, std::uint64_t>> waiting_pulls;  // (worker rank, least version)
+};
+
+KVServer::KVServer(comm::Communicator* comm, const KeyLayout* layout, int server_index, ServerOptions options)
+    : comm_(comm), layout_(layout), server_index_(server_index), options_(std::move(options)) {
+  FERRY_REQUIRE(options_.num_workers >= 1, "server needs at least one worker");
+  FERRY_REQUIRE(static_cast<int>(layout_->keys().size()) <= kMaxKeys, "model has ", layout_->keys().size(),
+                " keys; at most ", kMaxKeys, " are supported");
+  if (options_.average_pushes) options_.sgd.rescale = 1.0f / options_.num_workers;
+  for (int key : layout_->keys_of_server(server_index)) {
+    auto k = std::make_unique<KeyState>();
+    k->range = &layout_->key(key);
+    k->weights.assign(k->range->length, 0.0f);
+    k->optimizer = std::make_unique<SgdOptimizer>(k->range->length, options_.sgd);
+    k->pushes.assign(options_.num_workers, 0);
+    keys_[key] = std::move(k);
+  }
+}
+
+KVServer::KeyState& KVServer::state(int key, int from_rank) {
+  auto it = keys_.find(key);
+  if (it == keys_.end())
+    FERRY_THROW(FormatError, "server ", server_index_, " got a request for key ", key, " from rank ", from_rank,
+                ", which it does not own");
+  return *it->second;
+}
+
+void KVServer::run() {
+  int active = options_.num_workers;
+  while (active > 0) {
+    comm::Message m = comm_->recv(comm::kAnySource, kTagRequest);
+    RequestHeader h = parse_header(m);
+    switch (h.op) {
+      case Op::kInit: on_init(m.src, h.key, payload_of(m)); break;
+      case Op::kPush: on_push(m.src, h.key, h, payload_of(m)); break;
+      case Op::kPull: on_pull(m.src, h.key, h.version); break;
+      case Op::kShutdown: --active; break;
+      default: FERRY_THROW(FormatError, "unknown request op ", static_cast<int>(h.op), " from rank ", m.src);
+    }
+    while (!replies_.empty() && replies_.front().done()) replies_.pop_front();
+  }
+  for (auto& t : replies_) t.wait();
+  replies_.clear();
+}
+
+namespace {
+void copy_floats(std::span<const std::byte> payload, std::span<float> out, int key, int src) {
+  if (payload.size() != out.size_bytes())
+    FERRY_THROW(FormatError, "key ", key, " from rank ", src, ": payload of ", payload.size(), " bytes, expected ",
+                out.size_bytes());
+  std::memcpy(out.data(), payload.data(), payload.size());
+}
+void add_floats(std::span<const std::byte> payload, std::span<float> acc, int key, int src) {
+  if (payload.size() != acc.size_bytes())
+    FERRY_THROW(FormatError, "key ", key, " from rank ", src, ": payload of ", payload.size(), " bytes, expected ",
+                acc.size_bytes());
+  const float* g = reinterpret_cast<const float*>(payload.data());
+  for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += g[i];
+}
+}  // namespace
+
+void KVServer::on_init(int worker, int key, std::span<const std::byte> payload) {
+  KeyState& k = state(key, worker);
+  copy_floats(payload, k.weights, key, worker);
+  k.initialized = true;
+  answer_pulls(k);
+}
+
+void KVServer::on_push(int worker, int key, const RequestHeader& h, std::span<const std::byte> payload) {
+  KeyState& k = state(key, worker);
+  FERRY_REQUIRE(k.initialized, "worker rank ", worker, " pushed key ", key, " before it was initialised");
+  auto add = [&](std::span<float> acc) {
+    if (h.format == PayloadFormat::kFloat32) {
+      add_floats(payload, acc, key, worker);
+    } else {
+      FERRY_CHECK(options_.decoder, "codec payload but the server has no decoder");
+      options_.decoder(key, payload, acc);
+    }
+  };
+  if (options_.mode == ServerMode::kAsync) {
+    std::vector<float> g(k.range->length, 0.0f);
+    add(g);
+    k.optimizer->step(k.weights, g);
+    ++k.version;
+    answer_pulls(k);
+    return;
+  }
+  int w = worker - options_.first_worker_rank;
+  FERRY_CHECK(w >= 0 && w < options_.num_workers, "push from rank ", worker, " which is not a worker");
+  std::uint64_t round = k.pushes[w]++;
+  auto& sum = k.round_sum[round];
+  if (sum.empty()) sum.assign(k.range->length, 0.0f);
+  add(sum);
+  ++k.round_count[round];
+  apply_ready_rounds(k);
+}
+
+void KVServer::apply_ready_rounds(KeyState& k) {
+  // Rounds complete in order: round r is applied as the (r+1)-th update.
+  for (;;) {
+    auto it = k.round_count.find(k.version);
+    if (it == k.round_count.end() || it->second < options_.num_workers) break;
+    k.optimizer->step(k.weights, k.round_sum[k.version]);
+    k.round_sum.erase(k.version);
+    k.round_count.erase(it);
+    ++k.version;
+  }
+  answer_pulls(k);
+}
+
+void KVServer::on_pull(int worker, int key, std::uint64_t min_version) {
+  KeyState& k = state(key, worker);
+  k.waiting_pulls.emplace_back(worker, min_version);
+  answer_pulls(k);
+}
+
+void KVServer::answer_pulls(KeyState& k) {
+  if (!k.initialized) return;
+  auto ready = [&](const std::pair<int, std::uint64_t>& p) { return p.second <= k.version; };
+  for (const auto& p : k.waiting_pulls)
+    if (ready(p)) reply(k, p.first);
+  std::erase_if(k.waiting_pulls, ready);
+}
+
+void KVServer::reply(KeyState& k, int worker) {
+  auto bytes = std::as_bytes(std::span<const float>(k.weights));
+  replies_.push_back(comm_->isend(worker, kTagReplyBase + k.range->key, std::vector<std::byte>(bytes.begin(), bytes.end())));
+}
+
+KVServer::~KVServer() = default;
+
+std::span<const float> KVServer::weights(int key) const { return keys_.at(key)->weights; }
+std::uint64_t KVServer::version(int key) const { return keys_.at(key)->version; }
+
+}  // namespace ferry::ps

@@ -1,0 +1,67 @@
+// A parameter-server rank: owns the keys of its shard, applies the optimizer, answers pulls.
+//
+//   sync  (MXNet dist_sync): the i-th push of a key from every one of the N workers is summed,
+//         then one optimizer step runs with rescale 1/N and the key's version increments; a pull
+//         asking for version v waits until v updates have been applied.
+//   async (MXNet dist_async, Hogwild-style ASGD): every push is applied as it arrives.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "ps/key_layout.h"
+#include "ps/protocol.h"
+#include "ps/sgd_optimizer.h"
+
+namespace ferry::ps {
+
+enum class ServerMode { kSync, kAsync };
+
+// Decodes a codec payload of a key and adds it into `acc` (set by the compress integration).
+using PushDecoder = std::function<void(int key, std::span<const std::byte> payload, std::span<float> acc)>;
+
+struct ServerOptions {
+  ServerMode mode = ServerMode::kSync;
+  int num_workers = 1;    // pushes per round in sync mode; shutdowns to wait for
+  int first_worker_rank = 0;  // workers are ranks first_worker_rank .. +num_workers-1
+  SgdOptions sgd;         // optimizer; rescale is set to 1/num_workers unless overridden
+  bool average_pushes = true;  // rescale = 1/num_workers (mean of the workers' gradients)
+  PushDecoder decoder;    // needed only when workers push codec payloads
+};
+
+class KVServer {
+ public:
+  // `comm` and `layout` must outlive the server; `server_index` selects the shard.
+  KVServer(comm::Communicator* comm, const KeyLayout* layout, int server_index, ServerOptions options);
+  ~KVServer();
+  // Serves requests until every worker has sent kShutdown.
+  void run();
+
+  // Weights of a key (for tests and checkpoints).
+  std::span<const float> weights(int key) const;
+  std::uint64_t version(int key) const;
+
+ private:
+  struct KeyState;
+  void on_init(int worker, int key, std::span<const std::byte> payload);
+  void on_push(int worker, int key, const RequestHeader& h, std::span<const std::byte> payload);
+  void on_pull(int worker, int key, std::uint64_t min_version);
+  void apply_ready_rounds(KeyState& k);
+  void answer_pulls(KeyState& k);
+  void reply(KeyState& k, int worker);
+  KeyState& state(int key, int from_rank);
+
+  comm::Communicator* comm_;  // see constructor
+  const KeyLayout* layout_;   // see constructor
+  int server_index_;
+  ServerOptions options_;
+  std::map<int, std::unique_ptr<KeyState>> keys_;
+  std::deque<comm::Ticket> replies_;  // sends in flight
+};
+
+}  // namespace ferry::ps

@@ -1,0 +1,50 @@
+// The worker side of the parameter server (ps-lite's KVWorker): push gradients and pull weights
+// per key, each returning a ticket, so a strategy decides what overlaps with what.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "ps/key_layout.h"
+#include "ps/protocol.h"
+
+namespace ferry::ps {
+
+class KVWorker {
+ public:
+  // `comm` and `layout` must outlive the worker. Servers are ranks first_server_rank ..
+  // first_server_rank + layout.num_servers() - 1.
+  KVWorker(comm::Communicator* comm, const KeyLayout* layout, int first_server_rank);
+
+  // Sends the initial weights of every key (one worker does this before anyone pulls).
+  void init(std::span<const float> flat_weights);
+  // Pushes `grad` (the key's slice, copied now) as fp32.
+  comm::Ticket push(int key, std::span<const float> grad);
+  // Pushes an already encoded payload for `key`.
+  comm::Ticket push_encoded(int key, std::vector<std::byte> payload);
+  // Pulls the key's weights into `out` (must stay valid until the ticket is waited for), once the
+  // server has applied at least `min_version` updates to it.
+  comm::Ticket pull(int key, std::span<float> out, std::uint64_t min_version);
+
+  // Whole-model conveniences over the flat vector: one ticket for all keys.
+  comm::Ticket push_all(std::span<const float> flat_grad);
+  comm::Ticket pull_all(std::span<float> flat_weights, std::uint64_t min_version);
+
+  // Tells every server this worker is done.
+  void shutdown();
+
+  const KeyLayout& layout() const { return *layout_; }
+
+ private:
+  int server_rank(int key) const { return first_server_rank_ + layout_->key(key).server; }
+  comm::Ticket send_request(int key, Op op, std::uint64_t version, PayloadFormat format,
+                            std::span<const std::byte> payload);
+
+  comm::Communicator* comm_;  // see constructor
+  const KeyLayout* layout_;   // see constructor
+  int first_server_rank_;
+};
+
+}  // namespace ferry::ps

@@ -1,0 +1,29 @@
+#include "ps/sgd_optimizer.h"
+
+#include "core/error.h"
+
+namespace ferry::ps {
+
+SgdOptimizer::SgdOptimizer(std::size_t numel, SgdOptions options) : options_(options) {
+  FERRY_REQUIRE(options.lr >= 0, "learning rate must be non-negative, got ", options.lr);
+  FERRY_REQUIRE(options.momentum >= 0 && options.momentum < 1, "momentum must be in [0, 1), got ", options.momentum);
+  if (options_.momentum > 0) velocity_.assign(numel, 0.0f);
+}
+
+void SgdOptimizer::step(std::span<float> w, std::span<const float> grad) {
+  FERRY_CHECK(w.size() == grad.size(), w.size(), " weights vs ", grad.size(), " gradients");
+  const float lr = options_.lr, mu = options_.momentum, wd = options_.weight_decay, rs = options_.rescale;
+  const std::size_t n = w.size();
+  if (mu == 0) {
+    for (std::size_t i = 0; i < n; ++i) w[i] -= lr * (rs * grad[i] + wd * w[i]);
+    return;
+  }
+  FERRY_CHECK(velocity_.size() == n, "optimizer built for ", velocity_.size(), " elements, stepped with ", n);
+  float* v = velocity_.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    v[i] = mu * v[i] - lr * (rs * grad[i] + wd * w[i]);
+    w[i] += v[i];
+  }
+}
+
+}  // namespace ferry::ps
