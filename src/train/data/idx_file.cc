@@ -1,0 +1,107 @@
+#include "train/data/idx_file.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "train/data/gzip_file.h"
+
+namespace ferry::train {
+namespace {
+
+std::uint32_t read_be32(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         std::uint32_t{p[3]};
+}
+
+void append_be32(std::vector<std::uint8_t>& out, std::uint32_t v) {
+  out.push_back(static_cast<std::uint8_t>(v >> 24));
+  out.push_back(static_cast<std::uint8_t>(v >> 16));
+  out.push_back(static_cast<std::uint8_t>(v >> 8));
+  out.push_back(static_cast<std::uint8_t>(v));
+}
+
+std::string hex32(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08X", v);
+  return buf;
+}
+
+std::string dims_text(const std::vector<std::int64_t>& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+IdxArray read_idx_file(const std::string& path, std::uint32_t expected_magic) {
+  const std::uint32_t ndim = expected_magic & 0xFF;
+  FERRY_CHECK((expected_magic & 0xFFFFFF00u) == 0x00000800u && ndim >= 1,
+              "not an unsigned-byte IDX magic: ", hex32(expected_magic));
+  // 1 TiB of pixels is far beyond any data set this reads; it bounds a corrupt header.
+  std::vector<std::uint8_t> bytes = read_maybe_gzip(path, std::uint64_t{1} << 40);
+
+  const std::size_t header = 4 + 4 * static_cast<std::size_t>(ndim);
+  if (bytes.size() < 4)
+    FERRY_THROW(FormatError, path, ": truncated IDX header: ", bytes.size(),
+                " bytes, expected at least ", header);
+  const std::uint32_t magic = read_be32(bytes.data());
+  if (magic != expected_magic) {
+    FERRY_THROW(FormatError, path, ": wrong IDX magic ", hex32(magic), ", expected ",
+                hex32(expected_magic), " (",
+                expected_magic == kIdxImagesMagic   ? "unsigned-byte images [N,rows,cols]"
+                : expected_magic == kIdxLabelsMagic ? "unsigned-byte labels [N]"
+                                                    : "unsigned-byte array",
+                ")");
+  }
+  if (bytes.size() < header)
+    FERRY_THROW(FormatError, path, ": truncated IDX header: ", bytes.size(),
+                " bytes, expected at least ", header);
+
+  IdxArray out;
+  out.path = path;
+  std::uint64_t count = 1;
+  for (std::uint32_t i = 0; i < ndim; ++i) {
+    const std::uint32_t d = read_be32(bytes.data() + 4 + 4 * i);
+    if (d == 0 || d > 0x7FFFFFFFu)
+      FERRY_THROW(FormatError, path, ": IDX dimension ", i, " is ", d,
+                  ", expected a positive size");
+    out.dims.push_back(d);
+    count *= d;
+    if (count > (std::uint64_t{1} << 40))
+      FERRY_THROW(FormatError, path, ": IDX dims ", dims_text(out.dims),
+                  " describe more data than any file this reads");
+  }
+  const std::uint64_t payload = bytes.size() - header;
+  if (payload < count) {
+    FERRY_THROW(FormatError, path, ": truncated IDX data: dims ", dims_text(out.dims),
+                " need ", count, " bytes after the header, found ", payload);
+  }
+  if (payload > count) {
+    FERRY_THROW(FormatError, path, ": IDX size mismatch: dims ", dims_text(out.dims), " need ",
+                count, " bytes after the header, found ", payload, " (", payload - count,
+                " extra)");
+  }
+  out.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end());
+  return out;
+}
+
+void write_idx_file(const std::string& path, const std::vector<std::int64_t>& dims,
+                    const std::vector<std::uint8_t>& data, bool gzip) {
+  FERRY_REQUIRE(!dims.empty() && dims.size() < 256, "IDX needs 1..255 dims, got ", dims.size());
+  std::uint64_t count = 1;
+  for (auto d : dims) {
+    FERRY_REQUIRE(d > 0 && d <= 0x7FFFFFFF, "IDX dimension out of range: ", d);
+    count *= static_cast<std::uint64_t>(d);
+  }
+  FERRY_REQUIRE(count == data.size(), "IDX dims ", dims_text(dims), " need ", count,
+                " values, got ", data.size());
+  std::vector<std::uint8_t> bytes;
+  bytes.reserve(4 + 4 * dims.size() + data.size());
+  append_be32(bytes, 0x00000800u | static_cast<std::uint32_t>(dims.size()));
+  for (auto d : dims) append_be32(bytes, static_cast<std::uint32_t>(d));
+  bytes.insert(bytes.end(), data.begin(), data.end());
+  write_maybe_gzip(path, bytes, gzip);
+}
+
+}  // namespace ferry::train

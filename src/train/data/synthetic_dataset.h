@@ -1,0 +1,24 @@
+// A synthetic, learnable classification data set, bit-identical for a seed on every machine.
+#pragma once
+
+#include <cstdint>
+
+#include "train/data/dataset.h"
+
+namespace ferry::train {
+
+struct SyntheticOptions {
+  std::int64_t size = 1024;       // number of items
+  std::int64_t num_classes = 10;  // number of labels
+  std::int64_t channels = 1;      // image shape [channels, height, width]
+  std::int64_t height = 28;
+  std::int64_t width = 28;
+  float noise = 1.0f;             // amplitude of the uniform noise added to each class pattern
+  std::uint64_t seed = 1;         // everything derives from it (SplitMix64, not libtorch's RNG)
+};
+
+// Each class c has a fixed random ±1 pattern P_c; item i has a uniform random label y_i and
+// input P_{y_i} + noise·U(-1, 1) per pixel. Same options → same bytes.
+Dataset make_synthetic_dataset(const SyntheticOptions& options);
+
+}  // namespace ferry::train

@@ -1,0 +1,17 @@
+// Constructors of the built-in models, used by make_model (model_factory.cc) only.
+#pragma once
+
+#include <memory>
+
+#include "train/models/model.h"
+
+namespace ferry::train::detail {
+
+// 784 → 256 → 128 → 10 fully connected, ReLU (≈0.24 M parameters at 28x28x1).
+std::unique_ptr<Model> make_mlp(const ModelOptions& options);
+// conv3x3(32) → pool → conv3x3(64) → pool → fc 128 → fc 10 (≈0.42 M parameters at 28x28x1).
+std::unique_ptr<Model> make_cnn(const ModelOptions& options);
+// 784 → 2048 → 2048 → 2048 → 10 fully connected, ReLU (≈10.0 M parameters at 28x28x1).
+std::unique_ptr<Model> make_fcnet(const ModelOptions& options);
+
+}  // namespace ferry::train::detail

@@ -1,0 +1,36 @@
+#include "train/models/evaluate.h"
+
+#include <ATen/ops/cross_entropy_loss.h>
+#include <ATen/core/grad_mode.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace ferry::train {
+
+EvalResult evaluate(Model& model, const Dataset& data, const EvalOptions& options) {
+  FERRY_REQUIRE(options.batch_size > 0, "evaluate: batch size must be > 0, got ",
+                options.batch_size);
+  const std::int64_t n = options.limit > 0 ? std::min(options.limit, data.size()) : data.size();
+  EvalResult result;
+  if (n == 0) return result;
+  at::NoGradGuard no_grad;
+  double loss_sum = 0;
+  std::int64_t correct = 0;
+  for (std::int64_t begin = 0; begin < n; begin += options.batch_size) {
+    const std::int64_t len = std::min(options.batch_size, n - begin);
+    const at::Tensor x = data.images.narrow(0, begin, len);
+    const at::Tensor y = data.labels.narrow(0, begin, len);
+    const at::Tensor logits = model.forward(x);
+    // reduction 2 = at::Reduction::Sum; ignore_index -100; no label smoothing.
+    loss_sum += at::cross_entropy_loss(logits, y, {}, 2, -100, 0.0).item<double>();
+    correct += logits.argmax(1).eq(y).sum().item<std::int64_t>();
+  }
+  result.count = n;
+  result.accuracy = static_cast<double>(correct) / static_cast<double>(n);
+  result.mean_loss = loss_sum / static_cast<double>(n);
+  return result;
+}
+
+}  // namespace ferry::train

@@ -1,0 +1,68 @@
+// A trainable classifier: a libtorch module plus its forward pass, made by name.
+// This header does not include <torch/torch.h>; include it where you need torch::nn::Module's
+// full definition (optimizers, serialisation).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
+
+namespace ferry::train {
+
+// Shape of the inputs and outputs a model is built for.
+struct ModelOptions {
+  std::int64_t in_channels = 1;   // image channels (1: MNIST-format, 3: CIFAR-10)
+  std::int64_t height = 28;       // image height; cnn needs a multiple of 4
+  std::int64_t width = 28;        // image width; cnn needs a multiple of 4
+  std::int64_t num_classes = 10;  // number of output logits
+};
+
+class Model {
+ public:
+  // `module` is the libtorch module holding every parameter, shared with the subclass.
+  Model(std::string name, std::shared_ptr<torch::nn::Module> module);
+  virtual ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  // Logits [B, num_classes] of a float batch [B, C, H, W].
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+
+  // The name it was made with ("cnn").
+  const std::string& name() const { return name_; }
+  // The trainable tensors in registration order: front (input-side) layers first.
+  std::vector<at::Tensor> parameters() const;
+  // Their dotted names ("conv1.weight"), in the same order.
+  std::vector<std::string> parameter_names() const;
+  // Total number of trainable scalars.
+  std::int64_t parameter_count() const;
+  // Clears every parameter's gradient.
+  void zero_grad();
+  // The underlying module (for torch::optim, serialisation, train()/eval()).
+  torch::nn::Module& module() { return *module_; }
+  const std::shared_ptr<torch::nn::Module>& module_ptr() const { return module_; }
+
+ private:
+  std::string name_;
+  std::shared_ptr<torch::nn::Module> module_;
+};
+
+// Names make_model accepts: "mlp", "cnn", "fcnet".
+std::vector<std::string> model_names();
+
+// Builds model `name` with weights initialised deterministically from `seed` (the same seed
+// gives bitwise-identical weights in every process). Seeds libtorch's global generator
+// (torch::manual_seed) under a lock, so concurrent calls from several threads stay
+// deterministic. Throws InvalidArgument for an unknown name (listing the known ones) or an
+// input shape the model cannot take.
+std::unique_ptr<Model> make_model(const std::string& name, std::uint64_t seed,
+                                  const ModelOptions& options = {});
+
+}  // namespace ferry::train
