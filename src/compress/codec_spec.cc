@@ -1,0 +1,155 @@
+#include "compress/codec_spec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace ferry::compress {
+namespace {
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string format_double(double v) {
+  std::ostringstream out;
+  out.precision(9);
+  out << v;
+  return out.str();
+}
+
+}  // namespace
+
+CodecSpec CodecSpec::parse(std::string_view text) {
+  CodecSpec spec;
+  auto colon = text.find(':');
+  spec.name = lower(trim(text.substr(0, colon)));
+  FERRY_REQUIRE(!spec.name.empty(), "codec spec '", text,
+                "': empty codec name (expected name or name:key=value,...)");
+  if (colon == std::string_view::npos) return spec;
+  std::string_view rest = text.substr(colon + 1);
+  while (true) {
+    auto comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    auto eq = item.find('=');
+    FERRY_REQUIRE(eq != std::string_view::npos, "codec spec '", text, "': parameter '",
+                  trim(item), "' is not key=value");
+    std::string key = lower(trim(item.substr(0, eq)));
+    std::string value = trim(item.substr(eq + 1));
+    FERRY_REQUIRE(!key.empty(), "codec spec '", text, "': empty key in '", trim(item), "'");
+    FERRY_REQUIRE(!value.empty(), "codec spec '", text, "': empty value for key '", key, "'");
+    for (const auto& [k, v] : spec.params)
+      FERRY_REQUIRE(k != key, "codec spec '", text, "': key '", key, "' given twice");
+    spec.params.emplace_back(std::move(key), std::move(value));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return spec;
+}
+
+SpecReader::SpecReader(CodecSpec spec) : spec_(std::move(spec)) {}
+
+const std::string* SpecReader::find(const std::string& key) const {
+  for (const auto& [k, v] : spec_.params)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+bool SpecReader::has(const std::string& key) const { return find(key) != nullptr; }
+
+void SpecReader::record(const std::string& key, std::string value) {
+  for (auto& [k, v] : resolved_)
+    if (k == key) {
+      v = std::move(value);
+      return;
+    }
+  resolved_.emplace_back(key, std::move(value));
+}
+
+double SpecReader::get_double(const std::string& key, double fallback) {
+  double v = fallback;
+  if (const std::string* s = find(key)) {
+    std::size_t used = 0;
+    bool ok = true;
+    try {
+      v = std::stod(*s, &used);
+    } catch (const std::exception&) {
+      ok = false;
+    }
+    FERRY_REQUIRE(ok && used == s->size() && std::isfinite(v), "codec '", spec_.name,
+                  "': option ", key, "='", *s, "' is not a finite number");
+  }
+  record(key, format_double(v));
+  return v;
+}
+
+std::int64_t SpecReader::get_int(const std::string& key, std::int64_t fallback) {
+  std::int64_t v = fallback;
+  if (const std::string* s = find(key)) {
+    auto [ptr, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
+    FERRY_REQUIRE(ec == std::errc() && ptr == s->data() + s->size(), "codec '", spec_.name,
+                  "': option ", key, "='", *s, "' is not an integer");
+  }
+  record(key, std::to_string(v));
+  return v;
+}
+
+std::uint64_t SpecReader::get_uint(const std::string& key, std::uint64_t fallback) {
+  std::uint64_t v = fallback;
+  if (const std::string* s = find(key)) {
+    auto [ptr, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
+    FERRY_REQUIRE(ec == std::errc() && ptr == s->data() + s->size(), "codec '", spec_.name,
+                  "': option ", key, "='", *s, "' is not a non-negative integer");
+  }
+  record(key, std::to_string(v));
+  return v;
+}
+
+bool SpecReader::get_bool(const std::string& key, bool fallback) {
+  bool v = fallback;
+  if (const std::string* s = find(key)) {
+    std::string t = lower(*s);
+    if (t == "1" || t == "true" || t == "on" || t == "yes") {
+      v = true;
+    } else if (t == "0" || t == "false" || t == "off" || t == "no") {
+      v = false;
+    } else {
+      FERRY_THROW(InvalidArgument, "codec '", spec_.name, "': option ", key, "='", *s,
+                  "' is not a boolean (1/0, true/false, on/off, yes/no)");
+    }
+  }
+  record(key, v ? "1" : "0");
+  return v;
+}
+
+void SpecReader::finish() const {
+  for (const auto& [k, v] : spec_.params) {
+    bool known = std::any_of(resolved_.begin(), resolved_.end(),
+                             [&](const auto& r) { return r.first == k; });
+    if (known) continue;
+    std::string keys;
+    for (const auto& r : resolved_) keys += (keys.empty() ? "" : ", ") + r.first;
+    FERRY_THROW(InvalidArgument, "codec '", spec_.name, "': unknown option '", k, "' (known: ",
+                keys.empty() ? "none" : keys, ")");
+  }
+}
+
+std::string SpecReader::canonical() const {
+  std::string out = spec_.name;
+  for (std::size_t i = 0; i < resolved_.size(); ++i)
+    out += (i == 0 ? ":" : ",") + resolved_[i].first + "=" + resolved_[i].second;
+  return out;
+}
+
+}  // namespace ferry::compress

@@ -1,0 +1,53 @@
+// QSGD: unbiased stochastic quantisation to s levels per bucket.
+#pragma once
+
+#include "compress/codec.h"
+#include "compress/codec_spec.h"
+#include "compress/rng.h"
+
+namespace ferry::compress {
+
+struct QsgdOptions {
+  std::uint32_t levels = 15;       // s >= 1 quantisation levels (spec key: levels), <= 65535
+  std::uint32_t bucket_size = 512; // d >= 1 elements sharing one norm (spec key: bucket)
+  std::uint64_t seed = 0;          // mixed with tensor_id and rank (spec key: seed)
+};
+QsgdOptions parse_qsgd_options(SpecReader& spec);
+
+// QSGD (Alistarh, Grubic, Li, Tomioka, Vojnovic, "QSGD: Communication-Efficient SGD via
+// Gradient Quantization and Encoding", NeurIPS 2017), with buckets of d elements (Sec. 3.1):
+//   Q_s(v_i) = ||v||_2 * sign(v_i) * xi_i / s,   l = floor(s |v_i| / ||v||_2),
+//   xi_i = l + 1 with probability s |v_i| / ||v||_2 - l, else l.
+// E[Q_s(v)] = v (unbiased); variance <= min(d/s^2, sqrt(d)/s) ||v||^2 per bucket.
+// Each element is a field of 1 + bit_width(s) bits: (level << 1) | sign, packed LSB-first
+// into 32-bit words (bit_stream.h); the Elias coding of the paper is not used.
+// Wire: header (aux = s, numel) + u32 d + ceil(n/d) fp32 norms + the bit stream.
+// Size 16 + 4 + 4*ceil(n/d) + 4*ceil(n*(1+bit_width(s))/32) bytes.
+class QsgdCodec final : public Codec {
+ public:
+  QsgdCodec(QsgdOptions options, TensorInfo info);
+
+  std::string name() const override { return "qsgd"; }
+  void encode(std::span<const float> grad, std::vector<std::byte>& out) override;
+  void decode(std::span<const std::byte> payload, std::span<float> out) const override;
+  void decode_add(std::span<const std::byte> payload, std::span<float> acc) const override;
+  std::size_t encoded_size_bytes() const override {
+    return size_bytes(info_.numel, options_.levels, options_.bucket_size);
+  }
+
+  static std::size_t size_bytes(std::size_t numel, std::uint32_t levels, std::uint32_t bucket);
+
+ private:
+  struct Parsed {
+    std::uint32_t levels;
+    std::uint32_t bucket;
+  };
+  Parsed check(std::span<const std::byte> payload) const;
+  template <bool kAdd>
+  void unpack(std::span<const std::byte> payload, const Parsed& p, float* out) const;
+
+  QsgdOptions options_;
+  SplitMix64 rng_;
+};
+
+}  // namespace ferry::compress

@@ -1,0 +1,63 @@
+#include "compress/topk_codec.h"
+
+#include <algorithm>
+
+#include "compress/sparse_payload.h"
+#include "core/error.h"
+
+namespace ferry::compress {
+
+TopkOptions parse_topk_options(SpecReader& spec) {
+  TopkOptions o;
+  o.ratio = spec.get_double("ratio", o.ratio);
+  return o;
+}
+
+TopkCodec::TopkCodec(TopkOptions options, TensorInfo info)
+    : Codec(std::move(info)), options_(options) {
+  FERRY_REQUIRE(options_.ratio > 0.0 && options_.ratio <= 1.0,
+                "topk: ratio must be in (0, 1], got ", options_.ratio);
+  require_sparse_numel(info_.numel, "topk");
+  k_ = sparse_count(options_.ratio, info_.numel);
+}
+
+std::size_t TopkCodec::encoded_size_bytes() const { return sparse_size_bytes(k_); }
+
+void TopkCodec::encode(std::span<const float> grad, std::vector<std::byte>& out) {
+  check_numel(grad.size(), "gradient");
+  selector_.reset();
+  selector_.count(grad);
+  selector_.select(grad, k_, idx_);
+  write_sparse(out, CodecId::kTopk, grad.size(), idx_, grad.data());
+}
+
+void TopkCodec::encode_with_feedback(std::span<const float> grad, std::span<float> residual,
+                                     std::vector<std::byte>& out, std::vector<float>&) {
+  check_numel(grad.size(), "gradient");
+  check_numel(residual.size(), "residual");
+  const std::size_t n = grad.size();
+  const float* g = grad.data();
+  float* e = residual.data();
+  selector_.reset();
+  constexpr std::size_t kChunk = 4096;  // 16 KiB: still in L1 when the histogram reads it
+  for (std::size_t lo = 0; lo < n; lo += kChunk) {
+    const std::size_t hi = std::min(n, lo + kChunk);
+    for (std::size_t i = lo; i < hi; ++i) e[i] += g[i];
+    selector_.count(residual.subspan(lo, hi - lo));
+  }
+  selector_.select(residual, k_, idx_);
+  write_sparse(out, CodecId::kTopk, n, idx_, e);
+  for (std::uint32_t i : idx_) e[i] = 0.0f;  // e - decode(payload): sent values are exact
+}
+
+void TopkCodec::decode(std::span<const std::byte> payload, std::span<float> out) const {
+  check_numel(out.size(), "decode output");
+  decode_sparse(payload, CodecId::kTopk, out, false);
+}
+
+void TopkCodec::decode_add(std::span<const std::byte> payload, std::span<float> acc) const {
+  check_numel(acc.size(), "decode_add accumulator");
+  decode_sparse(payload, CodecId::kTopk, acc, true);
+}
+
+}  // namespace ferry::compress

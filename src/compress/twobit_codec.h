@@ -1,0 +1,46 @@
+// MXNet 2-bit gradient compression with its built-in residual.
+#pragma once
+
+#include <vector>
+
+#include "compress/codec.h"
+#include "compress/codec_spec.h"
+
+namespace ferry::compress {
+
+struct TwobitOptions {
+  float threshold = 0.5f;  // t > 0: values sent are +t, -t or 0 (spec key: threshold)
+};
+TwobitOptions parse_twobit_options(SpecReader& spec);
+
+// MXNet's two-bit quantisation ("2bit" gradient compression, MXNet 1.x
+// src/operator/contrib/gradient_compression-inl.h; Seide et al. 2014 for the residual idea),
+// exactly:
+//   r += g;
+//   r >= t  -> send 11 (decodes to +t), r -= t
+//   r <= -t -> send 10 (decodes to -t), r += t
+//   else    -> send 00 (decodes to 0)
+// 16 values per 32-bit word (layout in ternary_pack.h).
+// Wire: header (aux = bits of t, numel) + ceil(n/16) words.  Size 16 + 4*ceil(n/16) bytes.
+class TwobitCodec final : public Codec {
+ public:
+  TwobitCodec(TwobitOptions options, TensorInfo info);
+
+  std::string name() const override { return "twobit"; }
+  void encode(std::span<const float> grad, std::vector<std::byte>& out) override;
+  void decode(std::span<const std::byte> payload, std::span<float> out) const override;
+  void decode_add(std::span<const std::byte> payload, std::span<float> acc) const override;
+  std::size_t encoded_size_bytes() const override { return size_bytes(info_.numel); }
+  std::span<const float> residual() const override { return residual_; }
+
+  static std::size_t size_bytes(std::size_t numel);
+
+ private:
+  // Validates the payload; returns t.
+  float check(std::span<const std::byte> payload) const;
+
+  TwobitOptions options_;
+  std::vector<float> residual_;
+};
+
+}  // namespace ferry::compress
