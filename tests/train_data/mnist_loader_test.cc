@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "train/data/cifar10_loader.h"
+#include "train/data/dataset_source.h"
 #include "train/data/gzip_file.h"
 #include "train/data/idx_file.h"
 #include "train/data/synthetic_dataset.h"
@@ -168,6 +169,43 @@ TEST_F(MnistLoaderTest, Cifar10BinaryLoadsAndRejectsPartialRecords) {
   EXPECT_THROW(load_cifar10(o), FormatError);
   o.split = Split::kTrain;
   EXPECT_THROW(load_cifar10(o), IoError);
+}
+
+TEST_F(MnistLoaderTest, LoadDatasetPicksTheFormat) {
+  write_split("train", 6, 6, true);
+  DatasetSourceOptions o;
+  o.source = dir_.string();
+  EXPECT_EQ(load_dataset(o).images.sizes(), (std::vector<std::int64_t>{6, 1, 28, 28}));
+  std::vector<std::uint8_t> record(3073, 1);
+  write_maybe_gzip((dir_ / "test_batch.bin").string(), record, false);
+  o.split = Split::kTest;
+  EXPECT_EQ(load_dataset(o).images.sizes(), (std::vector<std::int64_t>{1, 3, 32, 32}));
+}
+
+TEST(Synthetic, SourceTrainAndTestShareClassesNotItems) {
+  DatasetSourceOptions o;
+  o.source = "synthetic";
+  o.synthetic_size = 200;
+  Dataset train = load_dataset(o);
+  o.split = Split::kTest;
+  Dataset test = load_dataset(o);
+  ASSERT_EQ(train.size(), 200);
+  ASSERT_EQ(test.size(), 200);
+  EXPECT_FALSE(train.images.equal(test.images));
+  // Items of one class scatter around one pattern in both: train class means are closer to
+  // the test items of their class than to those of any other class.
+  auto class_mean = [](const Dataset& d, int c) {
+    return d.images.index_select(0, d.labels.eq(c).nonzero().flatten()).mean(0);
+  };
+  for (int c = 0; c < 10; ++c) {
+    const at::Tensor train_mean = class_mean(train, c);
+    const double same = train_mean.sub(class_mean(test, c)).abs().mean().item<double>();
+    const double other =
+        train_mean.sub(class_mean(test, (c + 1) % 10)).abs().mean().item<double>();
+    EXPECT_LT(same, other) << "class " << c;
+  }
+  o.source = "/nonexistent/data";
+  EXPECT_THROW(load_dataset(o), IoError);
 }
 
 }  // namespace

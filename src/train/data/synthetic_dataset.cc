@@ -13,9 +13,11 @@ Dataset make_synthetic_dataset(const SyntheticOptions& o) {
   FERRY_REQUIRE(o.channels > 0 && o.height > 0 && o.width > 0, "synthetic image shape must be "
                 "positive, got ", o.channels, "x", o.height, "x", o.width);
   const std::int64_t item = o.channels * o.height * o.width;
-  SplitMix64 rng(o.seed);
+  SplitMix64 pattern_rng(o.seed);
   std::vector<float> patterns(static_cast<std::size_t>(o.num_classes * item));
-  for (auto& v : patterns) v = (rng.next() >> 63) ? 1.0f : -1.0f;
+  for (auto& v : patterns) v = (pattern_rng.next() >> 63) ? 1.0f : -1.0f;
+  // Items: an independent generator per stream, decorrelated from the patterns' one.
+  SplitMix64 rng(SplitMix64(o.seed ^ 0xD1B54A32D192ED03ull).next() + o.stream);
 
   std::vector<std::int64_t> labels(static_cast<std::size_t>(o.size));
   std::vector<float> inputs(static_cast<std::size_t>(o.size * item));
