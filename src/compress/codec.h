@@ -22,7 +22,7 @@ namespace ferry::compress {
 // What a codec knows about the tensor it serves.
 struct TensorInfo {
   std::size_t numel = 0;             // number of float elements (> 0)
-  std::vector<std::int64_t> shape;   // empty = 1-D of numel; product must equal numel
+  std::vector<std::int64_t> shape = {};  // empty = 1-D of numel; product must equal numel
   std::uint64_t tensor_id = 0;       // same on every worker for one tensor: seeds shared state
                                      // (PowerSGD's initial Q must be equal on all workers)
   int rank = 0;                      // this worker: seeds private randomness (QSGD rounding)

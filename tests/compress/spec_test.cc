@@ -1,0 +1,131 @@
+#include <gtest/gtest.h>
+
+#include "compress/codec_registry.h"
+#include "compress/codec_spec.h"
+#include "compress/powersgd_codec.h"
+#include "compress/topk_codec.h"
+#include "core/error.h"
+#include "test_util.h"
+
+namespace ferry::compress {
+namespace {
+
+using testing::codec;
+
+// Expects InvalidArgument whose message contains `needle`.
+void expect_invalid(const std::string& spec, const std::string& needle, std::size_t n = 100) {
+  try {
+    codec(spec, n);
+    ADD_FAILURE() << "spec '" << spec << "' was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "spec '" << spec << "': message '" << e.what() << "' lacks '" << needle << "'";
+  }
+}
+
+TEST(CodecSpec, ParsesNameAndParameters) {
+  CodecSpec s = CodecSpec::parse(" TopK : ratio = 0.01 , ef=0");
+  EXPECT_EQ(s.name, "topk");
+  ASSERT_EQ(s.params.size(), 2u);
+  EXPECT_EQ(s.params[0].first, "ratio");
+  EXPECT_EQ(s.params[0].second, "0.01");
+  EXPECT_EQ(s.params[1].first, "ef");
+  EXPECT_EQ(s.params[1].second, "0");
+  EXPECT_TRUE(CodecSpec::parse("none").params.empty());
+}
+
+TEST(CodecSpec, MalformedSpecsAreRejected) {
+  EXPECT_THROW(CodecSpec::parse(""), InvalidArgument);
+  EXPECT_THROW(CodecSpec::parse(":ratio=1"), InvalidArgument);
+  EXPECT_THROW(CodecSpec::parse("topk:ratio"), InvalidArgument);
+  EXPECT_THROW(CodecSpec::parse("topk:=0.1"), InvalidArgument);
+  EXPECT_THROW(CodecSpec::parse("topk:ratio="), InvalidArgument);
+  EXPECT_THROW(CodecSpec::parse("topk:ratio=0.1,ratio=0.2"), InvalidArgument);
+  EXPECT_THROW(CodecSpec::parse("topk:ratio=0.1,"), InvalidArgument);
+}
+
+TEST(CodecRegistry, UnknownCodecListsKnownOnes) {
+  expect_invalid("fourbit", "unknown codec 'fourbit'");
+  expect_invalid("fourbit", "twobit");
+  expect_invalid("fourbit", "powersgd");
+}
+
+TEST(CodecRegistry, UnknownOptionListsKnownKeys) {
+  expect_invalid("topk:ration=0.1", "unknown option 'ration'");
+  expect_invalid("topk:ration=0.1", "ratio");
+  expect_invalid("none:threshold=1", "unknown option 'threshold'");
+}
+
+TEST(CodecRegistry, BadValuesAreRejected) {
+  expect_invalid("twobit:threshold=abc", "not a finite number");
+  expect_invalid("twobit:threshold=0", "threshold must be");
+  expect_invalid("twobit:threshold=-0.5", "threshold must be");
+  expect_invalid("twobit:threshold=inf", "not a finite number");
+  expect_invalid("topk:ratio=0", "ratio must be in (0, 1]");
+  expect_invalid("topk:ratio=1.5", "ratio must be in (0, 1]");
+  expect_invalid("randomk:ratio=-0.1", "ratio must be in (0, 1]");
+  expect_invalid("dgc:ratio=2", "ratio must be in (0, 1]");
+  expect_invalid("dgc:momentum=1", "momentum must be in [0, 1)");
+  expect_invalid("dgc:clip=-1", "clip must be >= 0");
+  expect_invalid("powersgd:rank=0", "rank must be in [1, 1024]");
+  expect_invalid("powersgd:rank=2.5", "not an integer");
+  expect_invalid("powersgd:min_rate=0.5", "min_rate must be >= 1");
+  expect_invalid("qsgd:levels=0", "levels must be in [1, 65535]");
+  expect_invalid("qsgd:bucket=0", "bucket must be in");
+  expect_invalid("qsgd:seed=-1", "not a non-negative integer");
+  expect_invalid("topk:ef=maybe", "not a boolean");
+  expect_invalid("twobit:ef=0", "error feedback built in");
+}
+
+TEST(CodecRegistry, ErrorFeedbackDefaultsPerCodec) {
+  EXPECT_EQ(codec("topk:ratio=0.1", 100)->name(), "topk+ef");
+  EXPECT_EQ(codec("topk:ratio=0.1,ef=0", 100)->name(), "topk");
+  EXPECT_EQ(codec("randomk", 100)->name(), "randomk+ef");
+  EXPECT_EQ(codec("qsgd", 100)->name(), "qsgd");
+  EXPECT_EQ(codec("qsgd:ef=1", 100)->name(), "qsgd+ef");
+  EXPECT_EQ(codec("fp16:ef=on", 100)->name(), "fp16+ef");
+  EXPECT_EQ(codec("twobit", 100)->name(), "twobit");
+  EXPECT_EQ(codec("twobit:ef=1", 100)->name(), "twobit");  // built in: accepted, no wrapper
+  EXPECT_EQ(codec("dgc:ef=1", 100)->name(), "dgc");
+}
+
+TEST(CodecRegistry, CanonicalSpecResolvesDefaults) {
+  EXPECT_EQ(canonical_codec_spec("twobit"), "twobit:threshold=0.5");
+  EXPECT_EQ(canonical_codec_spec("topk"), "topk:ratio=0.01,ef=1");
+  EXPECT_EQ(canonical_codec_spec("qsgd:seed=7,levels=3"),
+            "qsgd:levels=3,bucket=128,seed=7,ef=0");
+  EXPECT_EQ(canonical_codec_spec("none"), "none:ef=0");
+  EXPECT_THROW(canonical_codec_spec("topk:ratio=7"), InvalidArgument);
+}
+
+TEST(CodecRegistry, EveryBuiltinIsListedAndBuilds) {
+  const auto names = builtin_codec_registry().names();
+  const std::vector<std::string> expected = {"dgc",      "fp16", "none",    "onebit", "powersgd",
+                                             "qsgd",     "randomk", "terngrad", "topk", "twobit"};
+  EXPECT_EQ(names, expected);
+  for (const auto& n : names) {
+    auto c = make_codec(n, TensorInfo{.numel = 12, .shape = {3, 4}});
+    EXPECT_EQ(c->info().numel, 12u) << n;
+  }
+}
+
+TEST(CodecRegistry, CustomRegistryAndDuplicates) {
+  CodecRegistry r;
+  register_builtin_codecs(r);
+  EXPECT_THROW(register_builtin_codecs(r), InvalidArgument);
+  auto c = r.make("topk:ratio=0.5,ef=0", testing::info_1d(10));
+  EXPECT_EQ(dynamic_cast<TopkCodec*>(c.get())->k(), 5u);
+}
+
+TEST(CodecRegistry, TensorInfoIsChecked) {
+  EXPECT_THROW(make_codec("none", TensorInfo{.numel = 0}), InvalidArgument);
+  EXPECT_THROW(make_codec("none", TensorInfo{.numel = 6, .shape = {2, 2}}), InvalidArgument);
+  EXPECT_THROW(make_codec("none", TensorInfo{.numel = 4, .shape = {4, -1}}), InvalidArgument);
+  auto c = make_codec("none", TensorInfo{.numel = 4});
+  std::vector<float> wrong(5);
+  std::vector<std::byte> out;
+  EXPECT_THROW(c->encode(wrong, out), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace ferry::compress

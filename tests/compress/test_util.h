@@ -1,0 +1,36 @@
+// Helpers shared by the compress tests: deterministic random tensors and codec construction.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compress/codec.h"
+#include "compress/codec_registry.h"
+
+namespace ferry::compress::testing {
+
+// n values ~ N(0, sigma^2), fixed seed.
+inline std::vector<float> normal_vector(std::size_t n, std::uint32_t seed, float sigma = 1.0f) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+inline TensorInfo info_1d(std::size_t n) { return TensorInfo{.numel = n}; }
+
+inline std::unique_ptr<Codec> codec(const std::string& spec, std::size_t n) {
+  return make_codec(spec, info_1d(n));
+}
+
+// The sizes the issue asks every codec to handle.
+inline const std::vector<std::size_t>& edge_sizes() {
+  static const std::vector<std::size_t> sizes = {1, 15, 16, 17, 1000003};
+  return sizes;
+}
+
+}  // namespace ferry::compress::testing

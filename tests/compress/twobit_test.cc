@@ -1,0 +1,125 @@
+// twobit against a transcription of MXNet's quantize_2bit / dequantize_2bit kernels.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "compress/twobit_codec.h"
+#include "compress/wire_format.h"
+#include "test_util.h"
+
+namespace ferry::compress {
+namespace {
+
+// MXNet 1.x src/operator/contrib/gradient_compression-inl.h, quantize_2bit::Map, one block of
+// 16 values per output float (here: uint32 word), literally.
+void mxnet_quantize(std::vector<std::uint32_t>& out, const std::vector<float>& grad,
+                    std::vector<float>& residual, float neg_threshold, float pos_threshold) {
+  const int original_size = static_cast<int>(grad.size());
+  out.assign((grad.size() + 15) / 16, 0);
+  for (int out_block_id = 0; out_block_id < static_cast<int>(out.size()); ++out_block_id) {
+    std::uint32_t* compr_block = out.data() + out_block_id;
+    *compr_block = 0;
+    const int start = out_block_id << 4;
+    const int end = (start + 16 <= original_size) ? start + 16 : original_size;
+    char* block_ptr = reinterpret_cast<char*>(compr_block);
+    const std::uint8_t posbits[] = {0xc0, 0x30, 0x0c, 0x03};
+    const std::uint8_t negbits[] = {0x80, 0x20, 0x08, 0x02};
+    for (int i = start; i < end; i++) {
+      char* curr_byte = block_ptr + ((i - start) >> 2);
+      residual[i] += grad[i];
+      if (residual[i] >= pos_threshold) {
+        *curr_byte |= posbits[(i & 3)];
+        residual[i] -= pos_threshold;
+      } else if (residual[i] <= neg_threshold) {
+        *curr_byte |= negbits[(i & 3)];
+        residual[i] -= neg_threshold;
+      }
+    }
+  }
+}
+
+// dequantize_2bit::Map.
+void mxnet_dequantize(std::vector<float>& out, const std::vector<std::uint32_t>& in,
+                      float neg_threshold, float pos_threshold) {
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const char* ch_ptr = reinterpret_cast<const char*>(in.data() + (i >> 4));
+    ch_ptr += ((i & 15) >> 2);
+    const int posbits[] = {0xc0, 0x30, 0x0c, 0x03};
+    const int negbits[] = {0x80, 0x20, 0x08, 0x02};
+    const int col = i & 3;
+    const std::uint8_t mask = posbits[col];
+    const std::uint8_t negmask = negbits[col];
+    const std::uint8_t masked = *ch_ptr & mask;
+    if (masked == mask) {
+      out[i] = pos_threshold;
+    } else if (masked == negmask) {
+      out[i] = neg_threshold;
+    } else {
+      out[i] = 0;
+    }
+  }
+}
+
+void check_against_mxnet(std::size_t n, float t, int steps) {
+  TwobitCodec c({.threshold = t}, testing::info_1d(n));
+  std::vector<float> ref_residual(n, 0.0f), ref_decoded(n), decoded(n), acc(n, 1.0f);
+  std::vector<std::uint32_t> ref_words;
+  std::vector<std::byte> payload;
+  for (int s = 0; s < steps; ++s) {
+    const auto g = testing::normal_vector(n, 100 + s, 0.4f);
+    c.encode(g, payload);
+    mxnet_quantize(ref_words, g, ref_residual, -t, t);
+    ASSERT_EQ(payload.size(), kHeaderBytes + 4 * ref_words.size());
+    ASSERT_EQ(std::memcmp(payload.data() + kHeaderBytes, ref_words.data(), 4 * ref_words.size()), 0)
+        << "n=" << n << " step " << s;
+    ASSERT_EQ(std::memcmp(c.residual().data(), ref_residual.data(), 4 * n), 0)
+        << "residual differs, n=" << n << " step " << s;
+    mxnet_dequantize(ref_decoded, ref_words, -t, t);
+    c.decode(payload, decoded);
+    ASSERT_EQ(decoded, ref_decoded);
+    std::vector<float> expect_acc = acc;
+    for (std::size_t i = 0; i < n; ++i) expect_acc[i] += ref_decoded[i];
+    c.decode_add(payload, acc);
+    ASSERT_EQ(acc, expect_acc);
+  }
+}
+
+TEST(Twobit, BitForBitWithMxnetSmallSizes) {
+  for (std::size_t n : {1, 2, 3, 4, 5, 15, 16, 17, 31, 32, 33, 100})
+    check_against_mxnet(n, 0.5f, 20);
+}
+
+TEST(Twobit, BitForBitWithMxnetLarge) { check_against_mxnet(1000003, 0.25f, 3); }
+
+TEST(Twobit, HeaderCarriesThresholdAndSizeFormula) {
+  for (std::size_t n : testing::edge_sizes()) {
+    TwobitCodec c({.threshold = 0.75f}, testing::info_1d(n));
+    std::vector<std::byte> payload;
+    c.encode(testing::normal_vector(n, 1), payload);
+    EXPECT_EQ(payload.size(), 16 + 4 * ((n + 15) / 16)) << n;
+    EXPECT_EQ(c.encoded_size_bytes(), payload.size());
+    PayloadHeader h = read_header(payload, CodecId::kTwobit, n);
+    EXPECT_EQ(bits_float(h.aux), 0.75f);
+  }
+}
+
+TEST(Twobit, ThresholdCrossingExamples) {
+  // t = 1: 0.6 -> nothing, residual 0.6; +0.6 -> 1.2 >= 1 sends +1, residual 0.2.
+  TwobitCodec c({.threshold = 1.0f}, testing::info_1d(3));
+  std::vector<std::byte> p;
+  std::vector<float> d(3);
+  c.encode(std::vector<float>{0.6f, -1.0f, 2.5f}, p);
+  c.decode(p, d);
+  EXPECT_EQ(d, (std::vector<float>{0.0f, -1.0f, 1.0f}));
+  EXPECT_FLOAT_EQ(c.residual()[0], 0.6f);
+  EXPECT_FLOAT_EQ(c.residual()[1], 0.0f);
+  EXPECT_FLOAT_EQ(c.residual()[2], 1.5f);  // only one t per step, the rest stays
+  c.encode(std::vector<float>{0.6f, 0.0f, 0.0f}, p);
+  c.decode(p, d);
+  EXPECT_EQ(d, (std::vector<float>{1.0f, 0.0f, 1.0f}));
+  EXPECT_NEAR(c.residual()[0], 0.2f, 1e-6);
+  EXPECT_FLOAT_EQ(c.residual()[2], 0.5f);
+}
+
+}  // namespace
+}  // namespace ferry::compress
