@@ -1,0 +1,438 @@
+#include "moe/engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "moe/model/weights.h"
+
+namespace ferry::moe {
+
+ComputeProfile parse_compute_profile(const std::string& text) {
+  ComputeProfile p;
+  p.name = text;
+  if (text == "none" || text.empty()) return p;
+  if (text == "a100") {
+    p.device_expert_s = 100e-6;
+    p.host_token_s = 1e-3;
+    return p;
+  }
+  auto comma = text.find(',');
+  if (comma == std::string::npos)
+    FERRY_THROW(InvalidArgument, "invalid --compute '", text, "': expected none, a100 or DEVICE,HOST_PER_TOKEN (100us,1ms)");
+  p.device_expert_s = parse_duration_s(text.substr(0, comma));
+  p.host_token_s = parse_duration_s(text.substr(comma + 1));
+  return p;
+}
+
+std::uint64_t parse_device_mem(const std::string& text, std::uint64_t total_expert_bytes) {
+  if (!text.empty() && text.back() == '%') {
+    double pct = 0;
+    try {
+      std::size_t used = 0;
+      pct = std::stod(text.substr(0, text.size() - 1), &used);
+      if (used != text.size() - 1) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      FERRY_THROW(InvalidArgument, "invalid --device-mem '", text, "': expected a percentage such as 30%");
+    }
+    FERRY_REQUIRE(pct > 0 && pct <= 100, "invalid --device-mem '", text, "': percentage must be in (0, 100]");
+    return static_cast<std::uint64_t>(std::llround(pct / 100.0 * static_cast<double>(total_expert_bytes)));
+  }
+  return parse_bytes(text);
+}
+
+namespace {
+
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
+  return x * torch::rsqrt(x.pow(2).mean(-1, true) + eps) * w;
+}
+
+torch::Tensor swiglu(const torch::Tensor& x, const torch::Tensor& w1, const torch::Tensor& w3, const torch::Tensor& w2) {
+  return torch::matmul(torch::silu(torch::matmul(x, w1.t())) * torch::matmul(x, w3.t()), w2.t());
+}
+
+// Tokens routed to one expert in one layer.
+struct ExpertWork {
+  int expert = 0;
+  std::vector<std::int64_t> rows;
+  std::vector<float> gates;
+};
+
+}  // namespace
+
+struct MoeEngine::Impl {
+  std::unique_ptr<Checkpoint> ck;
+  DenseWeights w;
+  std::unique_ptr<HostPool> pool;
+  std::unique_ptr<ExpertStore> store;
+  std::unique_ptr<Policy> policy;
+  RouterView routers;
+  CostModel cost;
+  ComputeProfile profile;
+  EngineOptions options;
+  std::uint64_t budget = 0;
+  torch::Tensor rope_cos, rope_sin;           // [max_pos, D]
+  std::vector<torch::Tensor> k_cache, v_cache;  // per layer [B, kv, cap, D]
+  std::int64_t pos = 0, batch = 0;
+  EngineStats stats;
+  RouteObserver observer;
+
+  void attention(int l, torch::Tensor& x, std::int64_t B, std::int64_t T);
+  torch::Tensor moe(int l, const torch::Tensor& x);
+  torch::Tensor run_expert(const float* base, const torch::Tensor& m, const ExpertWork& work) const;
+  void ensure_cache(std::int64_t B, std::int64_t need);
+};
+
+MoeEngine::MoeEngine() : impl_(std::make_unique<Impl>()) {}
+MoeEngine::~MoeEngine() {
+  if (impl_ && impl_->store) impl_->store.reset();  // joins the I/O thread before the pool goes
+}
+
+std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const EngineOptions& options) {
+  register_builtin_links();
+  register_builtin_policies();
+  std::unique_ptr<MoeEngine> eng(new MoeEngine());
+  Impl& m = *eng->impl_;
+  m.options = options;
+  m.profile = parse_compute_profile(options.compute);
+  m.policy = make_policy(options.policy, options.policy_options);  // early: a bad name fails before loading
+  m.ck = Checkpoint::open(model_dir);
+  const MoeConfig& c = m.ck->config();
+  m.w = load_dense_weights(*m.ck);
+  m.pool = HostPool::load(*m.ck);
+  const std::uint64_t eb = m.pool->layout().bytes();
+  m.budget = parse_device_mem(options.device_mem, m.pool->total_bytes());
+  const std::uint64_t need = static_cast<std::uint64_t>(c.top_k) * eb;
+  if (m.budget < need)
+    FERRY_THROW(InvalidArgument, "--device-mem ", options.device_mem, " (", format_bytes(static_cast<double>(m.budget)),
+                ") is smaller than one layer's active experts: top_k ", c.top_k, " x ",
+                format_bytes(static_cast<double>(eb)), " = ", format_bytes(static_cast<double>(need)));
+
+  // Batch-1 compute time of one expert on this CPU: the cost model when no profile is given.
+  double measured = 0;
+  {
+    torch::NoGradGuard ng;
+    auto x = torch::randn({1, c.hidden_size});
+    ExpertWork work{0, {0}, {1.f}};
+    std::vector<double> t;
+    for (int i = 0; i < 15; ++i) {
+      double t0 = now_s();
+      m.run_expert(m.pool->expert({0, 0}), x, work);
+      t.push_back(now_s() - t0);
+    }
+    std::sort(t.begin(), t.end());
+    measured = t[t.size() / 2];
+  }
+  m.cost.device_expert_s = m.profile.device_expert_s > 0 ? m.profile.device_expert_s : measured;
+  m.cost.host_token_s = m.profile.host_token_s > 0 ? m.profile.host_token_s : measured;
+
+  LinkSpec spec = resolve_scaled_link(options.link, eb, m.cost.device_expert_s);
+  spec.chunk_bytes = options.chunk_bytes;
+  auto link = make_link(spec, LinkSource{m.pool.get(), m.ck.get()});
+  m.cost.transfer_s = link->estimate_s(eb);
+  m.store = std::make_unique<ExpertStore>(m.pool.get(), std::move(link), ExpertStoreOptions{m.budget});
+  m.store->set_advisor(m.policy.get());
+
+  m.routers.num_layers = c.num_layers;
+  m.routers.num_experts = c.num_experts;
+  m.routers.hidden_size = c.hidden_size;
+  m.routers.top_k = c.top_k;
+  m.routers.rms_norm_eps = c.rms_norm_eps;
+  for (const auto& lw : m.w.layers) {
+    m.routers.router.push_back(lw.router.data_ptr<float>());
+    m.routers.ffn_norm.push_back(lw.ffn_norm.data_ptr<float>());
+  }
+  if (options.preload) {
+    std::vector<ExpertId> all;
+    for (int l = 0; l < c.num_layers; ++l)
+      for (int e = 0; e < c.num_experts; ++e) all.push_back({l, e});
+    m.store->preload(all);
+  }
+  m.policy->attach(PolicyContext{m.store.get(), &m.routers, c.num_layers, c.num_experts, c.top_k, m.cost});
+
+  const std::int64_t D = c.head_dim;
+  auto inv_freq = 1.0 / torch::pow(c.rope_theta, torch::arange(0, D, 2, torch::kFloat64) / static_cast<double>(D));
+  auto freqs = torch::outer(torch::arange(0, c.max_position_embeddings, torch::kFloat64), inv_freq);
+  auto emb = torch::cat({freqs, freqs}, -1);
+  m.rope_cos = emb.cos().to(torch::kFloat32);
+  m.rope_sin = emb.sin().to(torch::kFloat32);
+  m.stats.expert_counts.assign(static_cast<std::size_t>(c.num_layers) * c.num_experts, 0);
+  m.stats.budget_bytes = m.budget;
+  eng->reset();
+  m.store->reset_stats();
+  return eng;
+}
+
+void MoeEngine::reset() {
+  impl_->k_cache.assign(impl_->w.config.num_layers, torch::Tensor());
+  impl_->v_cache.assign(impl_->w.config.num_layers, torch::Tensor());
+  impl_->pos = 0;
+  impl_->batch = 0;
+}
+
+const MoeConfig& MoeEngine::config() const { return impl_->w.config; }
+std::uint64_t MoeEngine::expert_bytes() const { return impl_->pool->layout().bytes(); }
+std::uint64_t MoeEngine::total_expert_bytes() const { return impl_->pool->total_bytes(); }
+const CostModel& MoeEngine::cost_model() const { return impl_->cost; }
+void MoeEngine::set_route_observer(RouteObserver observer) { impl_->observer = std::move(observer); }
+
+EngineStats MoeEngine::stats() const {
+  EngineStats s = impl_->stats;
+  s.store = impl_->store->stats();
+  return s;
+}
+
+void MoeEngine::reset_stats() {
+  auto counts = impl_->stats.expert_counts;
+  impl_->stats = EngineStats{};
+  impl_->stats.expert_counts.assign(counts.size(), 0);
+  impl_->stats.budget_bytes = impl_->budget;
+  impl_->store->reset_stats();
+}
+
+std::string MoeEngine::describe() const {
+  std::ostringstream s;
+  const auto& m = *impl_;
+  s << "policy " << m.policy->name() << ", device budget " << format_bytes(static_cast<double>(m.budget)) << " ("
+    << m.budget / m.pool->layout().bytes() << " of " << m.pool->num_layers() * m.pool->num_experts()
+    << " experts), link " << m.store->link().describe() << ", compute " << m.profile.name << " (device expert "
+    << format_duration(m.cost.device_expert_s) << ", host " << format_duration(m.cost.host_token_s)
+    << "/token), transfer/compute " << (m.cost.device_expert_s > 0 ? m.cost.transfer_s / m.cost.device_expert_s : 0)
+    << "x";
+  return s.str();
+}
+
+void MoeEngine::Impl::ensure_cache(std::int64_t B, std::int64_t need) {
+  const MoeConfig& c = w.config;
+  for (int l = 0; l < c.num_layers; ++l) {
+    std::int64_t cap = k_cache[l].defined() ? k_cache[l].size(2) : 0;
+    if (cap >= need) continue;
+    std::int64_t ncap = std::max<std::int64_t>(need, std::max<std::int64_t>(64, cap * 2));
+    ncap = std::min<std::int64_t>(ncap, c.max_position_embeddings);
+    auto nk = torch::zeros({B, c.num_kv_heads, ncap, c.head_dim});
+    auto nv = torch::zeros({B, c.num_kv_heads, ncap, c.head_dim});
+    if (cap > 0) {
+      nk.slice(2, 0, cap).copy_(k_cache[l]);
+      nv.slice(2, 0, cap).copy_(v_cache[l]);
+    }
+    k_cache[l] = nk;
+    v_cache[l] = nv;
+  }
+}
+
+void MoeEngine::Impl::attention(int l, torch::Tensor& x, std::int64_t B, std::int64_t T) {
+  const MoeConfig& c = w.config;
+  const LayerWeights& lw = w.layers[l];
+  const std::int64_t D = c.head_dim, nh = c.num_heads, kvh = c.num_kv_heads;
+  auto a = rms_norm(x, lw.attn_norm, c.rms_norm_eps);
+  auto q = torch::matmul(a, lw.wq.t());
+  auto k = torch::matmul(a, lw.wk.t());
+  auto v = torch::matmul(a, lw.wv.t());
+  if (lw.bq.defined()) {
+    q = q + lw.bq;
+    k = k + lw.bk;
+    v = v + lw.bv;
+  }
+  q = q.view({B, T, nh, D}).transpose(1, 2);
+  k = k.view({B, T, kvh, D}).transpose(1, 2);
+  v = v.view({B, T, kvh, D}).transpose(1, 2);
+  auto cos = rope_cos.slice(0, pos, pos + T), sin = rope_sin.slice(0, pos, pos + T);
+  auto rot = [&](const torch::Tensor& t) {
+    auto t1 = t.slice(-1, 0, D / 2), t2 = t.slice(-1, D / 2, D);
+    return t * cos + torch::cat({-t2, t1}, -1) * sin;
+  };
+  q = rot(q);
+  k = rot(k);
+  k_cache[l].slice(2, pos, pos + T).copy_(k);
+  v_cache[l].slice(2, pos, pos + T).copy_(v);
+  const std::int64_t S = pos + T;
+  auto kk = k_cache[l].slice(2, 0, S), vv = v_cache[l].slice(2, 0, S);
+  if (nh != kvh) {
+    kk = kk.repeat_interleave(nh / kvh, 1);
+    vv = vv.repeat_interleave(nh / kvh, 1);
+  }
+  auto scores = torch::matmul(q, kk.transpose(2, 3)) / std::sqrt(static_cast<double>(D));
+  if (T > 1) {
+    auto qpos = torch::arange(pos, pos + T, torch::kInt64).view({T, 1});
+    auto kpos = torch::arange(0, S, torch::kInt64).view({1, S});
+    scores = scores.masked_fill(kpos > qpos, -std::numeric_limits<float>::infinity());
+  }
+  auto out = torch::matmul(torch::softmax(scores, -1), vv).transpose(1, 2).reshape({B, T, nh * D});
+  x = x + torch::matmul(out, lw.wo.t());
+}
+
+torch::Tensor MoeEngine::Impl::run_expert(const float* base, const torch::Tensor& m, const ExpertWork& work) const {
+  const auto& L = pool->layout();
+  float* p = const_cast<float*>(base);  // from_blob wants non-const; the views are only read
+  auto w1 = torch::from_blob(p + L.w1_offset(), {L.intermediate, L.hidden});
+  auto w3 = torch::from_blob(p + L.w3_offset(), {L.intermediate, L.hidden});
+  auto w2 = torch::from_blob(p + L.w2_offset(), {L.hidden, L.intermediate});
+  const auto n = static_cast<std::int64_t>(work.rows.size());
+  auto idx = torch::from_blob(const_cast<std::int64_t*>(work.rows.data()), {n}, torch::kInt64);
+  auto gate = torch::from_blob(const_cast<float*>(work.gates.data()), {n, 1});
+  return swiglu(m.index_select(0, idx), w1, w3, w2) * gate;
+}
+
+torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
+  const MoeConfig& c = w.config;
+  const LayerWeights& lw = w.layers[l];
+  const std::int64_t N = x.size(0);
+  auto m = rms_norm(x, lw.ffn_norm, c.rms_norm_eps).contiguous();
+  auto probs = torch::softmax(torch::matmul(m, lw.router.t()), -1);
+  auto [topw, topi] = probs.topk(c.top_k, -1);
+  if (c.norm_topk_prob) topw = topw / topw.sum(-1, true);
+  topw = topw.contiguous();
+  topi = topi.contiguous();
+  const auto* ti = topi.data_ptr<std::int64_t>();
+  const auto* tw = topw.data_ptr<float>();
+  if (observer) observer(l, static_cast<int>(N), c.top_k, ti, tw, m.data_ptr<float>(), c.hidden_size);
+
+  std::vector<ExpertWork> work;
+  {
+    std::vector<int> slot(c.num_experts, -1);
+    for (std::int64_t t = 0; t < N; ++t)
+      for (int k = 0; k < c.top_k; ++k) {
+        const int e = static_cast<int>(ti[t * c.top_k + k]);
+        if (slot[e] < 0) {
+          slot[e] = static_cast<int>(work.size());
+          work.push_back(ExpertWork{e, {}, {}});
+        }
+        work[slot[e]].rows.push_back(t);
+        work[slot[e]].gates.push_back(tw[t * c.top_k + k]);
+      }
+    std::sort(work.begin(), work.end(), [](const auto& a, const auto& b) { return a.expert < b.expert; });
+  }
+  std::vector<int> experts, counts;
+  for (const auto& wk : work) {
+    experts.push_back(wk.expert);
+    counts.push_back(static_cast<int>(wk.rows.size()));
+    ++stats.expert_counts[static_cast<std::size_t>(l) * c.num_experts + wk.expert];
+  }
+  auto xc = x.contiguous();
+  RouteInfo route{l, experts, counts, xc.data_ptr<float>(), static_cast<int>(N), c.hidden_size};
+  std::vector<Placement> placement(work.size(), Placement::kDevice);
+  policy->on_route(route, placement);
+
+  // Dispatch: pin what is there, queue demand loads for the rest (in expert order).
+  enum class State { kHost, kResident, kLoading, kDeferred };
+  std::vector<State> state(work.size());
+  stats.expert_accesses += work.size();
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    ExpertId id{l, work[i].expert};
+    if (placement[i] == Placement::kHost) {
+      state[i] = State::kHost;
+      continue;
+    }
+    const bool hit = store->contains(id);
+    stats.hits += hit;
+    policy->on_access(id, hit);
+    if (hit) {
+      store->pin(id);
+      state[i] = State::kResident;
+    }
+  }
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    if (placement[i] != Placement::kDevice || state[i] == State::kResident) continue;
+    ExpertId id{l, work[i].expert};
+    if (store->request(id)) {
+      store->pin(id);
+      state[i] = State::kLoading;
+    } else {
+      state[i] = State::kDeferred;
+    }
+  }
+  policy->on_dispatched(route);
+
+  // Compute: bytes already in place first, host experts while transfers run, then in load order.
+  auto out = torch::zeros_like(m);
+  auto device_call = [&](std::size_t i) {
+    ExpertId id{l, work[i].expert};
+    const float* p = store->acquire(id);
+    const double t0 = now_s();
+    out.index_add_(0, torch::from_blob(work[i].rows.data(), {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
+                   run_expert(p, m, work[i]));
+    if (profile.device_expert_s > 0) sleep_until_s(t0 + profile.device_expert_s);
+    stats.device_compute_s += now_s() - t0;
+    store->unpin(id);
+  };
+  std::vector<char> done(work.size(), 0);
+  for (std::size_t i = 0; i < work.size(); ++i)
+    if (state[i] == State::kResident || (state[i] == State::kLoading && store->resident({l, work[i].expert}))) {
+      device_call(i);
+      done[i] = 1;
+    }
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    if (state[i] != State::kHost) continue;
+    const double t0 = now_s();
+    out.index_add_(0, torch::from_blob(work[i].rows.data(), {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
+                   run_expert(pool->expert({l, work[i].expert}), m, work[i]));
+    if (profile.host_token_s > 0) sleep_until_s(t0 + profile.host_token_s * static_cast<double>(work[i].rows.size()));
+    stats.host_compute_s += now_s() - t0;
+    ++stats.host_execs;
+    done[i] = 1;
+  }
+  for (std::size_t i = 0; i < work.size(); ++i)
+    if (!done[i] && state[i] == State::kLoading) {
+      device_call(i);
+      done[i] = 1;
+    }
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    if (done[i]) continue;
+    ExpertId id{l, work[i].expert};  // deferred: every other expert of this layer is unpinned by now
+    FERRY_CHECK(store->request(id), "no evictable expert for a deferred load");
+    store->pin(id);
+    device_call(i);
+  }
+  if (lw.sw1.defined()) {
+    auto s = swiglu(m, lw.sw1, lw.sw3, lw.sw2);
+    if (lw.sgate.defined()) s = s * torch::sigmoid(torch::matmul(m, lw.sgate.t()));
+    out = out + s;
+  }
+  policy->on_layer_done(l);
+  return out;
+}
+
+std::vector<float> MoeEngine::forward(const TokenBatch& tokens, bool all_positions) {
+  torch::NoGradGuard no_grad;
+  Impl& m = *impl_;
+  const MoeConfig& c = m.w.config;
+  const double t_start = now_s();
+  FERRY_REQUIRE(!tokens.empty() && !tokens[0].empty(), "forward needs at least one token");
+  const std::int64_t B = static_cast<std::int64_t>(tokens.size()), T = static_cast<std::int64_t>(tokens[0].size());
+  if (m.pos > 0)
+    FERRY_REQUIRE(B == m.batch, "batch size changed from ", m.batch, " to ", B, " without reset()");
+  std::vector<std::int64_t> flat;
+  flat.reserve(static_cast<std::size_t>(B * T));
+  for (const auto& row : tokens) {
+    FERRY_REQUIRE(static_cast<std::int64_t>(row.size()) == T, "every row of a batch must have the same length");
+    for (auto id : row) {
+      FERRY_REQUIRE(id >= 0 && id < c.vocab_size, "token id ", id, " outside the vocabulary of ", c.vocab_size);
+      flat.push_back(id);
+    }
+  }
+  FERRY_REQUIRE(m.pos + T <= c.max_position_embeddings, "sequence longer than max_position_embeddings (",
+                c.max_position_embeddings, ")");
+  m.batch = B;
+  m.ensure_cache(B, m.pos + T);
+  const std::int64_t H = c.hidden_size;
+  auto x = m.w.embed.index_select(0, torch::from_blob(flat.data(), {B * T}, torch::kInt64)).view({B, T, H});
+  for (int l = 0; l < c.num_layers; ++l) {
+    m.attention(l, x, B, T);
+    x = x + m.moe(l, x.reshape({B * T, H})).view({B, T, H});
+  }
+  m.pos += T;
+  auto h = rms_norm(all_positions ? x : x.slice(1, T - 1, T), m.w.final_norm, c.rms_norm_eps);
+  auto logits = torch::matmul(h, m.w.lm_head.t()).contiguous();
+  m.policy->on_step_done();
+  ++m.stats.forwards;
+  m.stats.tokens += static_cast<std::uint64_t>(B * T);
+  m.stats.forward_s += now_s() - t_start;
+  return std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
+}
+
+}  // namespace ferry::moe

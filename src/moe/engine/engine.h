@@ -1,0 +1,91 @@
+// The offloading MoE engine: the Mixtral-family forward pass with non-expert weights resident,
+// routed experts in an ExpertStore under a device budget, a Policy deciding placement, prefetch
+// and eviction, and transfers on the AsyncIO thread. Compute waits only on the expert it needs
+// now; that time is io_wait. Logits equal the reference forward's for every policy and budget.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "moe/model/language_model.h"
+#include "moe/sched/policy.h"
+#include "moe/store/expert_store.h"
+
+namespace ferry::moe {
+
+// How long compute takes on the emulated device and on the host. Compute runs on this CPU either
+// way; a profile pads each expert call to at least the profiled time, so that placement decisions
+// are judged as on the real machine.
+struct ComputeProfile {
+  std::string name = "none";   // "none": no padding (real CPU times)
+  double device_expert_s = 0;  // device time of one expert call (memory-bound: flat in tokens for small batches)
+  double host_token_s = 0;     // host time per token routed to one expert
+};
+
+// "none"; "a100": device expert 100 us, host 1 ms per token (10x: host memory bandwidth vs HBM, see
+// docs/moe.md); or "DEVICE,HOST_PER_TOKEN" such as "100us,1ms". Throws InvalidArgument.
+ComputeProfile parse_compute_profile(const std::string& text);
+
+// "256MiB" (bytes) or "30%" (of all routed-expert bytes). Throws InvalidArgument naming the text.
+std::uint64_t parse_device_mem(const std::string& text, std::uint64_t total_expert_bytes);
+
+struct EngineOptions {
+  std::string policy = "lru";      // a registered policy name
+  PolicyOptions policy_options;    // passed to the policy factory
+  std::string device_mem = "50%";  // device budget for routed experts (bytes or % of all experts)
+  std::string link = "pcie4";      // see parse_link_spec(); "mixtral-a100" scales to the compute profile
+  std::string compute = "none";    // see parse_compute_profile()
+  std::uint64_t chunk_bytes = 1u << 20;  // transfer chunk (cancellation granularity)
+  bool preload = false;            // fill the device budget before the first step (all-resident runs)
+};
+
+struct EngineStats {
+  std::uint64_t forwards = 0;         // forward() calls
+  std::uint64_t tokens = 0;           // positions processed (batch x length)
+  std::uint64_t expert_accesses = 0;  // (layer, expert) activations, once per forward and layer
+  std::uint64_t hits = 0;             // device-placed experts already resident or on their way
+  std::uint64_t host_execs = 0;       // experts executed on the host
+  double forward_s = 0;               // wall time inside forward()
+  double host_compute_s = 0;          // time in host expert calls (padded)
+  double device_compute_s = 0;        // time in device expert calls (padded)
+  StoreStats store;                   // bytes moved, peak, io_wait ...
+  std::uint64_t budget_bytes = 0;
+  std::vector<std::uint64_t> expert_counts;  // routing counts [layer * E + e] (calibration for static policies)
+  double hit_rate() const { return expert_accesses ? static_cast<double>(hits) / expert_accesses : 0.0; }
+};
+
+// Sees each layer's routing as it happens (the trace recorder): topk experts and weights per token
+// [num_tokens x top_k] and the router input (normalised hidden state) [num_tokens x hidden_size].
+using RouteObserver = std::function<void(int layer, int num_tokens, int top_k, const std::int64_t* experts,
+                                         const float* weights, const float* hidden, int hidden_size)>;
+
+class MoeEngine : public LanguageModel {
+ public:
+  // Opens the checkpoint in `model_dir` and builds store, link and policy. Throws InvalidArgument
+  // for an impossible configuration (e.g. a budget below one layer's active experts).
+  static std::unique_ptr<MoeEngine> open(const std::string& model_dir, const EngineOptions& options);
+  ~MoeEngine() override;
+
+  std::vector<float> forward(const TokenBatch& tokens, bool all_positions = false) override;
+  void reset() override;
+  const MoeConfig& config() const override;
+
+  EngineStats stats() const;
+  void reset_stats();
+  void set_route_observer(RouteObserver observer);
+  // Budget, link, compute profile and transfer/compute ratio, one line.
+  std::string describe() const;
+  std::uint64_t expert_bytes() const;
+  std::uint64_t total_expert_bytes() const;
+  const CostModel& cost_model() const;
+
+ private:
+  MoeEngine();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ferry::moe

@@ -1,0 +1,81 @@
+#include "moe/model/checkpoint.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace ferry::moe {
+
+namespace fs = std::filesystem;
+
+std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
+  if (!fs::is_directory(dir)) FERRY_THROW(IoError, "model directory '", dir, "' does not exist");
+  auto ck = std::make_unique<Checkpoint>();
+  ck->dir_ = dir;
+  ck->config_ = load_config(dir);
+  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
+  const fs::path single = fs::path(dir) / "model.safetensors";
+  if (fs::exists(index)) {
+    std::ifstream in(index);
+    nlohmann::json j;
+    try {
+      in >> j;
+    } catch (const nlohmann::json::exception& e) {
+      FERRY_THROW(FormatError, "'", index.string(), "' is not valid JSON: ", e.what());
+    }
+    if (!j.contains("weight_map") || !j["weight_map"].is_object())
+      FERRY_THROW(FormatError, "'", index.string(), "' has no 'weight_map' object");
+    std::map<std::string, std::size_t> shard_index;
+    for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
+      if (!it.value().is_string()) FERRY_THROW(FormatError, "'", index.string(), "': weight_map values must be file names");
+      const std::string shard = it.value().get<std::string>();
+      if (!shard_index.count(shard)) {
+        shard_index[shard] = ck->files_.size();
+        ck->files_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open((fs::path(dir) / shard).string())));
+      }
+      const std::size_t f = shard_index[shard];
+      if (!ck->files_[f]->find(it.key()))
+        FERRY_THROW(FormatError, "'", index.string(), "' maps tensor '", it.key(), "' to '", shard,
+                    "' which does not contain it");
+      ck->shard_of_[it.key()] = f;
+    }
+  } else if (fs::exists(single)) {
+    ck->files_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(single.string())));
+    for (const auto& t : ck->files_[0]->tensors()) ck->shard_of_[t.name] = 0;
+  } else {
+    FERRY_THROW(IoError, "model directory '", dir, "' has neither model.safetensors nor model.safetensors.index.json");
+  }
+  return ck;
+}
+
+TensorRef Checkpoint::find(const std::string& name) const {
+  auto it = shard_of_.find(name);
+  if (it == shard_of_.end()) return {nullptr, nullptr};
+  const SafetensorsFile* f = files_[it->second].get();
+  return {f, f->find(name)};
+}
+
+TensorRef Checkpoint::at(const std::string& name) const {
+  TensorRef r = find(name);
+  if (!r.file) FERRY_THROW(FormatError, "tensor '", name, "' missing from checkpoint '", dir_, "'");
+  return r;
+}
+
+TensorRef Checkpoint::expect(const std::string& name, const std::vector<std::int64_t>& expected_shape) const {
+  TensorRef r = at(name);
+  if (r.info->shape != expected_shape)
+    FERRY_THROW(FormatError, "tensor '", name, "' in '", r.file->path(), "' has shape ", shape_string(r.info->shape),
+                ", expected ", shape_string(expected_shape), " from config.json");
+  return r;
+}
+
+void Checkpoint::read_f32(const std::string& name, const std::vector<std::int64_t>& expected_shape, float* dst) const {
+  TensorRef r = expect(name, expected_shape);
+  convert_to_f32(r.info->dtype, r.file->data(*r.info), dst, static_cast<std::size_t>(r.info->numel()));
+}
+
+}  // namespace ferry::moe

@@ -1,0 +1,46 @@
+// A checkpoint directory: config.json plus one safetensors file or shards listed in
+// model.safetensors.index.json ({"weight_map": {tensor: shard file}}).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "moe/model/config.h"
+#include "moe/model/safetensors.h"
+
+namespace ferry::moe {
+
+// One tensor located in one of the shard files.
+struct TensorRef {
+  const SafetensorsFile* file;  // owned by the Checkpoint, lives as long as it
+  const TensorInfo* info;       // owned by `file`
+};
+
+class Checkpoint {
+ public:
+  // Opens DIR: reads config.json and maps every shard. Throws IoError / FormatError naming files.
+  static std::unique_ptr<Checkpoint> open(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  const MoeConfig& config() const { return config_; }
+  bool contains(const std::string& name) const { return find(name).file != nullptr; }
+  TensorRef find(const std::string& name) const;
+  // Throws FormatError "tensor 'X' missing from checkpoint DIR" when absent.
+  TensorRef at(const std::string& name) const;
+  // Checks the shape and converts the tensor to float32 into `dst` (numel floats).
+  void read_f32(const std::string& name, const std::vector<std::int64_t>& expected_shape, float* dst) const;
+  // Shape check only; throws FormatError naming tensor, expected and found shapes.
+  TensorRef expect(const std::string& name, const std::vector<std::int64_t>& expected_shape) const;
+  const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
+
+ private:
+  std::string dir_;
+  MoeConfig config_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::unordered_map<std::string, std::size_t> shard_of_;  // tensor -> index into files_
+};
+
+}  // namespace ferry::moe

@@ -1,0 +1,72 @@
+// The model configuration of a Hugging Face MoE checkpoint (config.json), Mixtral family.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace ferry::moe {
+
+struct MoeConfig {
+  std::string model_type = "mixtral";  // "mixtral" or "qwen2_moe" (selects tensor names)
+  int vocab_size = 256;                // tokens in the embedding / LM head
+  int hidden_size = 64;                // model width H
+  int intermediate_size = 128;         // expert FFN width I (qwen2_moe: moe_intermediate_size)
+  int num_layers = 2;                  // decoder blocks (num_hidden_layers)
+  int num_heads = 4;                   // query heads
+  int num_kv_heads = 2;                // key/value heads (grouped-query attention)
+  int head_dim = 16;                   // per-head width (default hidden_size / num_heads)
+  int num_experts = 8;                 // routed experts per layer (num_local_experts)
+  int top_k = 2;                       // experts per token (num_experts_per_tok)
+  bool norm_topk_prob = true;          // renormalise the top-k router probabilities to sum 1
+  int shared_expert_intermediate_size = 0;  // >0: an always-active shared expert of this width
+  bool shared_expert_gate = false;     // the shared expert's output is scaled by sigmoid(x . g)
+  double rms_norm_eps = 1e-5;          // RMSNorm epsilon
+  double rope_theta = 1e6;             // rotary base
+  int max_position_embeddings = 4096;  // longest sequence the KV cache accepts
+  bool tie_word_embeddings = false;    // LM head shares the embedding matrix
+  std::string tokenizer = "";          // "byte" for ferry's tiny models; "" = tokenizer.model
+
+  // Bytes of one routed expert in float32 (w1, w3: I x H; w2: H x I).
+  std::int64_t expert_params() const { return 3ll * hidden_size * intermediate_size; }
+  // Throws InvalidArgument naming the field when inconsistent (e.g. heads not dividing).
+  void validate(const std::string& origin) const;
+};
+
+// Reads DIR/config.json (or a path to the file). Throws IoError / FormatError naming the file.
+MoeConfig load_config(const std::string& dir_or_file);
+MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin);
+nlohmann::json config_to_json(const MoeConfig& c);
+
+// Tensor names of the checkpoint, read as the family names them.
+struct TensorNames {
+  explicit TensorNames(const MoeConfig& config) : qwen_(config.model_type == "qwen2_moe") {}
+  std::string embed() const { return "model.embed_tokens.weight"; }
+  std::string final_norm() const { return "model.norm.weight"; }
+  std::string lm_head() const { return "lm_head.weight"; }
+  std::string layer(int l) const { return "model.layers." + std::to_string(l) + "."; }
+  std::string attn_norm(int l) const { return layer(l) + "input_layernorm.weight"; }
+  std::string ffn_norm(int l) const { return layer(l) + "post_attention_layernorm.weight"; }
+  // proj: 'q', 'k', 'v' or 'o'; suffix "weight" or "bias".
+  std::string attn(int l, char proj, const char* suffix = "weight") const {
+    return layer(l) + "self_attn." + proj + "_proj." + suffix;
+  }
+  std::string router(int l) const { return moe(l) + "gate.weight"; }
+  // which: 1 = gate (w1), 3 = up (w3), 2 = down (w2), Mixtral numbering.
+  std::string expert(int l, int e, int which) const {
+    return moe(l) + "experts." + std::to_string(e) + "." + proj(which) + ".weight";
+  }
+  std::string shared_expert(int l, int which) const { return moe(l) + "shared_expert." + proj(which) + ".weight"; }
+  std::string shared_expert_gate(int l) const { return moe(l) + "shared_expert_gate.weight"; }
+
+ private:
+  std::string moe(int l) const { return layer(l) + (qwen_ ? "mlp." : "block_sparse_moe."); }
+  std::string proj(int which) const {
+    if (qwen_) return which == 1 ? "gate_proj" : which == 3 ? "up_proj" : "down_proj";
+    return "w" + std::to_string(which);
+  }
+  bool qwen_;
+};
+
+}  // namespace ferry::moe

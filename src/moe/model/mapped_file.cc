@@ -1,0 +1,75 @@
+#include "moe/model/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace ferry::moe {
+
+FileDescriptor FileDescriptor::open(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) FERRY_THROW(IoError, "cannot open '", path, "': ", std::strerror(errno));
+  return FileDescriptor(fd);
+}
+
+FileDescriptor::~FileDescriptor() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+MappedFile MappedFile::open(const std::string& path) {
+  FileDescriptor fd = FileDescriptor::open(path, O_RDONLY);
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0) FERRY_THROW(IoError, "cannot stat '", path, "': ", std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) FERRY_THROW(IoError, "'", path, "' is a directory, expected a file");
+  MappedFile m;
+  m.path_ = path;
+  m.size_ = static_cast<std::uint64_t>(st.st_size);
+  if (m.size_ > 0) {
+    void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (p == MAP_FAILED) FERRY_THROW(IoError, "cannot mmap '", path, "': ", std::strerror(errno));
+    m.data_ = static_cast<const std::byte*>(p);
+  }
+  return m;  // the mapping stays valid after the descriptor closes
+}
+
+MappedFile::~MappedFile() { unmap(); }
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(other.data_), size_(other.size_), path_(std::move(other.path_)) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    unmap();
+    data_ = other.data_;
+    size_ = other.size_;
+    path_ = std::move(other.path_);
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+void MappedFile::unmap() {
+  if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+}  // namespace ferry::moe

@@ -1,0 +1,139 @@
+#include "moe/model/reference_model.h"
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "moe/model/weights.h"
+
+namespace ferry::moe {
+
+struct ReferenceModel::Impl {
+  DenseWeights w;
+  std::vector<std::vector<ExpertWeights>> experts;  // [layer][expert]
+  std::vector<torch::Tensor> k_cache, v_cache;     // per layer [B, kv, T, D], grown by cat
+  std::int64_t pos = 0;
+};
+
+ReferenceModel::ReferenceModel() : impl_(std::make_unique<Impl>()) {}
+ReferenceModel::~ReferenceModel() = default;
+
+std::unique_ptr<ReferenceModel> ReferenceModel::load(const Checkpoint& ck) {
+  std::unique_ptr<ReferenceModel> m(new ReferenceModel());
+  m->impl_->w = load_dense_weights(ck);
+  const MoeConfig& c = ck.config();
+  m->impl_->experts.resize(c.num_layers);
+  for (int l = 0; l < c.num_layers; ++l)
+    for (int e = 0; e < c.num_experts; ++e) m->impl_->experts[l].push_back(load_expert_weights(ck, l, e));
+  m->reset();
+  return m;
+}
+
+void ReferenceModel::reset() {
+  impl_->k_cache.assign(impl_->w.config.num_layers, torch::Tensor());
+  impl_->v_cache.assign(impl_->w.config.num_layers, torch::Tensor());
+  impl_->pos = 0;
+}
+
+const MoeConfig& ReferenceModel::config() const { return impl_->w.config; }
+
+namespace {
+
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
+  return x * torch::rsqrt(x.pow(2).mean(-1, true) + eps) * w;
+}
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  auto y = torch::matmul(x, w.t());
+  return b.defined() ? y + b : y;
+}
+
+// Rotary embedding, "rotate half" layout of Hugging Face Mixtral: x [B, h, T, D].
+torch::Tensor rope(const torch::Tensor& x, std::int64_t start, double theta) {
+  const std::int64_t T = x.size(2), D = x.size(3);
+  auto inv_freq = 1.0 / torch::pow(theta, torch::arange(0, D, 2, torch::kFloat64) / static_cast<double>(D));
+  auto t = torch::arange(start, start + T, torch::kFloat64);
+  auto freqs = torch::outer(t, inv_freq);
+  auto emb = torch::cat({freqs, freqs}, -1);
+  auto cos = emb.cos().to(torch::kFloat32), sin = emb.sin().to(torch::kFloat32);
+  auto x1 = x.slice(-1, 0, D / 2), x2 = x.slice(-1, D / 2, D);
+  auto rotated = torch::cat({-x2, x1}, -1);
+  return x * cos + rotated * sin;
+}
+
+torch::Tensor swiglu(const torch::Tensor& x, const torch::Tensor& w1, const torch::Tensor& w3, const torch::Tensor& w2) {
+  return torch::matmul(torch::silu(torch::matmul(x, w1.t())) * torch::matmul(x, w3.t()), w2.t());
+}
+
+}  // namespace
+
+std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_positions) {
+  torch::NoGradGuard no_grad;
+  const MoeConfig& c = impl_->w.config;
+  FERRY_REQUIRE(!tokens.empty() && !tokens[0].empty(), "forward needs at least one token");
+  const std::int64_t B = static_cast<std::int64_t>(tokens.size()), T = static_cast<std::int64_t>(tokens[0].size());
+  std::vector<std::int64_t> flat;
+  for (const auto& row : tokens) {
+    FERRY_REQUIRE(static_cast<std::int64_t>(row.size()) == T, "every row of a batch must have the same length");
+    for (auto id : row) {
+      FERRY_REQUIRE(id >= 0 && id < c.vocab_size, "token id ", id, " outside the vocabulary of ", c.vocab_size);
+      flat.push_back(id);
+    }
+  }
+  FERRY_REQUIRE(impl_->pos + T <= c.max_position_embeddings, "sequence longer than max_position_embeddings (",
+                c.max_position_embeddings, ")");
+  const std::int64_t H = c.hidden_size, D = c.head_dim, nh = c.num_heads, kvh = c.num_kv_heads;
+  auto ids = torch::tensor(flat, torch::kInt64);
+  auto x = impl_->w.embed.index_select(0, ids).view({B, T, H});
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerWeights& lw = impl_->w.layers[l];
+    auto a = rms_norm(x, lw.attn_norm, c.rms_norm_eps);
+    auto q = linear(a, lw.wq, lw.bq).view({B, T, nh, D}).transpose(1, 2);
+    auto k = linear(a, lw.wk, lw.bk).view({B, T, kvh, D}).transpose(1, 2);
+    auto v = linear(a, lw.wv, lw.bv).view({B, T, kvh, D}).transpose(1, 2);
+    q = rope(q, impl_->pos, c.rope_theta);
+    k = rope(k, impl_->pos, c.rope_theta);
+    if (impl_->k_cache[l].defined()) {
+      k = torch::cat({impl_->k_cache[l], k}, 2);
+      v = torch::cat({impl_->v_cache[l], v}, 2);
+    }
+    impl_->k_cache[l] = k;
+    impl_->v_cache[l] = v;
+    auto kk = k.repeat_interleave(nh / kvh, 1), vv = v.repeat_interleave(nh / kvh, 1);
+    auto scores = torch::matmul(q, kk.transpose(2, 3)) / std::sqrt(static_cast<double>(D));
+    const std::int64_t S = kk.size(2);
+    // query i (absolute position pos+i) may see keys 0..pos+i
+    auto qpos = torch::arange(impl_->pos, impl_->pos + T, torch::kInt64).view({T, 1});
+    auto kpos = torch::arange(0, S, torch::kInt64).view({1, S});
+    scores = scores.masked_fill(kpos > qpos, -std::numeric_limits<float>::infinity());
+    auto attn = torch::matmul(torch::softmax(scores, -1), vv).transpose(1, 2).reshape({B, T, nh * D});
+    x = x + torch::matmul(attn, lw.wo.t());
+
+    auto m = rms_norm(x, lw.ffn_norm, c.rms_norm_eps).view({B * T, H});
+    auto probs = torch::softmax(torch::matmul(m, lw.router.t()), -1);
+    auto [topw, topi] = probs.topk(c.top_k, -1);
+    if (c.norm_topk_prob) topw = topw / topw.sum(-1, true);
+    auto out = torch::zeros_like(m);
+    for (int e = 0; e < c.num_experts; ++e) {
+      auto hit = (topi == e);                       // [N, k]
+      auto rows = hit.any(-1).nonzero().view({-1});  // tokens routed to e
+      if (rows.numel() == 0) continue;
+      auto gate = (topw * hit.to(torch::kFloat32)).sum(-1).index_select(0, rows).unsqueeze(1);
+      const ExpertWeights& ew = impl_->experts[l][e];
+      out.index_add_(0, rows, swiglu(m.index_select(0, rows), ew.w1, ew.w3, ew.w2) * gate);
+    }
+    if (lw.sw1.defined()) {
+      auto s = swiglu(m, lw.sw1, lw.sw3, lw.sw2);
+      if (lw.sgate.defined()) s = s * torch::sigmoid(torch::matmul(m, lw.sgate.t()));
+      out = out + s;
+    }
+    x = x + out.view({B, T, H});
+  }
+  impl_->pos += T;
+  auto h = rms_norm(all_positions ? x : x.slice(1, T - 1, T), impl_->w.final_norm, c.rms_norm_eps);
+  auto logits = torch::matmul(h, impl_->w.lm_head.t()).contiguous();
+  return std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
+}
+
+}  // namespace ferry::moe

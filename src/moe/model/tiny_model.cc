@@ -1,0 +1,106 @@
+#include "moe/model/tiny_model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/metrics.h"
+#include "moe/model/safetensors.h"
+
+namespace ferry::moe {
+
+namespace fs = std::filesystem;
+
+void write_checkpoint(const std::string& dir, const MoeConfig& config, const std::vector<NamedTensor>& tensors,
+                      const CheckpointWriteOptions& options) {
+  FERRY_REQUIRE(options.shards >= 1, "--shards must be at least 1, got ", options.shards);
+  make_dirs(dir);
+  write_json_file((fs::path(dir) / "config.json").string(), config_to_json(config));
+  const int shards = std::min<int>(options.shards, static_cast<int>(tensors.size()));
+  if (shards <= 1) {
+    SafetensorsWriter w;
+    w.set_metadata("format", "pt");
+    for (const auto& t : tensors) w.add_f32(t.name, options.dtype, t.shape, t.values.data());
+    fs::remove(fs::path(dir) / "model.safetensors.index.json");
+    w.write((fs::path(dir) / "model.safetensors").string());
+    return;
+  }
+  // Contiguous runs of tensors per shard, balanced by bytes.
+  std::uint64_t total = 0;
+  for (const auto& t : tensors) total += t.values.size();
+  nlohmann::json weight_map = nlohmann::json::object();
+  std::size_t i = 0;
+  for (int s = 0; s < shards; ++s) {
+    char name[64];
+    std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, shards);
+    SafetensorsWriter w;
+    w.set_metadata("format", "pt");
+    const std::uint64_t target = total * static_cast<std::uint64_t>(s + 1) / static_cast<std::uint64_t>(shards);
+    std::uint64_t done = 0;
+    for (std::size_t k = 0; k < i; ++k) done += tensors[k].values.size();
+    while (i < tensors.size() && (done < target || s == shards - 1)) {
+      const auto& t = tensors[i++];
+      w.add_f32(t.name, options.dtype, t.shape, t.values.data());
+      weight_map[t.name] = name;
+      done += t.values.size();
+    }
+    w.write((fs::path(dir) / name).string());
+  }
+  fs::remove(fs::path(dir) / "model.safetensors");
+  write_json_file((fs::path(dir) / "model.safetensors.index.json").string(),
+                  {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}});
+}
+
+std::vector<NamedTensor> random_tensors(const MoeConfig& c, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  TensorNames n(c);
+  std::vector<NamedTensor> out;
+  auto gen = [&](const std::string& name, std::vector<std::int64_t> shape, double stddev, double mean = 0) {
+    std::int64_t numel = 1;
+    for (auto d : shape) numel *= d;
+    std::normal_distribution<float> dist(static_cast<float>(mean), static_cast<float>(stddev));
+    NamedTensor t{name, std::move(shape), std::vector<float>(static_cast<std::size_t>(numel))};
+    for (auto& v : t.values) v = dist(rng);
+    out.push_back(std::move(t));
+  };
+  const std::int64_t H = c.hidden_size, I = c.intermediate_size, D = c.head_dim, V = c.vocab_size;
+  const double h_std = 1.0 / std::sqrt(static_cast<double>(H));
+  gen(n.embed(), {V, H}, 1.0);
+  for (int l = 0; l < c.num_layers; ++l) {
+    gen(n.attn_norm(l), {H}, 0.05, 1.0);
+    gen(n.attn(l, 'q'), {c.num_heads * D, H}, h_std);
+    gen(n.attn(l, 'k'), {c.num_kv_heads * D, H}, h_std);
+    gen(n.attn(l, 'v'), {c.num_kv_heads * D, H}, h_std);
+    gen(n.attn(l, 'o'), {H, c.num_heads * D}, 1.0 / std::sqrt(static_cast<double>(c.num_heads * D)));
+    gen(n.ffn_norm(l), {H}, 0.05, 1.0);
+    gen(n.router(l), {c.num_experts, H}, h_std);
+    for (int e = 0; e < c.num_experts; ++e) {
+      gen(n.expert(l, e, 1), {I, H}, h_std);
+      gen(n.expert(l, e, 2), {H, I}, 1.0 / std::sqrt(static_cast<double>(I)));
+      gen(n.expert(l, e, 3), {I, H}, h_std);
+    }
+    if (c.shared_expert_intermediate_size > 0) {
+      const std::int64_t S = c.shared_expert_intermediate_size;
+      gen(n.shared_expert(l, 1), {S, H}, h_std);
+      gen(n.shared_expert(l, 2), {H, S}, 1.0 / std::sqrt(static_cast<double>(S)));
+      gen(n.shared_expert(l, 3), {S, H}, h_std);
+      if (c.shared_expert_gate) gen(n.shared_expert_gate(l), {1, H}, h_std);
+    }
+  }
+  gen(n.final_norm(), {H}, 0.05, 1.0);
+  if (!c.tie_word_embeddings) gen(n.lm_head(), {V, H}, h_std);
+  return out;
+}
+
+void make_tiny_model(const std::string& dir, const TinyModelOptions& options) {
+  MoeConfig c = options.config;
+  if (c.tokenizer.empty() && c.vocab_size == 256) c.tokenizer = "byte";
+  c.validate("make-tiny");
+  write_checkpoint(dir, c, random_tensors(c, options.seed), options.write);
+}
+
+}  // namespace ferry::moe

@@ -1,0 +1,41 @@
+// Writing checkpoints in the Hugging Face layout, and ferry's random-weight tiny models.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "moe/model/config.h"
+#include "moe/model/dtype.h"
+
+namespace ferry::moe {
+
+struct NamedTensor {
+  std::string name;                 // Mixtral tensor name
+  std::vector<std::int64_t> shape;  // row-major
+  std::vector<float> values;        // numel values
+};
+
+struct CheckpointWriteOptions {
+  DType dtype = DType::kF32;  // element type on disk
+  int shards = 1;             // >1: model-0000i-of-0000N.safetensors + model.safetensors.index.json
+};
+
+// Writes DIR/config.json and the safetensors file(s). Throws IoError.
+void write_checkpoint(const std::string& dir, const MoeConfig& config, const std::vector<NamedTensor>& tensors,
+                      const CheckpointWriteOptions& options);
+
+// Every tensor of `config` with random values: linear layers N(0, 1/fan_in), embedding N(0, 1),
+// norms 1 (plus a little noise so that tests see them used).
+std::vector<NamedTensor> random_tensors(const MoeConfig& config, std::uint64_t seed);
+
+struct TinyModelOptions {
+  MoeConfig config;               // shape of the model (byte vocabulary by default)
+  std::uint64_t seed = 1;         // weight seed
+  CheckpointWriteOptions write;   // dtype and sharding
+};
+
+// `ferry moe make-tiny`: a random-weight Mixtral-architecture model in DIR.
+void make_tiny_model(const std::string& dir, const TinyModelOptions& options);
+
+}  // namespace ferry::moe

@@ -1,0 +1,61 @@
+// Next-gate speculation (Pre-gated MoE, Hwang et al. 2024; mixtral-offloading, Eliseev & Mazur
+// 2023): the hidden state changes little between adjacent layers, so the next layer's router
+// applied to the current hidden state, x_l -> top_k(W_{l+1} . rmsnorm(x_l)), predicts its experts.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+#include "moe/predict/predictor.h"
+
+namespace ferry::moe {
+namespace {
+
+class NextGatePredictor : public Predictor {
+ public:
+  explicit NextGatePredictor(const RouterView* routers) : r_(routers) {
+    FERRY_REQUIRE(r_ != nullptr, "the next-gate predictor needs the model's routers");
+  }
+  std::string name() const override { return "next-gate"; }
+
+  void predict(const PredictInput& in, int lookahead, std::vector<std::vector<float>>& out) override {
+    out.clear();
+    if (!in.hidden || in.num_tokens == 0) return;
+    const int H = r_->hidden_size, E = r_->num_experts;
+    std::vector<float> x(H), logits(E);
+    std::vector<int> order(E);
+    for (int d = 0; d < lookahead && in.layer + 1 + d < r_->num_layers; ++d) {
+      const int l = in.layer + 1 + d;
+      std::vector<float> score(E, 0.f);
+      for (int t = 0; t < in.num_tokens; ++t) {
+        const float* h = in.hidden + static_cast<std::size_t>(t) * H;
+        double ss = 0;
+        for (int i = 0; i < H; ++i) ss += static_cast<double>(h[i]) * h[i];
+        const float inv = static_cast<float>(1.0 / std::sqrt(ss / H + r_->rms_norm_eps));
+        for (int i = 0; i < H; ++i) x[i] = h[i] * inv * r_->ffn_norm[l][i];
+        for (int e = 0; e < E; ++e) {
+          const float* w = r_->router[l] + static_cast<std::size_t>(e) * H;
+          float acc = 0;
+          for (int i = 0; i < H; ++i) acc += w[i] * x[i];
+          logits[e] = acc;
+        }
+        std::iota(order.begin(), order.end(), 0);
+        std::partial_sort(order.begin(), order.begin() + r_->top_k, order.end(),
+                          [&](int a, int b) { return logits[a] > logits[b]; });
+        for (int k = 0; k < r_->top_k; ++k) score[order[k]] += 1.f / in.num_tokens;
+      }
+      out.push_back(std::move(score));
+    }
+  }
+
+ private:
+  const RouterView* r_;  // owned by the engine, outlives the predictor
+};
+
+}  // namespace
+
+std::unique_ptr<Predictor> make_next_gate_predictor(const RouterView* routers) {
+  return std::make_unique<NextGatePredictor>(routers);
+}
+
+}  // namespace ferry::moe

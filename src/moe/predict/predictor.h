@@ -1,0 +1,46 @@
+// Predictors of upcoming expert activations. A policy asks one, at layer l, for the probability
+// that each expert of layers l+1 .. l+lookahead is activated by the tokens in flight. The
+// next-gate predictor is the baseline here; learned predictors (LLaPor) implement the same
+// interface.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ferry::moe {
+
+// The router of every layer, as float32 views (owned by the engine; valid while it lives).
+struct RouterView {
+  int num_layers = 0;
+  int num_experts = 0;
+  int hidden_size = 0;
+  int top_k = 0;
+  double rms_norm_eps = 1e-5;
+  std::vector<const float*> router;    // [layer] -> [E x H]
+  std::vector<const float*> ffn_norm;  // [layer] -> [H], the norm applied before the router
+};
+
+struct PredictInput {
+  int layer = 0;                     // the layer being executed
+  const float* hidden = nullptr;     // residual stream entering layer `layer`'s MoE, [num_tokens x hidden_size]; may be null
+  int num_tokens = 0;
+  int hidden_size = 0;
+  std::span<const int> experts_now;  // experts active at `layer`
+};
+
+class Predictor {
+ public:
+  virtual ~Predictor() = default;
+  virtual std::string name() const = 0;
+  // out[d][e]: probability that expert e of layer layer+1+d is activated, d < lookahead (layers
+  // past the last are omitted, so out.size() may be smaller).
+  virtual void predict(const PredictInput& in, int lookahead, std::vector<std::vector<float>>& out) = 0;
+};
+
+// Next-gate (Pre-gated MoE, mixtral-offloading): applies layer l+d's norm and router to the current
+// hidden state; an expert's score is the fraction of tokens whose top-k holds it.
+std::unique_ptr<Predictor> make_next_gate_predictor(const RouterView* routers);
+
+}  // namespace ferry::moe

@@ -1,0 +1,39 @@
+// Fiddler (Kamahori et al. 2024): experts that fit start on the device (the most popular of a
+// calibration run); a missing expert runs on the host when that is cheaper than moving it,
+//   host_token_s x tokens  <  transfer_s,
+// and is loaded (LRU eviction) otherwise, as happens for large batches.
+#include "moe/sched/policy.h"
+
+namespace ferry::moe {
+namespace {
+
+class FiddlerPolicy : public Policy {
+ public:
+  explicit FiddlerPolicy(const PolicyOptions& options) : counts_(options.expert_counts) {}
+  std::string name() const override { return "fiddler"; }
+
+  void attach(const PolicyContext& ctx) override {
+    Policy::attach(ctx);
+    for (ExpertId id : hottest_experts(ctx, counts_, ctx.cache->capacity_slots()))
+      ctx.cache->prefetch(id, kPriorityPrefetch + id.layer);
+  }
+
+  void on_route(const RouteInfo& route, std::span<Placement> placement) override {
+    for (std::size_t i = 0; i < route.experts.size(); ++i) {
+      ExpertId id{route.layer, route.experts[i]};
+      if (ctx_.cache->contains(id)) continue;
+      const double host = ctx_.cost.host_expert_s(route.tokens_per_expert[i]);
+      if (host < ctx_.cost.transfer_s) placement[i] = Placement::kHost;
+    }
+  }
+  void on_access(ExpertId id, bool) override { touch(id); }
+
+ private:
+  std::vector<std::uint64_t> counts_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_fiddler_policy(const PolicyOptions& options) { return std::make_unique<FiddlerPolicy>(options); }
+
+}  // namespace ferry::moe

@@ -1,0 +1,33 @@
+// LRU expert cache (mixtral-offloading, Eliseev & Mazur 2023): experts stay on the device after
+// use; when room is needed the least recently used one leaves. Scope "global": one LRU over all
+// layers; scope "layer": each layer keeps at most slots / layers experts, evicting within itself.
+#include <algorithm>
+
+#include "core/error.h"
+#include "moe/sched/lru_policy.h"
+
+namespace ferry::moe {
+
+LruPolicy::LruPolicy(const PolicyOptions& options) : per_layer_(options.lru_scope == "layer") {
+  FERRY_REQUIRE(options.lru_scope == "global" || options.lru_scope == "layer", "invalid LRU scope '",
+                options.lru_scope, "': expected global or layer");
+}
+
+void LruPolicy::on_access(ExpertId id, bool) { touch(id); }
+
+ExpertId LruPolicy::choose_victim(std::span<const ExpertId> candidates, ExpertId incoming) {
+  if (per_layer_) {
+    const std::uint64_t quota = std::max<std::uint64_t>(1, ctx_.cache->capacity_slots() / ctx_.num_layers);
+    std::vector<ExpertId> same;
+    for (ExpertId id : candidates)
+      if (id.layer == incoming.layer) same.push_back(id);
+    std::uint64_t held = 0;
+    for (ExpertId id : ctx_.cache->evictable()) held += id.layer == incoming.layer;
+    if (!same.empty() && held >= quota) return Policy::choose_victim(same, incoming);
+  }
+  return Policy::choose_victim(candidates, incoming);
+}
+
+std::unique_ptr<Policy> make_lru_policy(const PolicyOptions& options) { return std::make_unique<LruPolicy>(options); }
+
+}  // namespace ferry::moe

@@ -1,0 +1,23 @@
+// On-demand loading: every active expert is moved to the device when its layer needs it and
+// dropped when the layer is done; nothing is cached across layers. The bound with no reuse.
+#include "moe/sched/policy.h"
+
+namespace ferry::moe {
+namespace {
+
+class OnDemandPolicy : public Policy {
+ public:
+  std::string name() const override { return "ondemand"; }
+  void on_route(const RouteInfo&, std::span<Placement>) override {}
+  void on_access(ExpertId id, bool) override { touch(id); }
+  void on_layer_done(int layer) override {
+    for (ExpertId id : ctx_.cache->evictable())
+      if (id.layer == layer) ctx_.cache->evict(id);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_ondemand_policy(const PolicyOptions&) { return std::make_unique<OnDemandPolicy>(); }
+
+}  // namespace ferry::moe

@@ -1,0 +1,57 @@
+// What a policy sees of the device cache. Implemented by the engine's ExpertStore (real copies
+// over a Link) and by the trace-replay cache (bookkeeping only), so that one policy code path
+// runs in both.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace ferry::moe {
+
+// One routed expert: (MoE layer, expert index in that layer).
+struct ExpertId {
+  int layer = 0;
+  int expert = 0;
+  friend bool operator==(ExpertId a, ExpertId b) { return a.layer == b.layer && a.expert == b.expert; }
+  friend bool operator<(ExpertId a, ExpertId b) { return a.layer != b.layer ? a.layer < b.layer : a.expert < b.expert; }
+  std::uint32_t key() const { return (static_cast<std::uint32_t>(layer) << 16) | static_cast<std::uint32_t>(expert); }
+};
+
+struct ExpertIdHash {
+  std::size_t operator()(ExpertId id) const { return std::hash<std::uint32_t>()(id.key()); }
+};
+
+// Transfer priorities: lower runs first. Demand loads overtake every prefetch still queued.
+constexpr int kPriorityDemand = 0;
+constexpr int kPriorityPrefetch = 100;  // + distance in layers, by convention
+
+class ExpertCache {
+ public:
+  virtual ~ExpertCache() = default;
+  // Resident on the device or on its way there.
+  virtual bool contains(ExpertId id) const = 0;
+  // Speculative load into free space (never evicts); false when there is no room or it is already there.
+  virtual bool prefetch(ExpertId id, int priority) = 0;
+  // Drops an unpinned expert (cancelling its transfer if still moving); false if pinned or absent.
+  virtual bool evict(ExpertId id) = 0;
+  // Experts that evict() would accept now (resident or loading, not pinned).
+  virtual std::vector<ExpertId> evictable() const = 0;
+  virtual std::uint64_t budget_bytes() const = 0;
+  virtual std::uint64_t used_bytes() const = 0;
+  virtual std::uint64_t expert_bytes() const = 0;
+  // Experts that still fit without evicting.
+  std::uint64_t free_slots() const { return (budget_bytes() - used_bytes()) / expert_bytes(); }
+  std::uint64_t capacity_slots() const { return budget_bytes() / expert_bytes(); }
+};
+
+// Chooses which expert leaves when a demand load needs room. Implemented by every Policy.
+class EvictionAdvisor {
+ public:
+  virtual ~EvictionAdvisor() = default;
+  // `candidates` is non-empty; the answer must be one of them.
+  virtual ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId incoming) = 0;
+};
+
+}  // namespace ferry::moe

@@ -1,0 +1,24 @@
+#include "moe/store/host_pool.h"
+
+namespace ferry::moe {
+
+std::unique_ptr<HostPool> HostPool::load(const Checkpoint& ck) {
+  const MoeConfig& c = ck.config();
+  auto pool = std::make_unique<HostPool>();
+  pool->layout_ = {c.hidden_size, c.intermediate_size};
+  pool->num_layers_ = c.num_layers;
+  pool->num_experts_ = c.num_experts;
+  pool->data_.resize(static_cast<std::size_t>(pool->layout_.floats()) * c.num_layers * c.num_experts);
+  TensorNames n(c);
+  const std::int64_t H = c.hidden_size, I = c.intermediate_size;
+  for (int l = 0; l < c.num_layers; ++l)
+    for (int e = 0; e < c.num_experts; ++e) {
+      float* dst = const_cast<float*>(pool->expert({l, e}));
+      ck.read_f32(n.expert(l, e, 1), {I, H}, dst + pool->layout_.w1_offset());
+      ck.read_f32(n.expert(l, e, 3), {I, H}, dst + pool->layout_.w3_offset());
+      ck.read_f32(n.expert(l, e, 2), {H, I}, dst + pool->layout_.w2_offset());
+    }
+  return pool;
+}
+
+}  // namespace ferry::moe
