@@ -19,6 +19,12 @@ class SplitMix64 {
   std::uint64_t next() { return mix64(state_ += 0x9e3779b97f4a7c15ull); }
   // Uniform in [0, 1) with 24 random bits (exactly representable as float).
   float uniform() { return static_cast<float>(next() >> 40) * 0x1.0p-24f; }
+  // Two independent uniforms in [0, 1) (24 random bits each) from one 64-bit draw.
+  void uniform2(float& a, float& b) {
+    const std::uint64_t x = next();
+    a = static_cast<float>(x >> 40) * 0x1.0p-24f;
+    b = static_cast<float>((x >> 8) & 0xffffffu) * 0x1.0p-24f;
+  }
   // Uniform integer in [0, bound), bound > 0 (Lemire's multiply-shift; bias < bound / 2^64).
   std::uint64_t below(std::uint64_t bound) {
     return static_cast<std::uint64_t>((static_cast<unsigned __int128>(next()) * bound) >> 64);

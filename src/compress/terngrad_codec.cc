@@ -37,13 +37,16 @@ void TerngradCodec::encode(std::span<const float> grad, std::vector<std::byte>& 
   const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
   for (std::size_t w = 0; w < ternary_words(n); ++w) {
     alignas(16) std::uint8_t codes[16] = {};
+    alignas(16) float u[16];
+    for (int j = 0; j < 16; j += 2) rng_.uniform2(u[j], u[j + 1]);
     const std::size_t base = 16 * w;
     const std::size_t m = std::min<std::size_t>(16, n - base);
     for (std::size_t j = 0; j < m; ++j) {
       const float x = g[base + j];
-      // u < p with u in [0,1): p = 1 (|x| = s_t) is always sent, p = 0 never.
-      const bool keep = rng_.uniform() < std::fabs(x) * inv;
-      codes[j] = keep ? (x > 0.0f ? kTernaryPos : kTernaryNeg) : 0;
+      // u < p with u in [0,1): p = 1 (|x| = s_t) is always sent, p = 0 never. Branch-free:
+      // random keeps are unpredictable.
+      const std::uint32_t keep = 0u - static_cast<std::uint32_t>(u[j] < std::fabs(x) * inv);
+      codes[j] = static_cast<std::uint8_t>((kTernaryNeg | static_cast<std::uint32_t>(x > 0.0f)) & keep);
     }
     store_le<std::uint32_t>(words + 4 * w, pack_ternary16(codes));
   }

@@ -48,29 +48,63 @@ void TopkSelector::select(std::span<const float> x, std::size_t k,
     above += c;
   }
   const std::uint32_t min_key = bin << kShift;  // every key >= this has bin >= B
-  // Pass 2: candidates (bin >= B) in index order.
-  cand_idx_.clear();
-  cand_key_.clear();
+  std::size_t in_bin = 0;
+  for (int l = 0; l < kLanes; ++l) in_bin += hist_[l][bin];
+  const std::size_t total = above + in_bin;
+  // Pass 2: candidates (bin >= B) in index order. Few elements qualify (a few percent), so a
+  // vectorisable test skips blocks without any; inside a block, branch-free appends (always
+  // store, advance on a hit) avoid mispredictions. One slot of slack for the last store.
+  cand_idx_.resize(total + 1);
+  cand_key_.resize(total + 1);
+  std::uint32_t* ci = cand_idx_.data();
+  std::uint32_t* ck = cand_key_.data();
+  std::size_t c = 0;
   const float* p = x.data();
-  for (std::size_t i = 0; i < n; ++i) {
+  const auto min_key_s = static_cast<std::int32_t>(min_key);  // keys < 2^31: signed compare ok
+  constexpr std::size_t kBlock = 8;
+  auto append = [&](std::size_t i) {
     const std::uint32_t key = abs_key(p[i]);
-    if (key >= min_key) {
-      cand_idx_.push_back(static_cast<std::uint32_t>(i));
-      cand_key_.push_back(key);
-    }
+    ci[c] = static_cast<std::uint32_t>(i);
+    ck[c] = key;
+    c += key >= min_key;
+  };
+  std::size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    int any = 0;
+    for (std::size_t j = 0; j < kBlock; ++j)
+      any |= static_cast<std::int32_t>(abs_key(p[i + j])) >= min_key_s;
+    if (!any) continue;
+    for (std::size_t j = 0; j < kBlock; ++j) append(i + j);
   }
-  // Exact threshold T among the keys of bin B: the (k - above)-th largest there.
-  const std::size_t need = k - above;
+  for (; i < n; ++i) append(i);
+  FERRY_CHECK(c == total, "topk select: collected ", c, " candidates, histogram says ", total);
+  cand_idx_.resize(total);
+  cand_key_.resize(total);
+  // Exact threshold T among the keys of bin B: the (k - above)-th largest there. Error
+  // feedback piles residuals up just below the threshold, so bin B can hold a large share of
+  // the tensor: refine by a second histogram on the next kBits2 bits first, then nth_element
+  // on the few keys of the sub-bin.
+  std::size_t need = k - above;
+  std::array<std::uint32_t, kBins2> sub{};
+  for (std::size_t j = 0; j < total; ++j)
+    if ((cand_key_[j] >> kShift) == bin) ++sub[(cand_key_[j] >> kShift2) & (kBins2 - 1)];
+  std::uint32_t sub_bin = kBins2;
+  while (sub_bin > 0) {
+    --sub_bin;
+    if (sub[sub_bin] >= need) break;
+    need -= sub[sub_bin];
+  }
+  const std::uint32_t prefix = (bin << kBits2) | sub_bin;  // key >> kShift2 of the sub-bin
   tie_keys_.clear();
-  for (std::uint32_t key : cand_key_)
-    if ((key >> kShift) == bin) tie_keys_.push_back(key);
+  for (std::size_t j = 0; j < total; ++j)
+    if ((cand_key_[j] >> kShift2) == prefix) tie_keys_.push_back(cand_key_[j]);
   FERRY_CHECK(need >= 1 && need <= tie_keys_.size(), "topk select: bin bookkeeping");
   std::nth_element(tie_keys_.begin(), tie_keys_.begin() + (need - 1), tie_keys_.end(),
                    std::greater<>());
   const std::uint32_t threshold = tie_keys_[need - 1];
   std::size_t greater = 0;
   for (std::uint32_t key : tie_keys_) greater += key > threshold;
-  std::size_t ties_left = need - greater;
+  std::size_t ties_left = need - greater;  // keys equal to T to keep, lowest index first
   std::size_t out = 0;
   for (std::size_t j = 0; j < cand_idx_.size(); ++j) {
     const std::uint32_t key = cand_key_[j];

