@@ -8,9 +8,11 @@ namespace ferry::apps {
 
 // Each subcommand's entry point, defined in its cmd_*.cc file.
 int run_units(int argc, char** argv);
+int run_train(int argc, char** argv);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
+      {"train", "distributed data-parallel training (S-SGD, ASGD, ...) over MPI", run_train},
       {"units", "parse and print a quantity (bandwidth, duration, size)", run_units},
   };
   return kCommands;

@@ -1,0 +1,85 @@
+// `ferry train`: distributed data-parallel training. Outside MPI it re-launches itself under
+// mpirun with np + servers ranks (as horovodrun does); inside mpirun every rank runs its role.
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "apps/command.h"
+#include "apps/mpi_launch.h"
+#include "comm/link/link_options.h"
+#include "comm/mpi/mpi_communicator.h"
+#include "core/error.h"
+#include "train/run_training.h"
+#include "train/train_options.h"
+
+namespace ferry::apps {
+
+// Adds the training flags shared by `ferry train` and `ferry compare` to `app`.
+void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_spec) {
+  app.add_option("--algo", o.algo, "ssgd | asgd")->capture_default_str();
+  app.add_option("--topology", o.topology, "allreduce | ps (default: the algorithm's own)");
+  app.add_option("--np", o.num_workers, "worker ranks")->capture_default_str();
+  app.add_option("--servers", o.num_servers, "parameter-server ranks (ps topology)")->capture_default_str();
+  app.add_option("--model", o.model, "mlp | cnn | fcnet")->capture_default_str();
+  app.add_option("--epochs", o.epochs, "passes over the training set")->capture_default_str();
+  app.add_option("--max-steps", o.max_steps, "stop after this many iterations (0: all epochs)");
+  app.add_option("--batch", o.batch, "per-worker batch size")->capture_default_str();
+  app.add_option("--lr", o.lr, "learning rate")->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
+  app.add_option("--wd", o.weight_decay, "weight decay")->capture_default_str();
+  app.add_option("--link", link_spec, "emulated NIC per rank: BANDWIDTH[,LATENCY] (e.g. 1Gbps,50us) or none")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "model init and data order")->capture_default_str();
+  app.add_option("--data", o.data_dir, "directory of MNIST-format IDX files")->capture_default_str();
+  app.add_option("--train-limit", o.train_limit, "use only the first N training items");
+  app.add_option("--test-limit", o.test_limit, "evaluate on the first N test items");
+  app.add_flag("--eval-each-epoch", o.eval_each_epoch, "record test accuracy after every epoch");
+  app.add_option("--threads", o.threads_per_rank, "libtorch threads per rank (0: cores / ranks)");
+  app.add_option("--out", o.out_dir, "directory for summary.json and metrics.jsonl");
+}
+
+int run_train(int argc, char** argv) {
+  CLI::App app{"Distributed data-parallel training over MPI", "ferry train"};
+  train::TrainOptions o;
+  o.num_workers = 4;
+  std::string link_spec = "none";
+  bool no_progress = false;
+  add_train_flags(app, o, link_spec);
+  app.add_flag("--no-progress", no_progress, "no progress bar");
+  app.parse(argc, argv);
+  o.link = comm::parse_link_spec(link_spec);
+  o.progress = !no_progress;
+  train::validate(o);
+  const bool ps = o.algo == "asgd" || o.topology == "ps";
+  const int ranks = o.num_workers + (ps ? o.num_servers : 0);
+
+  if (!comm::launched_by_mpirun()) return relaunch_under_mpirun(ranks, argc, argv);
+
+  comm::MpiRuntime mpi(&argc, &argv);
+  comm::MpiCommunicator world;
+  if (world.size() != ranks)
+    FERRY_THROW(InvalidArgument, "mpirun started ", world.size(), " ranks but --np ", o.num_workers, " and --servers ",
+                o.num_servers, " need ", ranks);
+  if (world.rank() == 0 && !mpi.thread_multiple())
+    std::fprintf(stderr, "ferry train: warning: MPI granted only %s\n", mpi.thread_level().c_str());
+  nlohmann::json summary = train::run_training(o, world);
+  if (world.rank() == 0) {
+    std::printf("%s/%s  model %s  np %d servers %d  link %s\n", summary["algo"].get<std::string>().c_str(),
+                summary["topology"].get<std::string>().c_str(), o.model.c_str(), o.num_workers,
+                summary["servers"].get<int>(), summary["link"].get<std::string>().c_str());
+    std::printf("  test accuracy %.2f %%   %.0f samples/s   %.1f s   comm wait %.0f %%   %.2f MB sent/worker\n",
+                100 * summary["test_acc"].get<double>(), summary["samples_per_s"].get<double>(),
+                summary["wall_s"].get<double>(), 100 * summary["comm_wait_fraction"].get<double>(),
+                summary["bytes_sent_per_worker"].get<double>() / 1e6);
+    if (!o.out_dir.empty()) std::printf("  wrote %s/summary.json and metrics.jsonl\n", o.out_dir.c_str());
+  }
+  return 0;
+}
+
+}  // namespace ferry::apps

@@ -1,0 +1,30 @@
+// ASGD (Hogwild-style asynchronous SGD on a parameter server, MXNet dist_async): every worker
+// pushes g_i(w_stale) and pulls whatever the server holds now; the server applies each push
+// on arrival,  w ← w − η · Opt(g_i / N). No worker waits for another, at the price of
+// gradients computed on stale weights.
+#pragma once
+
+#include <memory>
+
+#include "ps/key_layout.h"
+#include "ps/kv_worker.h"
+#include "train/strategy.h"
+
+namespace ferry::train {
+
+class AsgdStrategy final : public Strategy {
+ public:
+  explicit AsgdStrategy(const StrategyContext& context);
+  std::string name() const override { return "asgd"; }
+  void setup(FlatParams& params) override;
+  void step(FlatParams& params, std::int64_t iteration) override;
+  void finish(FlatParams& params) override;
+
+ private:
+  StrategyContext context_;
+  std::unique_ptr<ps::KeyLayout> layout_;
+  std::unique_ptr<ps::KVWorker> kv_;
+  std::int64_t pushes_ = 0;
+};
+
+}  // namespace ferry::train

@@ -1,0 +1,32 @@
+// S-SGD, synchronous data parallel SGD: every step uses the mean of all N workers' gradients,
+//   w_{t+1} = w_t − η · Opt( (1/N) Σ_i g_i(w_t) )
+// so N workers with batch B follow single-process SGD with batch N·B exactly.
+//   allreduce: ring allreduce of the flat gradient, then the same optimizer step on every worker.
+//   ps:        push the gradient, the servers sum and step (sync mode), pull version t+1.
+#pragma once
+
+#include <memory>
+
+#include "ps/key_layout.h"
+#include "ps/kv_worker.h"
+#include "train/strategy.h"
+
+namespace ferry::train {
+
+class SsgdStrategy final : public Strategy {
+ public:
+  explicit SsgdStrategy(const StrategyContext& context);
+  std::string name() const override { return "ssgd"; }
+  void setup(FlatParams& params) override;
+  void step(FlatParams& params, std::int64_t iteration) override;
+  void finish(FlatParams& params) override;
+
+ private:
+  StrategyContext context_;
+  std::unique_ptr<ps::SgdOptimizer> optimizer_;  // allreduce: the worker-side optimizer
+  std::unique_ptr<ps::KeyLayout> layout_;        // ps
+  std::unique_ptr<ps::KVWorker> kv_;             // ps
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace ferry::train

@@ -1,0 +1,78 @@
+// A Strategy is one distributed-training algorithm seen from a worker: after each backward pass
+// it moves gradients and weights so that the worker's model holds the weights of the next step.
+// Strategies are chosen by name from a registry (register_builtin_strategies()).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "ps/kv_server.h"
+#include "ps/sgd_optimizer.h"
+#include "train/flat_params.h"
+
+namespace ferry::train {
+
+enum class Topology { kAllreduce, kParameterServer };
+
+// Where everybody is: workers are ranks 0..num_workers-1, servers the ranks after them.
+struct WorldLayout {
+  int num_workers = 1;
+  int num_servers = 0;  // 0 with allreduce
+  bool is_server(int rank) const { return rank >= num_workers; }
+  int first_server_rank() const { return num_workers; }
+};
+
+struct StrategyOptions {
+  Topology topology = Topology::kAllreduce;
+  WorldLayout world;
+  ps::SgdOptions sgd;  // the global optimizer (server side with PS, worker side with allreduce)
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  // Makes every worker start from the same weights (worker 0's).
+  virtual void setup(FlatParams& params) = 0;
+  // Called after the backward pass of iteration `iteration` (0-based), with params' gradients
+  // complete: communicates and leaves the weights for the next iteration in params.
+  virtual void step(FlatParams& params, std::int64_t iteration) = 0;
+  // Leaves the final global weights in params and ends communication with servers.
+  virtual void finish(FlatParams& params) = 0;
+  // Seconds this worker has been blocked waiting on communication.
+  double comm_wait_s() const { return comm_wait_s_; }
+
+ protected:
+  double comm_wait_s_ = 0;
+};
+
+// What a strategy needs from the registry's caller. `comm` outlives the strategy.
+struct StrategyContext {
+  comm::Communicator* comm = nullptr;
+  StrategyOptions options;
+};
+
+struct StrategyInfo {
+  std::string name;
+  std::string summary;
+  std::vector<Topology> topologies;  // supported, the first is the default
+  ps::ServerMode server_mode = ps::ServerMode::kSync;  // with a parameter server
+  std::function<std::unique_ptr<Strategy>(const StrategyContext&)> make;
+};
+
+void register_strategy(StrategyInfo info);
+// Registers ssgd and asgd (idempotent).
+void register_builtin_strategies();
+// Throws InvalidArgument naming the known strategies for an unknown name.
+const StrategyInfo& strategy_info(const std::string& name);
+std::vector<std::string> strategy_names();
+
+const char* topology_name(Topology t);
+// "allreduce" or "ps"; anything else is an InvalidArgument.
+Topology parse_topology(const std::string& text);
+
+}  // namespace ferry::train

@@ -1,0 +1,37 @@
+// Everything one `ferry train` run is made of; the CLI fills it, tests fill it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "comm/link/link_options.h"
+
+namespace ferry::train {
+
+struct TrainOptions {
+  std::string algo = "ssgd";        // strategy name (ssgd, asgd, ...)
+  std::string topology = "";        // allreduce | ps; empty = the strategy's default
+  int num_workers = 4;              // --np: worker ranks
+  int num_servers = 0;              // --servers: parameter-server ranks (ps topology)
+  std::string model = "cnn";        // mlp | cnn | fcnet
+  int epochs = 1;                   // passes over the training set
+  std::int64_t max_steps = 0;       // stop after this many iterations per worker; 0 = all epochs
+  std::int64_t batch = 64;          // per-worker batch size
+  float lr = 0.05f;                 // global learning rate
+  float momentum = 0.9f;            // SGD momentum
+  float weight_decay = 0.0f;        // L2 coefficient
+  comm::LinkOptions link;           // emulated NIC of every rank; disabled = raw transport
+  std::uint64_t seed = 1;           // model init and data order
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";  // MNIST-format IDX files
+  std::int64_t train_limit = 0;     // use only the first N training items; 0 = all
+  std::int64_t test_limit = 0;      // evaluate on the first N test items; 0 = all
+  bool eval_each_epoch = false;     // evaluate test accuracy after every epoch (rank 0)
+  std::string out_dir = "";         // summary.json and metrics.jsonl; empty = none
+  int threads_per_rank = 0;         // libtorch intra-op threads; 0 = cores / ranks (>= 1)
+  bool progress = true;             // rank 0 draws a progress bar
+};
+
+// Checks the combination of options; throws InvalidArgument naming the offending flag.
+void validate(const TrainOptions& options);
+
+}  // namespace ferry::train
