@@ -22,7 +22,7 @@ ExpertId LruPolicy::choose_victim(std::span<const ExpertId> candidates, ExpertId
     for (ExpertId id : candidates)
       if (id.layer == incoming.layer) same.push_back(id);
     std::uint64_t held = 0;
-    for (ExpertId id : ctx_.cache->evictable()) held += id.layer == incoming.layer;
+    for (int e = 0; e < ctx_.num_experts; ++e) held += ctx_.cache->contains({incoming.layer, e});
     if (!same.empty() && held >= quota) return Policy::choose_victim(same, incoming);
   }
   return Policy::choose_victim(candidates, incoming);

@@ -1,0 +1,215 @@
+// The offloading engine against the plain reference forward: logits equal within 1e-4 for every
+// policy, budget and batch; the device budget is never exceeded; impossible budgets are refused.
+#include <random>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "moe/engine/engine.h"
+#include "moe/model/checkpoint.h"
+#include "moe/model/reference_model.h"
+#include "moe_test_util.h"
+
+namespace ferry::moe {
+namespace {
+
+using testing::TempDir;
+
+constexpr int kPrompt = 5;
+constexpr int kDecode = 3;
+
+// Reference logits of every position for `seqs` (B rows of kPrompt + kDecode tokens).
+std::vector<float> reference_logits(const std::string& dir, const TokenBatch& seqs) {
+  auto ck = Checkpoint::open(dir);
+  auto ref = ReferenceModel::load(*ck);
+  return ref->forward(seqs, true);
+}
+
+TokenBatch random_tokens(int batch, int len, std::uint64_t seed) {
+  std::mt19937 rng(static_cast<std::uint32_t>(seed));
+  TokenBatch t(batch, std::vector<std::int32_t>(len));
+  for (auto& row : t)
+    for (auto& v : row) v = static_cast<std::int32_t>(rng() % 256);
+  return t;
+}
+
+// Runs the engine over `seqs` (prompt, then one token per step) and compares with `expect`
+// ([B][T][V]); returns the largest absolute difference.
+double max_diff_vs(MoeEngine& eng, const TokenBatch& seqs, const std::vector<float>& expect) {
+  const int B = static_cast<int>(seqs.size()), T = static_cast<int>(seqs[0].size());
+  const int V = eng.config().vocab_size;
+  eng.reset();
+  TokenBatch prompt(B);
+  for (int b = 0; b < B; ++b) prompt[b].assign(seqs[b].begin(), seqs[b].begin() + kPrompt);
+  double worst = 0;
+  auto got = eng.forward(prompt, true);
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < kPrompt; ++t)
+      for (int v = 0; v < V; ++v)
+        worst = std::max<double>(worst, std::abs(got[(b * kPrompt + t) * V + v] - expect[(b * T + t) * V + v]));
+  for (int t = kPrompt; t < T; ++t) {
+    TokenBatch step(B);
+    for (int b = 0; b < B; ++b) step[b] = {seqs[b][t]};
+    auto g = eng.forward(step);
+    for (int b = 0; b < B; ++b)
+      for (int v = 0; v < V; ++v) worst = std::max<double>(worst, std::abs(g[b * V + v] - expect[(b * T + t) * V + v]));
+  }
+  return worst;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    torch::set_num_threads(1);
+    dir_ = new TempDir();
+    TinyModelOptions o;
+    o.config = testing::tiny_config();
+    o.seed = 11;
+    make_tiny_model(dir_->path(), o);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static TempDir* dir_;
+};
+TempDir* EngineTest::dir_ = nullptr;
+
+TEST_F(EngineTest, EveryPolicyBudgetAndBatchMatchesReference) {
+  const std::uint64_t eb = 3ull * 32 * 48 * 4;
+  const std::vector<std::string> budgets = {std::to_string(2 * eb), std::to_string(8 * eb), "50%", "100%"};
+  for (int batch : {1, 4}) {
+    auto seqs = random_tokens(batch, kPrompt + kDecode, 100 + batch);
+    auto expect = reference_logits(dir_->path(), seqs);
+    for (const char* policy : {"ondemand", "lru", "static-hot", "next-gate", "fiddler"})
+      for (const auto& budget : budgets) {
+        EngineOptions o;
+        o.policy = policy;
+        o.device_mem = budget;
+        o.link = "2GBps,5us";
+        o.chunk_bytes = 4096;
+        auto eng = MoeEngine::open(dir_->path(), o);
+        const double diff = max_diff_vs(*eng, seqs, expect);
+        EXPECT_LT(diff, 1e-4) << policy << " budget " << budget << " batch " << batch;
+        auto s = eng->stats();
+        EXPECT_LE(s.store.peak_bytes, s.budget_bytes) << policy << " " << budget;
+        EXPECT_EQ(s.expert_accesses > 0, true);
+        if (std::string(policy) == "ondemand") EXPECT_GT(s.store.bytes_moved, 0u);
+      }
+  }
+}
+
+TEST_F(EngineTest, RandomisedStressNeverExceedsBudget) {
+  std::mt19937 rng(7);
+  const char* policies[] = {"ondemand", "lru", "static-hot", "next-gate", "fiddler"};
+  const std::uint64_t eb = 3ull * 32 * 48 * 4;
+  for (int trial = 0; trial < 12; ++trial) {
+    EngineOptions o;
+    o.policy = policies[rng() % 5];
+    const std::uint64_t slots = 2 + rng() % 23;
+    o.device_mem = std::to_string(slots * eb + rng() % eb);  // not a multiple of the expert size
+    o.link = (rng() % 2) ? "none" : "1GBps,2us";
+    o.chunk_bytes = 1024 + rng() % 8192;
+    if (rng() % 2) o.policy_options.lru_scope = "layer";
+    const int batch = 1 + static_cast<int>(rng() % 5);
+    auto seqs = random_tokens(batch, kPrompt + kDecode, 1000 + trial);
+    auto expect = reference_logits(dir_->path(), seqs);
+    auto eng = MoeEngine::open(dir_->path(), o);
+    EXPECT_LT(max_diff_vs(*eng, seqs, expect), 1e-4) << o.policy << " slots " << slots << " batch " << batch;
+    auto s = eng->stats();
+    EXPECT_LE(s.store.peak_bytes, s.budget_bytes) << o.policy << " slots " << slots;
+    EXPECT_LE(s.store.peak_bytes, slots * eb);
+  }
+}
+
+TEST_F(EngineTest, BudgetBelowOneLayersActiveExpertsIsRefused) {
+  EngineOptions o;
+  o.device_mem = std::to_string(3ull * 32 * 48 * 4 + 100);  // one expert, top_k is 2
+  try {
+    MoeEngine::open(dir_->path(), o);
+    FAIL() << "accepted a budget of one expert";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("smaller than one layer's active experts"), std::string::npos) << e.what();
+  }
+  o.device_mem = "0%";
+  EXPECT_THROW(MoeEngine::open(dir_->path(), o), InvalidArgument);
+  o.device_mem = "lots";
+  EXPECT_THROW(MoeEngine::open(dir_->path(), o), InvalidArgument);
+  o.device_mem = "50%";
+  o.policy = "belady";
+  EXPECT_THROW(MoeEngine::open(dir_->path(), o), InvalidArgument);
+  o.policy = "lru";
+  o.link = "fast";
+  EXPECT_THROW(MoeEngine::open(dir_->path(), o), InvalidArgument);
+}
+
+TEST_F(EngineTest, OnDemandMovesEveryAccessAndAllResidentMovesNothing) {
+  auto seqs = random_tokens(1, kPrompt + kDecode, 5);
+  EngineOptions o;
+  o.policy = "ondemand";
+  o.device_mem = "100%";
+  o.link = "none";
+  auto eng = MoeEngine::open(dir_->path(), o);
+  max_diff_vs(*eng, seqs, reference_logits(dir_->path(), seqs));
+  auto s = eng->stats();
+  EXPECT_EQ(s.hits, 0u);
+  EXPECT_EQ(s.store.bytes_moved, s.expert_accesses * eng->expert_bytes());
+  o.policy = "lru";
+  o.preload = true;
+  auto all = MoeEngine::open(dir_->path(), o);
+  max_diff_vs(*all, seqs, reference_logits(dir_->path(), seqs));
+  EXPECT_EQ(all->stats().store.bytes_moved, 0u);
+  EXPECT_EQ(all->stats().hits, all->stats().expert_accesses);
+}
+
+TEST(EngineVariants, SharedExpertQwenNamesBf16ShardsAndFileLink) {
+  torch::set_num_threads(1);
+  TempDir dir;
+  TinyModelOptions o;
+  o.config = testing::tiny_config();
+  o.config.model_type = "qwen2_moe";
+  o.config.shared_expert_intermediate_size = 40;
+  o.config.shared_expert_gate = true;
+  o.config.norm_topk_prob = false;
+  o.write = {DType::kBF16, 3};
+  make_tiny_model(dir.path(), o);
+  auto seqs = random_tokens(2, kPrompt + kDecode, 9);
+  auto expect = reference_logits(dir.path(), seqs);
+  for (const char* link : {"file", "3GBps,5us"}) {
+    EngineOptions eo;
+    eo.policy = "lru";
+    eo.device_mem = "25%";
+    eo.link = link;
+    eo.chunk_bytes = 5000;
+    auto eng = MoeEngine::open(dir.path(), eo);
+    EXPECT_LT(max_diff_vs(*eng, seqs, expect), 1e-4) << link;
+    EXPECT_GT(eng->stats().store.bytes_moved, 0u);
+  }
+}
+
+TEST(ExpertStoreTest, DemandLoadOvertakesQueuedPrefetches) {
+  TempDir dir;
+  TinyModelOptions o;
+  o.config = testing::tiny_config();
+  make_tiny_model(dir.path(), o);
+  auto ck = Checkpoint::open(dir.path());
+  auto pool = HostPool::load(*ck);
+  register_builtin_links();
+  // 18 KiB per expert at 3 MB/s: about 6 ms per transfer.
+  LinkSpec spec = parse_link_spec("3MBps,10us");
+  ExpertStore store(pool.get(), make_link(spec, {pool.get(), ck.get()}), {pool->layout().bytes() * 10});
+  for (int e = 0; e < 6; ++e) ASSERT_TRUE(store.prefetch({0, e}, kPriorityPrefetch));
+  ASSERT_TRUE(store.request({1, 0}));
+  store.pin({1, 0});
+  store.acquire({1, 0});
+  int still_moving = 0;
+  for (int e = 0; e < 6; ++e) still_moving += !store.resident({0, e});
+  EXPECT_GE(still_moving, 4) << "the demand load waited behind the prefetches";
+  // Evicting a moving prefetch cancels it and frees its slot at once.
+  EXPECT_TRUE(store.evict({0, 5}));
+  EXPECT_FALSE(store.contains({0, 5}));
+  EXPECT_FALSE(store.evict({1, 0})) << "pinned experts must not be evicted";
+  store.unpin({1, 0});
+  EXPECT_LE(store.stats().peak_bytes, store.budget_bytes());
+}
+
+}  // namespace
+}  // namespace ferry::moe

@@ -1,0 +1,48 @@
+// Shared helpers of the MoE tests: temporary directories and tiny models.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "moe/model/tiny_model.h"
+
+namespace ferry::moe::testing {
+
+// A fresh directory under the system temp dir, removed on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ferry_moe_XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
+
+ private:
+  std::string path_;
+};
+
+// A small Mixtral-shaped config: 3 layers, 8 experts, top-2, byte vocabulary.
+inline MoeConfig tiny_config() {
+  MoeConfig c;
+  c.vocab_size = 256;
+  c.hidden_size = 32;
+  c.intermediate_size = 48;
+  c.num_layers = 3;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 8;
+  c.num_experts = 8;
+  c.top_k = 2;
+  c.max_position_embeddings = 128;
+  c.tokenizer = "byte";
+  return c;
+}
+
+}  // namespace ferry::moe::testing
