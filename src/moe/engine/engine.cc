@@ -322,20 +322,22 @@ torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
   enum class State { kHost, kResident, kLoading, kDeferred };
   std::vector<State> state(work.size());
   stats.expert_accesses += work.size();
+  std::vector<char> hit(work.size(), 0);
   for (std::size_t i = 0; i < work.size(); ++i) {
     ExpertId id{l, work[i].expert};
     if (placement[i] == Placement::kHost) {
       state[i] = State::kHost;
       continue;
     }
-    const bool hit = store->contains(id);
-    stats.hits += hit;
-    policy->on_access(id, hit);
-    if (hit) {
+    hit[i] = store->contains(id);
+    if (hit[i]) {
+      ++stats.hits;
       store->pin(id);
       state[i] = State::kResident;
     }
   }
+  for (std::size_t i = 0; i < work.size(); ++i)
+    if (placement[i] == Placement::kDevice) policy->on_access({l, work[i].expert}, hit[i]);
   for (std::size_t i = 0; i < work.size(); ++i) {
     if (placement[i] != Placement::kDevice || state[i] == State::kResident) continue;
     ExpertId id{l, work[i].expert};

@@ -13,7 +13,30 @@ LruPolicy::LruPolicy(const PolicyOptions& options) : per_layer_(options.lru_scop
                 options.lru_scope, "': expected global or layer");
 }
 
-void LruPolicy::on_access(ExpertId id, bool) { touch(id); }
+void LruPolicy::on_access(ExpertId id, bool hit) {
+  touch(id);
+  if (!per_layer_ || hit) return;
+  // Per-layer scope: a miss makes room inside its own layer before it is loaded, so that no
+  // layer ever holds more than its quota (the hits of this layer are pinned already).
+  if (id.layer != pending_layer_) {
+    pending_layer_ = id.layer;
+    pending_ = 0;
+  }
+  ++pending_;
+  const std::uint64_t quota = std::max<std::uint64_t>(1, ctx_.cache->capacity_slots() / ctx_.num_layers);
+  for (;;) {
+    std::uint64_t held = 0;
+    for (int e = 0; e < ctx_.num_experts; ++e) held += ctx_.cache->contains({id.layer, e});
+    if (held + pending_ <= quota) break;
+    std::vector<ExpertId> same;
+    for (ExpertId c : ctx_.cache->evictable())
+      if (c.layer == id.layer) same.push_back(c);
+    if (same.empty()) break;
+    ctx_.cache->evict(Policy::choose_victim(same, id));
+  }
+}
+
+void LruPolicy::on_layer_done(int) { pending_ = 0; }
 
 ExpertId LruPolicy::choose_victim(std::span<const ExpertId> candidates, ExpertId incoming) {
   if (per_layer_) {

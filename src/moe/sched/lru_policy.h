@@ -11,10 +11,13 @@ class LruPolicy : public Policy {
   std::string name() const override { return "lru"; }
   void on_route(const RouteInfo&, std::span<Placement>) override {}
   void on_access(ExpertId id, bool hit) override;
+  void on_layer_done(int layer) override;
   ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId incoming) override;
 
  private:
   bool per_layer_;
+  int pending_layer_ = -1;  // layer whose misses are being announced
+  std::uint64_t pending_ = 0;  // misses of that layer announced but not loaded yet
 };
 
 }  // namespace ferry::moe

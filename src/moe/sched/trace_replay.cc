@@ -76,7 +76,9 @@ ReplayResult replay_trace(const RoutingTrace& trace, Policy& policy, const Repla
       RouteInfo route{l, experts, counts, nullptr, 1, 0};
       std::vector<Placement> placement(experts.size(), Placement::kDevice);
       policy.on_route(route, placement);
+      // Same order as the engine: pin the hits, then announce every access, then load misses.
       std::vector<ExpertId> pinned, missing;
+      std::vector<char> hit(experts.size(), 0);
       for (std::size_t i = 0; i < experts.size(); ++i) {
         ++r.accesses;
         ExpertId id{l, experts[i]};
@@ -84,16 +86,17 @@ ReplayResult replay_trace(const RoutingTrace& trace, Policy& policy, const Repla
           ++r.host_execs;
           continue;
         }
-        const bool hit = cache.contains(id);
-        r.hits += hit;
-        policy.on_access(id, hit);
-        if (hit) {
+        hit[i] = cache.contains(id);
+        if (hit[i]) {
+          ++r.hits;
           cache.pin(id);
           pinned.push_back(id);
         } else {
           missing.push_back(id);
         }
       }
+      for (std::size_t i = 0; i < experts.size(); ++i)
+        if (placement[i] == Placement::kDevice) policy.on_access({l, experts[i]}, hit[i]);
       for (ExpertId id : missing) {
         FERRY_CHECK(cache.load(id, policy), "replay: no room for a demand load");
         ++r.loads;
