@@ -15,6 +15,7 @@
 #include "comm/link/link_options.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "core/error.h"
+#include "train/data/mnist_loader.h"
 #include "train/run_training.h"
 #include "train/train_options.h"
 
@@ -59,7 +60,12 @@ int run_train(int argc, char** argv) {
   const bool ps = o.algo == "asgd" || o.topology == "ps";
   const int ranks = o.num_workers + (ps ? o.num_servers : 0);
 
-  if (!comm::launched_by_mpirun()) return relaunch_under_mpirun(ranks, argc, argv);
+  if (!comm::launched_by_mpirun()) {
+    // Bad data is reported here, once, before any rank starts.
+    train::load_mnist(train::MnistOptions{o.data_dir, train::Split::kTrain, {}, o.train_limit});
+    train::load_mnist(train::MnistOptions{o.data_dir, train::Split::kTest, {}, o.test_limit});
+    return relaunch_under_mpirun(ranks, argc, argv);
+  }
 
   comm::MpiRuntime mpi(&argc, &argv);
   comm::MpiCommunicator world;
@@ -68,7 +74,16 @@ int run_train(int argc, char** argv) {
                 o.num_servers, " need ", ranks);
   if (world.rank() == 0 && !mpi.thread_multiple())
     std::fprintf(stderr, "ferry train: warning: MPI granted only %s\n", mpi.thread_level().c_str());
-  nlohmann::json summary = train::run_training(o, world);
+  nlohmann::json summary;
+  try {
+    summary = train::run_training(o, world);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ferry train: error on rank %d: %s\n", world.rank(), e.what());
+    comm::mpi_abort(dynamic_cast<const InvalidArgument*>(&e) || dynamic_cast<const IoError*>(&e) ||
+                            dynamic_cast<const FormatError*>(&e)
+                        ? 2
+                        : 1);
+  }
   if (world.rank() == 0) {
     std::printf("%s/%s  model %s  np %d servers %d  link %s\n", summary["algo"].get<std::string>().c_str(),
                 summary["topology"].get<std::string>().c_str(), o.model.c_str(), o.num_workers,

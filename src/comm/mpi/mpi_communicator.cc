@@ -103,6 +103,11 @@ bool launched_by_mpirun() {
   return false;
 }
 
+void mpi_abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
 struct MpiCommunicator::Impl {
   CommHandle comm;
   std::atomic<std::uint64_t> bytes_sent{0}, bytes_recv{0}, messages_sent{0}, messages_recv{0};

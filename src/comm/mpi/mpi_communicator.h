@@ -29,6 +29,9 @@ class MpiRuntime {
 // True when this process was started by mpirun/mpiexec (looks at the launcher's environment).
 bool launched_by_mpirun();
 
+// Ends every rank of the job with `code` (a failed rank must not leave the others hanging).
+[[noreturn]] void mpi_abort(int code);
+
 class MpiCommunicator final : public Communicator {
  public:
   // A communicator over MPI_COMM_WORLD (duplicated). MPI must be initialised (MpiRuntime).

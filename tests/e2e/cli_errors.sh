@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Bad input to `ferry train` gives exactly one clear line on stderr and exit code 2.
+set -u
+ferry="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fmnist=/usr/share/datasets/fashion-mnist
+failures=0
+
+# expect_error "<substring of the message>" args...
+expect_error() {
+  local want="$1"; shift
+  "$ferry" train --max-steps 1 --no-progress "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$? lines
+  lines=$(grep -c . "$tmp/err")
+  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$want" "$tmp/err"; then
+    echo "FAIL: ferry train $* -> rc=$rc, $lines lines, wanted '$want':"; cat "$tmp/err"
+    failures=$((failures + 1))
+  else
+    echo "ok: $* -> $(cat "$tmp/err")"
+  fi
+}
+
+expect_error "unknown --algo 'sgdx'" --algo sgdx
+expect_error "unknown --model 'resnet'" --model resnet
+expect_error "--servers 1 makes no sense with --topology allreduce" --servers 1
+expect_error "unknown --topology 'ring'" --topology ring
+expect_error "asgd does not run on --topology allreduce" --algo asgd --topology allreduce
+expect_error "invalid --link '1Gbs,50us'" --link 1Gbs,50us
+expect_error "invalid --link '1Gbps,fast'" --link 1Gbps,fast
+expect_error "--np must be at least 1" --np 0
+expect_error "--epochs" --epochs abc
+expect_error "no such directory" --data "$tmp/nowhere"
+
+if [ -d "$fmnist" ]; then
+  # Missing file.
+  mkdir "$tmp/missing"; cp "$fmnist"/train-* "$tmp/missing/"
+  expect_error "t10k-images" --data "$tmp/missing"
+  # Wrong magic: labels where images belong.
+  mkdir "$tmp/magic"; cp "$fmnist"/* "$tmp/magic/"
+  cp "$fmnist/t10k-labels-idx1-ubyte.gz" "$tmp/magic/t10k-images-idx3-ubyte.gz"
+  expect_error "wrong IDX magic" --data "$tmp/magic"
+  # Size mismatch: a truncated plain images file.
+  mkdir "$tmp/short"; cp "$fmnist"/train-* "$tmp/short/"; cp "$fmnist"/t10k-labels* "$tmp/short/"
+  gzip -dc "$fmnist/t10k-images-idx3-ubyte.gz" | head -c 100000 >"$tmp/short/t10k-images-idx3-ubyte"
+  expect_error "t10k-images-idx3-ubyte" --data "$tmp/short"
+  # Corrupt gzip.
+  mkdir "$tmp/corrupt"; cp "$fmnist"/* "$tmp/corrupt/"
+  head -c 5000 "$fmnist/t10k-labels-idx1-ubyte.gz" >"$tmp/corrupt/t10k-labels-idx1-ubyte.gz"
+  expect_error "t10k-labels-idx1-ubyte.gz" --data "$tmp/corrupt"
+  # Image and label counts disagree.
+  mkdir "$tmp/count"; cp "$fmnist"/train-* "$tmp/count/"; cp "$fmnist"/t10k-images* "$tmp/count/"
+  cp "$fmnist/train-labels-idx1-ubyte.gz" "$tmp/count/t10k-labels-idx1-ubyte.gz"
+  expect_error "t10k" --data "$tmp/count"
+fi
+
+"$ferry" nosuchcommand >/dev/null 2>"$tmp/err"; rc=$?
+if [ $rc -ne 2 ]; then echo "FAIL: unknown command rc=$rc"; failures=$((failures + 1)); fi
+
+[ $failures -eq 0 ] && echo "all bad inputs rejected cleanly" && exit 0
+exit 1
