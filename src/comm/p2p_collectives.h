@@ -26,4 +26,16 @@ void dissemination_barrier(Communicator& comm);
 extern template void ring_allreduce_sum<float>(Communicator&, std::span<float>);
 extern template void ring_allreduce_sum<double>(Communicator&, std::span<double>);
 
+// Base of backends whose collectives are the point-to-point algorithms above.
+class P2pCollectivesCommunicator : public Communicator {
+ public:
+  void allreduce_sum(std::span<float> data) override { ring_allreduce_sum(*this, data); }
+  void allreduce_sum(std::span<double> data) override { ring_allreduce_sum(*this, data); }
+  void broadcast(std::span<std::byte> data, int root) override { tree_broadcast(*this, data, root); }
+  std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override {
+    return ring_allgather(*this, mine);
+  }
+  void barrier() override { dissemination_barrier(*this); }
+};
+
 }  // namespace ferry::comm

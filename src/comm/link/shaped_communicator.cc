@@ -117,13 +117,6 @@ Ticket ShapedCommunicator::irecv(int src, int tag, std::span<std::byte> out) {
   return deferred_recv_into(*this, src, tag, out);
 }
 
-void ShapedCommunicator::allreduce_sum(std::span<float> data) { ring_allreduce_sum(*this, data); }
-void ShapedCommunicator::allreduce_sum(std::span<double> data) { ring_allreduce_sum(*this, data); }
-void ShapedCommunicator::broadcast(std::span<std::byte> data, int root) { tree_broadcast(*this, data, root); }
-std::vector<std::vector<std::byte>> ShapedCommunicator::allgather(std::span<const std::byte> mine) {
-  return ring_allgather(*this, mine);
-}
-void ShapedCommunicator::barrier() { dissemination_barrier(*this); }
 
 CommCounters ShapedCommunicator::counters() const {
   std::lock_guard lock(mu_);

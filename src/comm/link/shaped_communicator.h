@@ -15,11 +15,12 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/p2p_collectives.h"
 #include "comm/link/link_options.h"
 
 namespace ferry::comm {
 
-class ShapedCommunicator final : public Communicator {
+class ShapedCommunicator final : public P2pCollectivesCommunicator {
  public:
   // `inner` must outlive this decorator (it is usually owned next to it by the caller).
   ShapedCommunicator(Communicator* inner, LinkOptions link);
@@ -31,12 +32,6 @@ class ShapedCommunicator final : public Communicator {
   Message recv(int src, int tag) override;
   Ticket isend(int dst, int tag, std::vector<std::byte> data) override;
   Ticket irecv(int src, int tag, std::span<std::byte> out) override;
-  // Collectives run over the paced point-to-point path, so their bytes cross the emulated NICs.
-  void allreduce_sum(std::span<float> data) override;
-  void allreduce_sum(std::span<double> data) override;
-  void broadcast(std::span<std::byte> data, int root) override;
-  std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override;
-  void barrier() override;
   CommCounters counters() const override;
 
   const LinkOptions& link() const { return link_; }

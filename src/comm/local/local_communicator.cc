@@ -71,13 +71,6 @@ Ticket LocalCommunicator::irecv(int src, int tag, std::span<std::byte> out) {
   return deferred_recv_into(*this, src, tag, out);
 }
 
-void LocalCommunicator::allreduce_sum(std::span<float> data) { ring_allreduce_sum(*this, data); }
-void LocalCommunicator::allreduce_sum(std::span<double> data) { ring_allreduce_sum(*this, data); }
-void LocalCommunicator::broadcast(std::span<std::byte> data, int root) { tree_broadcast(*this, data, root); }
-std::vector<std::vector<std::byte>> LocalCommunicator::allgather(std::span<const std::byte> mine) {
-  return ring_allgather(*this, mine);
-}
-void LocalCommunicator::barrier() { dissemination_barrier(*this); }
 
 CommCounters LocalCommunicator::counters() const {
   std::lock_guard lock(counters_mu_);

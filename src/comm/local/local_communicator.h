@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/p2p_collectives.h"
 
 namespace ferry::comm {
 
@@ -34,7 +35,7 @@ class LocalWorld {
   std::vector<std::unique_ptr<LocalCommunicator>> comms_;
 };
 
-class LocalCommunicator final : public Communicator {
+class LocalCommunicator final : public P2pCollectivesCommunicator {
  public:
   LocalCommunicator(LocalWorld* world, int rank) : world_(world), rank_(rank) {}
   int rank() const override { return rank_; }
@@ -43,11 +44,6 @@ class LocalCommunicator final : public Communicator {
   Message recv(int src, int tag) override;
   Ticket isend(int dst, int tag, std::vector<std::byte> data) override;
   Ticket irecv(int src, int tag, std::span<std::byte> out) override;
-  void allreduce_sum(std::span<float> data) override;
-  void allreduce_sum(std::span<double> data) override;
-  void broadcast(std::span<std::byte> data, int root) override;
-  std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) override;
-  void barrier() override;
   CommCounters counters() const override;
 
  private:
