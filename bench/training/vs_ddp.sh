@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-bench/training/results}"; reps="${2:-3}"; iters="${3:-200}"
-ferry=build/default/apps/ferry
+ferry="${FERRY:-build/default/apps/ferry}"  # FERRY=path runs a copy, safe from rebuilds
 [ -x "$ferry" ] || bash scripts/build.sh
 mkdir -p "$out"
 csv="$out/vs_ddp.csv"
