@@ -4,7 +4,8 @@ find_package(Torch REQUIRED)
 add_library(ferry_torch INTERFACE)
 target_link_libraries(ferry_torch INTERFACE ${TORCH_LIBRARIES})
 target_include_directories(ferry_torch INTERFACE ${TORCH_INCLUDE_DIRS})
-# Debian's TorchConfig adds flags we do not want globally; keep only what is needed.
+# Used through this target instead of TORCH_CXX_FLAGS, so that non-torch modules build without
+# libtorch's include paths and compile fast.
 add_library(ferry::torch ALIAS ferry_torch)
 set(FERRY_TORCH_HAS_CUDA OFF)
 if(TORCH_CUDA_LIBRARIES OR CAFFE2_USE_CUDA)
