@@ -1,0 +1,31 @@
+// Options of the delayed, local and overlapping strategies (odsgd, ssdsgd, cdsgd, localsgd,
+// wfbp, compute-only; docs/algorithms.md). One struct for all of them so that the CLI, tests
+// and `ferry compare` fill one place; each strategy reads only its own fields.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ferry::train {
+
+struct DelayedOptions {
+  std::int64_t warmup_steps = 20;  // --warmup-steps: plain S-SGD iterations before delaying
+  float lr_local = 0;              // --lr-local: local learning rate; 0 = the global --lr
+  std::int64_t lr_warmup_steps = 0;  // --lr-warmup-steps: local lr ramps linearly over N steps
+  int delay_steps = 4;             // --delay-steps (ssdsgd): pull the global weights every k
+  std::string local_update = "glu";  // --local-update (ssdsgd): glu | sgd
+  float glu_coef = 0.5f;           // --glu-coef (ssdsgd): weight of the global direction
+  int correction_steps = 5;        // --correction-steps (cdsgd): full-precision push every k
+  float threshold = 0.5f;          // --threshold (cdsgd): twobit threshold of the default codec
+  int sync_every = 4;              // --sync-every (localsgd): average the models every H steps
+  std::int64_t post_local = 0;     // --post-local (localsgd): S-SGD for the first K steps
+  double bucket_mb = 4.0;          // --bucket-mb (wfbp): tensor-fusion bucket size in MB
+};
+
+// Throws InvalidArgument naming the flag of the first bad value.
+void validate_delayed_options(const DelayedOptions& options);
+
+// The codec cdsgd uses when the user gave no --codec: "twobit:threshold=<threshold>".
+std::string cdsgd_default_codec(const DelayedOptions& options);
+
+}  // namespace ferry::train

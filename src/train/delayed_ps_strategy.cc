@@ -1,0 +1,136 @@
+#include "train/delayed_ps_strategy.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "train/ps_setup.h"
+
+namespace ferry::train {
+
+DelayedPsStrategy::DelayedPsStrategy(const StrategyContext& context, std::string name, DelayedPsSchedule schedule)
+    : context_(context), name_(std::move(name)), schedule_(std::move(schedule)) {
+  FERRY_REQUIRE(context.options.topology == Topology::kParameterServer, name_,
+                " needs --topology ps (its delayed pulls are parameter-server pulls)");
+  const DelayedOptions& d = context.options.delayed;
+  validate_delayed_options(d);
+  FERRY_REQUIRE(schedule_.pull_every >= 1, name_, ": pull interval must be at least 1, got ", schedule_.pull_every);
+  warmup_ = d.warmup_steps;
+  lr_local_ = d.lr_local > 0 ? d.lr_local : context.options.sgd.lr;
+}
+
+DelayedPsStrategy::~DelayedPsStrategy() { thread_.stop(); }
+
+void DelayedPsStrategy::setup(FlatParams& params) {
+  auto& comm = *context_.comm;
+  layout_ = make_key_layout(params.numels(), context_.options.world);
+  kv_ = std::make_unique<ps::KVWorker>(&comm, layout_.get(), context_.options.world.first_server_rank());
+  if (!is_uncompressed(schedule_.codec))
+    push_codecs_ = std::make_unique<KeyPushCodecs>(schedule_.codec, *layout_, shapes_of(params), comm.rank());
+  ps::SgdOptions local = context_.options.sgd;
+  local.lr = lr_local_;
+  local.rescale = 1.0f;
+  local_opt_ = std::make_unique<ps::SgdOptimizer>(params.size(), local);
+  pulled_.assign(params.size(), 0.0f);
+  init_from_worker0(*kv_, comm, params);
+  record_pull(params.weights(), 0);
+  thread_.start();
+}
+
+void DelayedPsStrategy::step(FlatParams& params, std::int64_t iteration) {
+  if (iteration < warmup_)
+    warmup_step(params, iteration);
+  else
+    delayed_step(params, iteration);
+  steps_ = iteration + 1;
+}
+
+void DelayedPsStrategy::warmup_step(FlatParams& params, std::int64_t t) {
+  ScopedTimer wait(&comm_wait_s_);
+  launch_push(params.grads(), false);
+  const auto version = static_cast<std::uint64_t>(t) + 1;
+  thread_.submit([this, version] { kv_->pull_all(pulled_, version).wait(); }).wait();
+  std::copy(pulled_.begin(), pulled_.end(), params.weights().begin());
+  record_pull(pulled_, version);
+}
+
+void DelayedPsStrategy::delayed_step(FlatParams& params, std::int64_t t) {
+  if (pending_pull_) {
+    {
+      ScopedTimer wait(&comm_wait_s_);
+      pending_pull_->wait();
+    }
+    pending_pull_.reset();
+    std::copy(pulled_.begin(), pulled_.end(), params.weights().begin());
+    record_pull(pulled_, pending_version_);
+  }
+  const std::int64_t since = t - warmup_ + 1;  // 1-based index of this post-warm-up iteration
+  const bool full = schedule_.full_precision_every > 0 && since % schedule_.full_precision_every == 0;
+  launch_push(params.grads(), push_codecs_ && !full);
+  if (since % schedule_.pull_every == 0) {
+    pending_version_ = static_cast<std::uint64_t>(t) + 1;
+    const auto version = pending_version_;
+    pending_pull_ = thread_.submit([this, version] { kv_->pull_all(pulled_, version).wait(); });
+  }
+  // The local step uses this worker's full-precision gradient.
+  local_opt_->set_lr(local_lr(t));
+  auto w = params.weights();
+  local_opt_->step(w, params.grads());
+  if (schedule_.glu && have_glu_) {
+    const float c = schedule_.glu_coef;
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] += c * glu_dir_[i];
+  }
+}
+
+void DelayedPsStrategy::launch_push(std::span<const float> grad, bool compressed) {
+  while (pushes_.size() >= kMaxPushesInFlight) {
+    ScopedTimer wait(&comm_wait_s_);
+    pushes_.front().wait();
+    pushes_.pop_front();
+  }
+  // The next backward overwrites the gradient buffer: the push sends a copy.
+  std::vector<float> copy(grad.begin(), grad.end());
+  pushes_.push_back(thread_.submit([this, g = std::move(copy), compressed] {
+    (compressed ? push_codecs_->push_all(*kv_, g) : kv_->push_all(g)).wait();
+  }));
+}
+
+void DelayedPsStrategy::record_pull(std::span<const float> weights, std::uint64_t version) {
+  if (!schedule_.glu) return;
+  if (!last_pull_.empty() && version > last_pull_version_) {
+    const float inv = 1.0f / static_cast<float>(version - last_pull_version_);
+    glu_dir_.resize(weights.size());
+    for (std::size_t i = 0; i < weights.size(); ++i) glu_dir_[i] = (weights[i] - last_pull_[i]) * inv;
+    have_glu_ = true;
+  }
+  last_pull_.assign(weights.begin(), weights.end());
+  last_pull_version_ = version;
+}
+
+float DelayedPsStrategy::local_lr(std::int64_t t) const {
+  const std::int64_t ramp = context_.options.delayed.lr_warmup_steps;
+  if (ramp <= 0) return lr_local_;
+  const double f = std::min(1.0, static_cast<double>(t - warmup_ + 1) / static_cast<double>(ramp));
+  return static_cast<float>(lr_local_ * f);
+}
+
+void DelayedPsStrategy::finish(FlatParams& params) {
+  {
+    ScopedTimer wait(&comm_wait_s_);
+    for (auto& p : pushes_) p.wait();
+    pushes_.clear();
+    const auto final_version = static_cast<std::uint64_t>(steps_);
+    if (pending_pull_) {
+      pending_pull_->wait();
+      pending_pull_.reset();
+    }
+    if (steps_ > 0 && pending_version_ != final_version)
+      thread_.submit([this, final_version] { kv_->pull_all(pulled_, final_version).wait(); }).wait();
+  }
+  if (steps_ > 0) std::copy(pulled_.begin(), pulled_.end(), params.weights().begin());
+  thread_.stop();
+  kv_->shutdown();
+}
+
+}  // namespace ferry::train

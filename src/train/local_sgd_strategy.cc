@@ -1,0 +1,56 @@
+#include "train/local_sgd_strategy.h"
+
+#include "core/clock.h"
+#include "core/error.h"
+
+namespace ferry::train {
+
+LocalSgdStrategy::LocalSgdStrategy(const StrategyContext& context) : context_(context) {
+  FERRY_REQUIRE(context.options.topology == Topology::kAllreduce,
+                "localsgd needs --topology allreduce (it averages models with an allreduce)");
+  validate_delayed_options(context.options.delayed);
+}
+
+void LocalSgdStrategy::setup(FlatParams& params) {
+  ps::SgdOptions sgd = context_.options.sgd;
+  sgd.rescale = 1.0f;  // S-SGD iterations divide the gradient sum by N themselves
+  optimizer_ = std::make_unique<ps::SgdOptimizer>(params.size(), sgd);
+  context_.comm->broadcast(std::as_writable_bytes(params.weights()), 0);
+}
+
+void LocalSgdStrategy::step(FlatParams& params, std::int64_t iteration) {
+  const auto& d = context_.options.delayed;
+  steps_ = iteration + 1;
+  auto g = params.grads();
+  if (iteration < d.post_local) {
+    {
+      ScopedTimer wait(&comm_wait_s_);
+      context_.comm->allreduce_sum(g);
+    }
+    const float inv = 1.0f / static_cast<float>(context_.options.world.num_workers);
+    for (auto& x : g) x *= inv;
+    optimizer_->step(params.weights(), g);
+    last_average_ = steps_;
+  } else {
+    optimizer_->step(params.weights(), g);
+    if ((iteration - d.post_local + 1) % d.sync_every == 0) average_weights(params);
+  }
+}
+
+void LocalSgdStrategy::average_weights(FlatParams& params) {
+  auto w = params.weights();
+  {
+    ScopedTimer wait(&comm_wait_s_);
+    context_.comm->allreduce_sum(w);
+  }
+  const float inv = 1.0f / static_cast<float>(context_.options.world.num_workers);
+  for (auto& x : w) x *= inv;
+  last_average_ = steps_;
+}
+
+void LocalSgdStrategy::finish(FlatParams& params) {
+  // The final model is the average, as after a synchronisation.
+  if (last_average_ != steps_) average_weights(params);
+}
+
+}  // namespace ferry::train

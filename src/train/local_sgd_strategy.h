@@ -1,0 +1,36 @@
+// Local SGD with periodic model averaging (Stich 2019, "Local SGD Converges Fast and
+// Communicates Little"), and post-local SGD (Lin et al. 2020, "Don't Use Large Mini-Batches,
+// Use Local SGD"): the first K iterations (--post-local) are S-SGD; after them every worker
+// steps its own optimizer on its own gradient,
+//   w_i ← w_i − η·Opt_i(g_i(w_i))
+// and every H iterations (--sync-every) the models are averaged over the allreduce,
+//   w_i ← (1/N) Σ_j w_j .
+// Momentum is linear, so with H = 1 the averaged weights follow S-SGD exactly (the velocity
+// buffers stay local; their mean is S-SGD's velocity).
+#pragma once
+
+#include <memory>
+
+#include "ps/sgd_optimizer.h"
+#include "train/strategy.h"
+
+namespace ferry::train {
+
+class LocalSgdStrategy final : public Strategy {
+ public:
+  explicit LocalSgdStrategy(const StrategyContext& context);
+  std::string name() const override { return "localsgd"; }
+  void setup(FlatParams& params) override;
+  void step(FlatParams& params, std::int64_t iteration) override;
+  void finish(FlatParams& params) override;
+
+ private:
+  void average_weights(FlatParams& params);
+
+  StrategyContext context_;
+  std::unique_ptr<ps::SgdOptimizer> optimizer_;
+  std::int64_t steps_ = 0;
+  std::int64_t last_average_ = 0;  // steps_ at the last averaging
+};
+
+}  // namespace ferry::train

@@ -1,0 +1,147 @@
+#include "train/wfbp_strategy.h"
+
+#include <torch/types.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "train/ps_setup.h"
+
+namespace ferry::train {
+
+WfbpStrategy::WfbpStrategy(const StrategyContext& context) : context_(context) {
+  validate_delayed_options(context.options.delayed);
+}
+
+WfbpStrategy::~WfbpStrategy() {
+  remove_hooks();
+  thread_.stop();
+}
+
+void WfbpStrategy::setup(FlatParams& params) {
+  params_ = &params;
+  auto& comm = *context_.comm;
+  const bool ps = context_.options.topology == Topology::kParameterServer;
+  const auto bucket_elems =
+      std::max<std::size_t>(1, static_cast<std::size_t>(context_.options.delayed.bucket_mb * 1e6 / sizeof(float)));
+  // Buckets of consecutive parameters, from the last layer backwards: backward produces the
+  // gradients in about that order, and each bucket is one contiguous flat range.
+  const std::size_t n = params.num_params();
+  bucket_of_.assign(n, 0);
+  for (std::size_t i = n; i-- > 0;) {
+    if (buckets_.empty() || buckets_.back().end - buckets_.back().begin >= bucket_elems) {
+      buckets_.emplace_back();
+      buckets_.back().end = params.offset(i) + params.numels()[i];
+    }
+    Bucket& b = buckets_.back();
+    b.begin = params.offset(i);
+    b.params.push_back(i);
+    bucket_of_[i] = buckets_.size() - 1;
+  }
+  ready_.assign(n, false);
+  fused_.assign(params.size(), 0.0f);
+  for (auto& b : buckets_) b.pending = b.params.size();
+  if (ps) {
+    layout_ = make_key_layout(params.numels(), context_.options.world);
+    kv_ = std::make_unique<ps::KVWorker>(&comm, layout_.get(), context_.options.world.first_server_rank());
+    for (const auto& k : layout_->keys()) buckets_[bucket_of_[k.tensor]].keys.push_back(k.key);
+    pulled_.assign(params.size(), 0.0f);
+    init_from_worker0(*kv_, comm, params);
+  } else {
+    ps::SgdOptions sgd = context_.options.sgd;
+    sgd.rescale = 1.0f / context_.options.world.num_workers;
+    for (auto& b : buckets_) b.optimizer = std::make_unique<ps::SgdOptimizer>(b.end - b.begin, sgd);
+    comm.broadcast(std::as_writable_bytes(params.weights()), 0);
+  }
+  thread_.start();
+  for (std::size_t i = 0; i < n; ++i) {
+    at::Tensor p = params.param(i);  // shares the model's tensor
+    unsigned h = p.register_hook([this, i](const at::Tensor& g) { on_grad(i, g); });
+    hooks_.emplace_back(p, h);
+  }
+}
+
+void WfbpStrategy::on_grad(std::size_t i, const at::Tensor& grad) {
+  FERRY_CHECK(!ready_[i], "wfbp: parameter ", i, " received two gradients in one backward pass (a parameter "
+              "used twice in the graph is not supported)");
+  ready_[i] = true;
+  at::Tensor g = grad.contiguous();
+  FERRY_CHECK(static_cast<std::size_t>(g.numel()) == params_->numels()[i] && g.scalar_type() == at::kFloat);
+  std::memcpy(fused_.data() + params_->offset(i), g.data_ptr<float>(), params_->numels()[i] * sizeof(float));
+  Bucket& b = buckets_[bucket_of_[i]];
+  if (--b.pending == 0) launch(bucket_of_[i]);
+}
+
+void WfbpStrategy::launch(std::size_t index) {
+  Bucket& b = buckets_[index];
+  std::span<float> range(fused_.data() + b.begin, b.end - b.begin);
+  if (!kv_) {
+    b.sent = thread_.submit([this, range] { context_.comm->allreduce_sum(range); });
+    return;
+  }
+  const auto version = static_cast<std::uint64_t>(steps_) + 1;
+  b.sent = thread_.submit([this, &b, version] {
+    std::vector<comm::Ticket> ops;
+    for (int key : b.keys) {
+      const auto& k = layout_->key(key);
+      ops.push_back(kv_->push(key, std::span<const float>(fused_).subspan(k.offset, k.length)));
+    }
+    for (int key : b.keys) {
+      const auto& k = layout_->key(key);
+      ops.push_back(kv_->pull(key, std::span<float>(pulled_).subspan(k.offset, k.length), version));
+    }
+    b.in_flight = comm::when_all(std::move(ops));
+  });
+}
+
+void WfbpStrategy::step(FlatParams& params, std::int64_t iteration) {
+  FERRY_CHECK(&params == params_, "wfbp: step() with other parameters than setup()");
+  // Parameters whose hook did not fire: their gradient is in the flat buffer (zero if unused).
+  for (std::size_t bi = 0; bi < buckets_.size(); ++bi) {
+    Bucket& b = buckets_[bi];
+    if (b.pending == 0) continue;
+    for (std::size_t i : b.params) {
+      if (ready_[i]) continue;
+      auto g = params.grads().subspan(params.offset(i), params.numels()[i]);
+      std::copy(g.begin(), g.end(), fused_.begin() + static_cast<std::ptrdiff_t>(params.offset(i)));
+      ready_[i] = true;
+    }
+    b.pending = 0;
+    launch(bi);
+  }
+  // Complete front layers first (the last bucket holds the first layers).
+  for (std::size_t bi = buckets_.size(); bi-- > 0;) {
+    Bucket& b = buckets_[bi];
+    {
+      ScopedTimer wait(&comm_wait_s_);
+      b.sent->wait();
+      if (b.in_flight) b.in_flight->wait();
+    }
+    b.sent.reset();
+    b.in_flight.reset();
+    auto w = params.weights().subspan(b.begin, b.end - b.begin);
+    if (b.optimizer)
+      b.optimizer->step(w, std::span<const float>(fused_).subspan(b.begin, b.end - b.begin));
+    else
+      std::copy(pulled_.begin() + static_cast<std::ptrdiff_t>(b.begin),
+                pulled_.begin() + static_cast<std::ptrdiff_t>(b.end), w.begin());
+    b.pending = b.params.size();
+  }
+  std::fill(ready_.begin(), ready_.end(), false);
+  steps_ = iteration + 1;
+}
+
+void WfbpStrategy::remove_hooks() {
+  for (auto& [p, h] : hooks_) p.remove_hook(h);
+  hooks_.clear();
+}
+
+void WfbpStrategy::finish(FlatParams&) {
+  remove_hooks();
+  thread_.stop();
+  if (kv_) kv_->shutdown();
+}
+
+}  // namespace ferry::train
