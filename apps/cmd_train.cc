@@ -36,6 +36,9 @@ void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_sp
   app.add_option("--wd", o.weight_decay, "weight decay")->capture_default_str();
   app.add_option("--link", link_spec, "emulated NIC per rank: BANDWIDTH[,LATENCY] (e.g. 1Gbps,50us) or none")
       ->capture_default_str();
+  app.add_option("--codec", o.codec,
+                 "gradient codec spec, e.g. twobit, topk:ratio=0.01, powersgd:rank=4 (docs/compression.md)")
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "model init and data order")->capture_default_str();
   app.add_option("--data", o.data_dir, "directory of MNIST-format IDX files")->capture_default_str();
   app.add_option("--train-limit", o.train_limit, "use only the first N training items");

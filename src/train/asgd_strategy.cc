@@ -14,12 +14,15 @@ AsgdStrategy::AsgdStrategy(const StrategyContext& context) : context_(context) {
 void AsgdStrategy::setup(FlatParams& params) {
   layout_ = make_key_layout(params.numels(), context_.options.world);
   kv_ = std::make_unique<ps::KVWorker>(context_.comm, layout_.get(), context_.options.world.first_server_rank());
+  if (!is_uncompressed(context_.options.codec))
+    push_codecs_ =
+        std::make_unique<KeyPushCodecs>(context_.options.codec, *layout_, shapes_of(params), context_.comm->rank());
   init_from_worker0(*kv_, *context_.comm, params);
 }
 
 void AsgdStrategy::step(FlatParams& params, std::int64_t iteration) {
   ScopedTimer wait(&comm_wait_s_);
-  kv_->push_all(params.grads()).wait();
+  (push_codecs_ ? push_codecs_->push_all(*kv_, params.grads()) : kv_->push_all(params.grads())).wait();
   ++pushes_;
   kv_->pull_all(params.weights(), 0).wait();
 }

@@ -1,13 +1,15 @@
 // ASGD (Hogwild-style asynchronous SGD on a parameter server, MXNet dist_async): every worker
 // pushes g_i(w_stale) and pulls whatever the server holds now; the server applies each push
 // on arrival,  w ← w − η · Opt(g_i / N). No worker waits for another, at the price of
-// gradients computed on stale weights.
+// gradients computed on stale weights. With a codec the pushes travel compressed, one codec per
+// key (gradient_codecs.h); the server decodes each push and applies it.
 #pragma once
 
 #include <memory>
 
 #include "ps/key_layout.h"
 #include "ps/kv_worker.h"
+#include "train/gradient_codecs.h"
 #include "train/strategy.h"
 
 namespace ferry::train {
@@ -24,6 +26,7 @@ class AsgdStrategy final : public Strategy {
   StrategyContext context_;
   std::unique_ptr<ps::KeyLayout> layout_;
   std::unique_ptr<ps::KVWorker> kv_;
+  std::unique_ptr<KeyPushCodecs> push_codecs_;  // with a codec
   std::int64_t pushes_ = 0;
 };
 

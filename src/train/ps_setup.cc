@@ -12,14 +12,17 @@ void init_from_worker0(ps::KVWorker& kv, comm::Communicator& comm, FlatParams& p
 }
 
 void run_parameter_server(comm::Communicator& comm, const WorldLayout& world, const std::vector<std::size_t>& numels,
-                          ps::ServerMode mode, const ps::SgdOptions& sgd) {
+                          ps::ServerMode mode, const ps::SgdOptions& sgd, const std::string& codec,
+                          const TensorShapes& shapes) {
   auto layout = make_key_layout(numels, world);
   ps::ServerOptions o;
   o.mode = mode;
   o.num_workers = world.num_workers;
   o.first_worker_rank = 0;
   o.sgd = sgd;
-  ps::KVServer server(&comm, layout.get(), comm.rank() - world.first_server_rank(), o);
+  const int server_index = comm.rank() - world.first_server_rank();
+  if (!is_uncompressed(codec)) o.decoder = make_push_decoder(codec, *layout, shapes, server_index);
+  ps::KVServer server(&comm, layout.get(), server_index, o);
   server.run();
 }
 

@@ -16,6 +16,7 @@
 #include "train/data/data_loader.h"
 #include "train/data/mnist_loader.h"
 #include "train/flat_params.h"
+#include "train/gradient_codecs.h"
 #include "train/models/evaluate.h"
 #include "train/models/model.h"
 #include "train/ps_setup.h"
@@ -63,9 +64,10 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm)
   std::vector<std::size_t> numels;
   for (const auto& p : model->parameters()) numels.push_back(static_cast<std::size_t>(p.numel()));
   const ps::SgdOptions sgd{o.lr, o.momentum, o.weight_decay, 1.0f};
+  const std::string codec = canonical_codec(o);
 
   if (world.is_server(rank)) {
-    run_parameter_server(*comm, world, numels, info.server_mode, sgd);
+    run_parameter_server(*comm, world, numels, info.server_mode, sgd, codec, shapes_of(model->parameters()));
     return {};
   }
 
@@ -76,7 +78,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm)
   DataLoader loader(train_set, DataLoaderOptions{o.batch, world.num_workers, rank, o.seed, true});
 
   FlatParams params(model->parameters());
-  auto strategy = info.make(StrategyContext{comm, StrategyOptions{topology, world, sgd}});
+  auto strategy = info.make(StrategyContext{comm, StrategyOptions{topology, world, sgd, codec}});
   strategy->setup(params);
 
   const std::int64_t steps_per_epoch = loader.steps_per_epoch();
@@ -158,6 +160,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm)
       {"lr", o.lr},
       {"seed", o.seed},
       {"link", comm::describe(o.link)},
+      {"codec", codec},
       {"iterations", it},
       {"samples_per_s", static_cast<double>(it) * o.batch * o.num_workers / max_train},
       {"test_acc", final_eval.accuracy},

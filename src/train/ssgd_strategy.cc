@@ -16,21 +16,28 @@ void SsgdStrategy::setup(FlatParams& params) {
     ps::SgdOptions sgd = context_.options.sgd;
     sgd.rescale = 1.0f / context_.options.world.num_workers;
     optimizer_ = std::make_unique<ps::SgdOptimizer>(params.size(), sgd);
+    if (!is_uncompressed(context_.options.codec))
+      allreduce_codecs_ = std::make_unique<TensorAllreduceCodecs>(context_.options.codec, params, comm.rank());
     comm.broadcast(std::as_writable_bytes(params.weights()), 0);
     return;
   }
   layout_ = make_key_layout(params.numels(), context_.options.world);
   kv_ = std::make_unique<ps::KVWorker>(&comm, layout_.get(), context_.options.world.first_server_rank());
+  if (!is_uncompressed(context_.options.codec))
+    push_codecs_ = std::make_unique<KeyPushCodecs>(context_.options.codec, *layout_, shapes_of(params), comm.rank());
   init_from_worker0(*kv_, comm, params);
 }
 
 void SsgdStrategy::step(FlatParams& params, std::int64_t iteration) {
   ScopedTimer wait(&comm_wait_s_);
   if (optimizer_) {
-    context_.comm->allreduce_sum(params.grads());
+    if (allreduce_codecs_)
+      allreduce_codecs_->allreduce_sum(*context_.comm, params.grads());
+    else
+      context_.comm->allreduce_sum(params.grads());
     optimizer_->step(params.weights(), params.grads());
   } else {
-    kv_->push_all(params.grads()).wait();
+    (push_codecs_ ? push_codecs_->push_all(*kv_, params.grads()) : kv_->push_all(params.grads())).wait();
     kv_->pull_all(params.weights(), static_cast<std::uint64_t>(iteration) + 1).wait();
   }
   ++steps_;

@@ -3,12 +3,15 @@
 // so N workers with batch B follow single-process SGD with batch N·B exactly.
 //   allreduce: ring allreduce of the flat gradient, then the same optimizer step on every worker.
 //   ps:        push the gradient, the servers sum and step (sync mode), pull version t+1.
+// With a codec (StrategyOptions::codec) the gradients travel compressed, per tensor or key (see
+// gradient_codecs.h); the mean is then the mean of the decoded gradients.
 #pragma once
 
 #include <memory>
 
 #include "ps/key_layout.h"
 #include "ps/kv_worker.h"
+#include "train/gradient_codecs.h"
 #include "train/strategy.h"
 
 namespace ferry::train {
@@ -26,6 +29,8 @@ class SsgdStrategy final : public Strategy {
   std::unique_ptr<ps::SgdOptimizer> optimizer_;  // allreduce: the worker-side optimizer
   std::unique_ptr<ps::KeyLayout> layout_;        // ps
   std::unique_ptr<ps::KVWorker> kv_;             // ps
+  std::unique_ptr<TensorAllreduceCodecs> allreduce_codecs_;  // allreduce with a codec
+  std::unique_ptr<KeyPushCodecs> push_codecs_;               // ps with a codec
   std::int64_t steps_ = 0;
 };
 

@@ -30,6 +30,7 @@ struct StrategyOptions {
   Topology topology = Topology::kAllreduce;
   WorldLayout world;
   ps::SgdOptions sgd;  // the global optimizer (server side with PS, worker side with allreduce)
+  std::string codec = "none";  // gradient codec spec (compress/codec_registry.h); "none" = raw fp32
 };
 
 class Strategy {

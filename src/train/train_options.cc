@@ -1,5 +1,6 @@
 #include "train/train_options.h"
 
+#include "compress/codec_registry.h"
 #include "core/error.h"
 #include "train/models/model.h"
 #include "train/strategy.h"
@@ -31,6 +32,15 @@ void validate(const TrainOptions& o) {
   FERRY_REQUIRE(o.lr > 0, "--lr must be positive, got ", o.lr);
   FERRY_REQUIRE(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got ", o.momentum);
   FERRY_REQUIRE(o.max_steps >= 0, "--max-steps must be >= 0, got ", o.max_steps);
+  canonical_codec(o);
+}
+
+std::string canonical_codec(const TrainOptions& o) {
+  try {
+    return compress::canonical_codec_spec(o.codec);
+  } catch (const InvalidArgument& e) {
+    FERRY_THROW(InvalidArgument, "invalid --codec '", o.codec, "': ", e.what());
+  }
 }
 
 }  // namespace ferry::train

@@ -21,6 +21,7 @@ struct TrainOptions {
   float momentum = 0.9f;            // SGD momentum
   float weight_decay = 0.0f;        // L2 coefficient
   comm::LinkOptions link;           // emulated NIC of every rank; disabled = raw transport
+  std::string codec = "none";       // gradient codec spec (docs/compression.md); "none" = raw fp32
   std::uint64_t seed = 1;           // model init and data order
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // MNIST-format IDX files
   std::int64_t train_limit = 0;     // use only the first N training items; 0 = all
@@ -33,5 +34,9 @@ struct TrainOptions {
 
 // Checks the combination of options; throws InvalidArgument naming the offending flag.
 void validate(const TrainOptions& options);
+
+// The codec spec with every option resolved ("twobit" -> "twobit:threshold=0.5"); a bad spec is
+// an InvalidArgument naming --codec.
+std::string canonical_codec(const TrainOptions& options);
 
 }  // namespace ferry::train

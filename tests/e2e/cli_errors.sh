@@ -29,6 +29,7 @@ expect_error "asgd does not run on --topology allreduce" --algo asgd --topology 
 expect_error "invalid --link '1Gbs,50us'" --link 1Gbs,50us
 expect_error "invalid --link '1Gbps,fast'" --link 1Gbps,fast
 expect_error "--np must be at least 1" --np 0
+expect_error "invalid --codec 'fourbit'" --codec fourbit
 expect_error "--epochs" --epochs abc
 expect_error "no such directory" --data "$tmp/nowhere"
 

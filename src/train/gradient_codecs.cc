@@ -1,0 +1,136 @@
+#include "train/gradient_codecs.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "compress/codec_registry.h"
+#include "core/error.h"
+
+namespace ferry::train {
+
+TensorShapes shapes_of(const std::vector<at::Tensor>& params) {
+  TensorShapes shapes;
+  for (const auto& p : params) shapes.emplace_back(p.sizes().begin(), p.sizes().end());
+  return shapes;
+}
+
+TensorShapes shapes_of(const FlatParams& params) {
+  TensorShapes shapes;
+  for (std::size_t i = 0; i < params.num_params(); ++i)
+    shapes.emplace_back(params.param(i).sizes().begin(), params.param(i).sizes().end());
+  return shapes;
+}
+
+bool is_uncompressed(const std::string& codec_spec) {
+  static const std::string kNone = compress::canonical_codec_spec("none");  // "none:ef=0"
+  return codec_spec.empty() || compress::canonical_codec_spec(codec_spec) == kNone;
+}
+
+compress::TensorInfo key_tensor_info(const ps::KeyLayout& layout, int key, const TensorShapes& shapes, int rank) {
+  const ps::KeyRange& k = layout.key(key);
+  compress::TensorInfo info{k.length, {}, static_cast<std::uint64_t>(key), rank};
+  if (k.tensor < static_cast<int>(shapes.size())) {
+    const auto& shape = shapes[k.tensor];
+    std::size_t numel = 1;
+    for (auto d : shape) numel *= static_cast<std::size_t>(d);
+    if (numel == k.length && shape.size() >= 2) info.shape = shape;  // the key is the whole tensor
+  }
+  return info;
+}
+
+KeyPushCodecs::KeyPushCodecs(const std::string& codec_spec, const ps::KeyLayout& layout, const TensorShapes& shapes,
+                             int rank)
+    : layout_(&layout) {
+  for (const auto& k : layout.keys())
+    codecs_.push_back(compress::make_codec(codec_spec, key_tensor_info(layout, k.key, shapes, rank)));
+}
+
+comm::Ticket KeyPushCodecs::push_all(ps::KVWorker& kv, std::span<const float> flat_grad) {
+  FERRY_CHECK(flat_grad.size() == layout_->total_elements());
+  std::vector<comm::Ticket> sends;
+  for (const auto& k : layout_->keys()) {
+    std::vector<std::byte> payload;
+    codecs_[k.key]->encode(flat_grad.subspan(k.offset, k.length), payload);
+    sends.push_back(kv.push_encoded(k.key, std::move(payload)));
+  }
+  return comm::when_all(std::move(sends));
+}
+
+ps::PushDecoder make_push_decoder(const std::string& codec_spec, const ps::KeyLayout& layout,
+                                  const TensorShapes& shapes, int server_index) {
+  // Shared by the copies std::function may make; never mutated after construction.
+  auto codecs = std::make_shared<std::map<int, std::unique_ptr<compress::Codec>>>();
+  for (int key : layout.keys_of_server(server_index))
+    (*codecs)[key] = compress::make_codec(codec_spec, key_tensor_info(layout, key, shapes, /*rank=*/0));
+  return [codecs, server_index](int key, std::span<const std::byte> payload, std::span<float> acc) {
+    auto it = codecs->find(key);
+    if (it == codecs->end())
+      FERRY_THROW(FormatError, "server ", server_index, " has no codec for key ", key);
+    it->second->decode_add(payload, acc);
+  };
+}
+
+namespace {
+
+// Every rank's packed buffer is a sequence of (u64 length, payload) records, one per tensor
+// without a custom allreduce, in tensor order.
+void append_record(std::vector<std::byte>& packed, std::span<const std::byte> payload) {
+  const std::uint64_t len = payload.size();
+  const std::size_t at = packed.size();
+  packed.resize(at + sizeof len + payload.size());
+  std::memcpy(packed.data() + at, &len, sizeof len);
+  if (!payload.empty()) std::memcpy(packed.data() + at + sizeof len, payload.data(), payload.size());
+}
+
+std::span<const std::byte> next_record(std::span<const std::byte> packed, std::size_t& pos, int rank) {
+  std::uint64_t len = 0;
+  if (packed.size() - pos < sizeof len)
+    FERRY_THROW(FormatError, "allgathered gradients of rank ", rank, ": record header past the end (", packed.size(),
+                " bytes)");
+  std::memcpy(&len, packed.data() + pos, sizeof len);
+  pos += sizeof len;
+  if (packed.size() - pos < len)
+    FERRY_THROW(FormatError, "allgathered gradients of rank ", rank, ": record of ", len, " bytes at ", pos,
+                " runs past the end (", packed.size(), " bytes)");
+  auto rec = packed.subspan(pos, len);
+  pos += len;
+  return rec;
+}
+
+}  // namespace
+
+TensorAllreduceCodecs::TensorAllreduceCodecs(const std::string& codec_spec, const FlatParams& params, int rank) {
+  const TensorShapes shapes = shapes_of(params);
+  for (std::size_t i = 0; i < params.num_params(); ++i) {
+    compress::TensorInfo info{params.numels()[i], {}, static_cast<std::uint64_t>(i), rank};
+    if (shapes[i].size() >= 2) info.shape = shapes[i];
+    tensors_.push_back(Tensor{params.offset(i), params.numels()[i], compress::make_codec(codec_spec, info)});
+  }
+}
+
+void TensorAllreduceCodecs::allreduce_sum(comm::Communicator& comm, std::span<float> flat_grads) {
+  const std::size_t world = static_cast<std::size_t>(comm.size());
+  const compress::AllreduceSumFn sum = [&comm](std::span<float> x) { comm.allreduce_sum(x); };
+  packed_.clear();
+  std::vector<Tensor*> gathered;  // tensors aggregated by allgather, in order
+  for (auto& t : tensors_) {
+    auto grad = flat_grads.subspan(t.offset, t.numel);
+    if (t.codec->custom_allreduce(grad, sum, world)) continue;
+    t.codec->encode(grad, payload_);
+    append_record(packed_, payload_);
+    gathered.push_back(&t);
+  }
+  if (gathered.empty()) return;
+  auto all = comm.allgather(packed_);
+  for (Tensor* t : gathered) std::fill_n(flat_grads.begin() + t->offset, t->numel, 0.0f);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    std::size_t pos = 0;
+    for (Tensor* t : gathered)
+      t->codec->decode_add(next_record(all[r], pos, static_cast<int>(r)), flat_grads.subspan(t->offset, t->numel));
+    if (pos != all[r].size())
+      FERRY_THROW(FormatError, "allgathered gradients of rank ", r, ": ", all[r].size() - pos, " trailing bytes");
+  }
+}
+
+}  // namespace ferry::train

@@ -1,0 +1,84 @@
+// Gradient compression inside the training strategies (`ferry train --codec SPEC`): the
+// per-tensor codec bookkeeping, so that a strategy only asks "push these gradients" or "sum
+// these gradients over workers".
+//
+//   parameter server: every worker keeps one codec per key (a piece of one tensor, see
+//     ps::KeyLayout), encodes its slice of the gradient and pushes the packed payload; each
+//     server keeps one codec per key it owns and decode-adds every worker's payload into the
+//     round sum (sync) or applies it (async). Pulls stay fp32 (as in MXNet).
+//   allreduce: one codec per model tensor. Codecs with their own scheme (PowerSGD: allreduce
+//     P and Q) run it tensor by tensor; every other tensor's payload is packed, length
+//     prefixed, into one buffer, allgathered once per step, and each worker decode-adds all
+//     workers' payloads into a zeroed gradient.
+// Either way the result is the SUM over workers of the decoded gradients, as with plain fp32.
+// The spec "none" means no codec at all: strategies keep their raw fp32 path (no headers).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "compress/codec.h"
+#include "ps/key_layout.h"
+#include "ps/kv_server.h"
+#include "ps/kv_worker.h"
+#include "train/flat_params.h"
+
+namespace ferry::train {
+
+// Shape of every model tensor, in model order.
+using TensorShapes = std::vector<std::vector<std::int64_t>>;
+
+TensorShapes shapes_of(const FlatParams& params);
+TensorShapes shapes_of(const std::vector<at::Tensor>& params);
+
+// True for the canonical spec of the identity codec: the strategies then use raw fp32.
+bool is_uncompressed(const std::string& codec_spec);
+
+// What the codec of one key knows: a key covering a whole tensor keeps the tensor's shape
+// (PowerSGD needs rows × cols); a piece of a tensor split across servers is 1-D. `shapes`
+// empty = every key 1-D. tensor_id = key id, the same on every worker and on the server.
+compress::TensorInfo key_tensor_info(const ps::KeyLayout& layout, int key, const TensorShapes& shapes, int rank);
+
+// Worker side of the parameter server: one codec per key.
+class KeyPushCodecs {
+ public:
+  // `layout` must outlive this object (it is the KVWorker's).
+  KeyPushCodecs(const std::string& codec_spec, const ps::KeyLayout& layout, const TensorShapes& shapes, int rank);
+  // Encodes every key's slice of flat_grad and pushes it with push_encoded; one ticket for all.
+  comm::Ticket push_all(ps::KVWorker& kv, std::span<const float> flat_grad);
+
+ private:
+  const ps::KeyLayout* layout_;  // see constructor
+  std::vector<std::unique_ptr<compress::Codec>> codecs_;  // by key id
+};
+
+// Server side: a PushDecoder that owns one codec per key of server `server_index` (decode_add
+// is const, so one instance serves all workers' payloads). A key it does not own is a
+// FormatError.
+ps::PushDecoder make_push_decoder(const std::string& codec_spec, const ps::KeyLayout& layout,
+                                  const TensorShapes& shapes, int server_index);
+
+// Allreduce side: one codec per model tensor.
+class TensorAllreduceCodecs {
+ public:
+  TensorAllreduceCodecs(const std::string& codec_spec, const FlatParams& params, int rank);
+  // flat_grads holds this worker's gradient on entry and the SUM over the `comm` ranks of the
+  // decoded gradients on return. Collective: every rank calls it with the same spec.
+  void allreduce_sum(comm::Communicator& comm, std::span<float> flat_grads);
+
+ private:
+  struct Tensor {
+    std::size_t offset = 0;
+    std::size_t numel = 0;
+    std::unique_ptr<compress::Codec> codec;
+  };
+  std::vector<Tensor> tensors_;
+  std::vector<std::byte> packed_;   // this worker's payloads, length-prefixed, reused
+  std::vector<std::byte> payload_;  // one tensor's payload, reused
+};
+
+}  // namespace ferry::train

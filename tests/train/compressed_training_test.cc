@@ -1,0 +1,254 @@
+// Gradient codecs inside S-SGD and ASGD (StrategyOptions::codec): the parameter-server path
+// (per-key codecs, server decodes) and the allreduce path (per-tensor codecs, allgather of
+// packed payloads or the codec's own allreduce) compute the same thing, the identity codec is
+// the uncompressed path, and the wire really carries the packed bytes.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <mutex>
+
+#include "comm/local/local_communicator.h"
+#include "compress/codec_registry.h"
+#include "core/error.h"
+#include "train/data/data_loader.h"
+#include "train/data/synthetic_dataset.h"
+#include "train/flat_params.h"
+#include "train/gradient_codecs.h"
+#include "train/models/evaluate.h"
+#include "train/models/model.h"
+#include "train/ps_setup.h"
+#include "train/strategy.h"
+#include "train/train_options.h"
+
+namespace ferry::train {
+namespace {
+
+constexpr std::int64_t kBatch = 16;
+
+const Dataset& train_data() {
+  static Dataset d = make_synthetic_dataset(SyntheticOptions{2048, 10, 1, 28, 28, 1.0f, 7, 0});
+  return d;
+}
+const Dataset& test_data() {
+  static Dataset d = make_synthetic_dataset(SyntheticOptions{512, 10, 1, 28, 28, 1.0f, 7, 1});
+  return d;
+}
+
+struct RunConfig {
+  std::string algo = "ssgd";
+  Topology topology = Topology::kAllreduce;
+  int workers = 4;
+  int servers = 0;
+  std::string codec = "none";
+  int steps = 20;
+  float lr = 0.05f;
+  float momentum = 0.9f;
+};
+
+struct RunResult {
+  std::vector<float> weights;              // worker 0's final weights
+  std::vector<std::uint64_t> step_bytes;   // per worker: bytes sent between setup and finish
+  double test_acc = 0;                     // worker 0's model on the synthetic test set
+};
+
+RunResult run(const RunConfig& cfg) {
+  register_builtin_strategies();
+  torch::set_num_threads(1);
+  const WorldLayout world{cfg.workers, cfg.servers};
+  const ps::SgdOptions sgd{cfg.lr, cfg.momentum, 0.0f, 1.0f};
+  RunResult result;
+  result.step_bytes.assign(cfg.workers, 0);
+  std::mutex mu;
+  comm::run_local_ranks(cfg.workers + cfg.servers, [&](comm::Communicator& c) {
+    auto model = make_model("mlp", 3);
+    std::vector<std::size_t> numels;
+    for (const auto& p : model->parameters()) numels.push_back(p.numel());
+    const auto& info = strategy_info(cfg.algo);
+    if (world.is_server(c.rank())) {
+      run_parameter_server(c, world, numels, info.server_mode, sgd, cfg.codec, shapes_of(model->parameters()));
+      return;
+    }
+    DataLoader loader(train_data(), DataLoaderOptions{kBatch, cfg.workers, c.rank(), 5, true});
+    FlatParams params(model->parameters());
+    auto strategy = info.make(StrategyContext{&c, StrategyOptions{cfg.topology, world, sgd, cfg.codec}});
+    strategy->setup(params);
+    const std::uint64_t before = c.counters().bytes_sent;
+    for (int t = 0; t < cfg.steps; ++t) {
+      Batch b = loader.batch(t / loader.steps_per_epoch(), t % loader.steps_per_epoch());
+      params.zero_grads();
+      torch::nn::functional::cross_entropy(model->forward(b.images), b.labels).backward();
+      params.gather_grads();
+      strategy->step(params, t);
+    }
+    const std::uint64_t sent = c.counters().bytes_sent - before;
+    strategy->finish(params);
+    std::lock_guard lock(mu);
+    result.step_bytes[c.rank()] = sent;
+    if (c.rank() == 0) {
+      result.weights.assign(params.weights().begin(), params.weights().end());
+      result.test_acc = evaluate(*model, test_data()).accuracy;
+    }
+  });
+  return result;
+}
+
+std::vector<float> initial_weights() {
+  auto model = make_model("mlp", 3);
+  FlatParams p(model->parameters());
+  return {p.weights().begin(), p.weights().end()};
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::abs(double(a[i]) - b[i]));
+  return m;
+}
+
+std::vector<std::size_t> mlp_numels() {
+  std::vector<std::size_t> n;
+  for (const auto& p : make_model("mlp", 3)->parameters()) n.push_back(p.numel());
+  return n;
+}
+
+// A threshold small enough that 2-bit codes carry information within 20 steps.
+const char* kTwobit = "twobit:threshold=0.005";
+
+TEST(CompressedSsgd, TwobitOnParameterServerEqualsTwobitOnAllreduce) {
+  RunConfig ar{.codec = kTwobit};
+  RunConfig ps1{.topology = Topology::kParameterServer, .servers = 1, .codec = kTwobit};
+  RunConfig ps2 = ps1;
+  ps2.servers = 2;  // keys split tensors: the pieces are coded 1-D, element-wise the same
+  auto a = run(ar), p1 = run(ps1), p2 = run(ps2);
+  ASSERT_GT(max_abs_diff(a.weights, initial_weights()), 1e-3) << "2-bit training did not move the weights";
+  EXPECT_LT(max_abs_diff(a.weights, p1.weights), 1e-5);
+  EXPECT_LT(max_abs_diff(a.weights, p2.weights), 1e-5);
+  // Compression changed the trajectory (it is not silently the fp32 path).
+  EXPECT_GT(max_abs_diff(a.weights, run(RunConfig{}).weights), 1e-4);
+}
+
+TEST(CompressedSsgd, IdentityCodecIsTheUncompressedPath) {
+  for (Topology topology : {Topology::kAllreduce, Topology::kParameterServer}) {
+    int servers = topology == Topology::kParameterServer ? 2 : 0;
+    auto plain = run(RunConfig{.topology = topology, .servers = servers});
+    // "none" is the raw fp32 path itself; "none:ef=1" goes through the codec machinery
+    // (payloads, headers, allgather + decode_add, server decoder) with a lossless codec.
+    auto none = run(RunConfig{.topology = topology, .servers = servers, .codec = "none"});
+    auto coded = run(RunConfig{.topology = topology, .servers = servers, .codec = "none:ef=1"});
+    // (A server sums the pushes in arrival order, so PS runs differ from each other in the last bit.)
+    EXPECT_LE(max_abs_diff(plain.weights, none.weights), topology == Topology::kAllreduce ? 0.0 : 1e-5)
+        << topology_name(topology);
+    EXPECT_EQ(plain.step_bytes, none.step_bytes) << topology_name(topology);
+    EXPECT_LT(max_abs_diff(plain.weights, coded.weights), 1e-5) << topology_name(topology);
+  }
+}
+
+// 2-bit payload of one tensor/key: 16-byte header + ⌈n/16⌉ words.
+std::uint64_t twobit_bytes(std::size_t n) { return 16 + 4 * ((n + 15) / 16); }
+
+TEST(CompressedSsgd, WireBytesArePackedTwoBitCodes) {
+  constexpr int kSteps = 5, kWorkers = 4;
+  const auto numels = mlp_numels();
+
+  // Parameter server, one server, one key per tensor: a worker sends per step one push (request
+  // header + payload) and one pull request per key.
+  const std::uint64_t req = sizeof(ps::RequestHeader);
+  std::uint64_t fp32_step = 0, twobit_step = 0;
+  for (auto n : numels) {
+    fp32_step += req + 4 * n + req;
+    twobit_step += req + twobit_bytes(n) + req;
+  }
+  RunConfig ps{.topology = Topology::kParameterServer, .servers = 1, .steps = kSteps};
+  auto plain = run(ps);
+  ps.codec = kTwobit;
+  auto coded = run(ps);
+  for (int w = 0; w < kWorkers; ++w) {
+    EXPECT_EQ(plain.step_bytes[w], kSteps * fp32_step) << "worker " << w;
+    EXPECT_EQ(coded.step_bytes[w], kSteps * twobit_step) << "worker " << w;
+  }
+  double ratio = double(coded.step_bytes[1]) / plain.step_bytes[1];
+  EXPECT_GT(ratio, 1.0 / 16);
+  EXPECT_LT(ratio, 1.0 / 15);  // ~1/16 of fp32 plus headers
+
+  // Allreduce: one allgather per step of all tensors' length-prefixed payloads; on a ring each
+  // rank forwards N−1 of them.
+  std::uint64_t packed = 0;
+  for (auto n : numels) packed += 8 + twobit_bytes(n);
+  auto ar = run(RunConfig{.workers = kWorkers, .codec = kTwobit, .steps = kSteps});
+  auto ar_plain = run(RunConfig{.workers = kWorkers, .steps = kSteps});
+  for (int w = 0; w < kWorkers; ++w) EXPECT_EQ(ar.step_bytes[w], kSteps * (kWorkers - 1) * packed) << "worker " << w;
+  // A ring allreduce sends 2(N−1)/N of 4n bytes; the allgather of 2-bit codes (N−1)·n/4.
+  double ar_ratio = double(ar.step_bytes[0]) / ar_plain.step_bytes[0];
+  EXPECT_NEAR(ar_ratio, kWorkers / 32.0, 0.01);
+}
+
+TEST(CompressedSsgd, EveryElementwiseCodecAgreesAcrossTopologies) {
+  // With one server every key is a whole tensor, and codecs seed their randomness from the
+  // tensor id (= key id) and the rank: both topologies then compute the same decoded sum.
+  // PowerSGD is the exception: on allreduce it sums P and Q, on a PS each worker's P̂Qᵀ.
+  // Two workers: a + b == b + a, so the server's arrival order cannot change a bit.
+  for (const char* spec : {"fp16", "onebit", "qsgd", "terngrad", "topk:ratio=0.05", "randomk:ratio=0.05",
+                           "dgc:ratio=0.05,momentum=0.9"}) {
+    RunConfig ar{.workers = 2, .codec = spec, .steps = 8, .momentum = 0.0f};
+    RunConfig ps = ar;
+    ps.topology = Topology::kParameterServer;
+    ps.servers = 1;
+    auto a = run(ar), p = run(ps);
+    ASSERT_GT(max_abs_diff(a.weights, initial_weights()), 1e-4) << spec;
+    EXPECT_EQ(max_abs_diff(a.weights, p.weights), 0.0) << spec;
+  }
+}
+
+TEST(CompressedSsgd, PowersgdConvergesOnBothTopologies) {
+  auto plain = run(RunConfig{.steps = 30});
+  auto ar = run(RunConfig{.codec = "powersgd:rank=2", .steps = 30});
+  auto ps = run(RunConfig{.topology = Topology::kParameterServer, .servers = 1, .codec = "powersgd:rank=2",
+                          .steps = 30});
+  // Synthetic data: 10 classes, chance is 10 %; fp32 S-SGD learns it within 30 steps.
+  EXPECT_GT(plain.test_acc, 0.9);
+  EXPECT_GT(ar.test_acc, plain.test_acc - 0.1);
+  EXPECT_GT(ps.test_acc, plain.test_acc - 0.1);
+  for (float w : ar.weights) ASSERT_TRUE(std::isfinite(w));
+  // Rank 2 of a 784 × 256 matrix: far fewer bytes than fp32 even with an allreduce per factor.
+  EXPECT_LT(ar.step_bytes[0], plain.step_bytes[0] / 10);
+}
+
+TEST(CompressedAsgd, OneWorkerWithTwobitIsSsgdWithTwobit) {
+  // One worker: no staleness, so ASGD applies exactly what S-SGD would.
+  auto asgd = run(RunConfig{.algo = "asgd", .topology = Topology::kParameterServer, .workers = 1, .servers = 1,
+                            .codec = kTwobit});
+  auto ssgd = run(RunConfig{.workers = 1, .codec = kTwobit});
+  ASSERT_GT(max_abs_diff(ssgd.weights, initial_weights()), 1e-3);
+  EXPECT_LT(max_abs_diff(asgd.weights, ssgd.weights), 1e-5);
+}
+
+TEST(CompressedTraining, BadCodecSpecIsOneClearError) {
+  TrainOptions o;
+  o.codec = "twobit";
+  EXPECT_EQ(canonical_codec(o), "twobit:threshold=0.5");
+  for (const char* bad : {"fourbit", "twobit:threshold=-1", "topk:ratio=7", "twobit:ef=0", "qsgd:levelz=3"}) {
+    o.codec = bad;
+    try {
+      validate(o);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("--codec '" + std::string(bad) + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(CompressedTraining, KeysCoveringAWholeTensorKeepItsShape) {
+  TensorShapes shapes{{256, 784}, {256}, {10, 256}};
+  ps::KeyLayout one({256 * 784, 256, 2560}, 1);
+  EXPECT_EQ(key_tensor_info(one, 0, shapes, 3).shape, (std::vector<std::int64_t>{256, 784}));
+  EXPECT_TRUE(key_tensor_info(one, 1, shapes, 3).shape.empty());
+  EXPECT_EQ(key_tensor_info(one, 2, shapes, 3).tensor_id, 2u);
+  EXPECT_EQ(key_tensor_info(one, 2, shapes, 3).rank, 3);
+  ps::KeyLayout two({256 * 784, 256, 2560}, 2);  // the big matrix is cut in two keys
+  EXPECT_TRUE(key_tensor_info(two, 0, shapes, 0).shape.empty());
+  EXPECT_EQ(key_tensor_info(two, 0, shapes, 0).numel, two.key(0).length);
+}
+
+}  // namespace
+}  // namespace ferry::train
