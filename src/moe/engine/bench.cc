@@ -1,0 +1,211 @@
+#include "moe/engine/bench.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/metrics.h"
+#include "moe/engine/engine.h"
+#include "moe/engine/generate.h"
+#include "moe/model/checkpoint.h"
+#include "moe/model/corpus.h"
+#include "moe/model/reference_model.h"
+#include "moe/model/tokenizer.h"
+
+namespace ferry::moe {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Prompts come from the first 3/4 of the text, calibration from the last quarter.
+std::vector<std::int32_t> corpus_tokens(const std::string& model_dir, const std::string& corpus, std::uint64_t max_bytes) {
+  MoeConfig c = load_config(model_dir);
+  auto tok = load_tokenizer(model_dir, c.tokenizer, c.vocab_size);
+  CorpusOptions co;
+  co.max_bytes = max_bytes;
+  return tok->encode(read_corpus(corpus, co));
+}
+
+}  // namespace
+
+TokenBatch make_prompts(const std::string& model_dir, const std::string& corpus, int batch, int len, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  TokenBatch out(batch, std::vector<std::int32_t>(len));
+  if (corpus.empty()) {
+    const int V = load_config(model_dir).vocab_size;
+    for (auto& row : out)
+      for (auto& v : row) v = static_cast<std::int32_t>(rng() % V);
+    return out;
+  }
+  auto toks = corpus_tokens(model_dir, corpus, 2u << 20);
+  const std::size_t usable = toks.size() * 3 / 4;
+  FERRY_REQUIRE(usable > static_cast<std::size_t>(len) + 1, "corpus '", corpus, "' is too short for prompts of ", len,
+                " tokens");
+  for (auto& row : out) {
+    const std::size_t at = rng() % (usable - len);
+    row.assign(toks.begin() + at, toks.begin() + at + len);
+  }
+  return out;
+}
+
+std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& progress) {
+  FERRY_REQUIRE(!o.policies.empty() && !o.batches.empty() && !o.budgets.empty(), "bench needs policies, batches and budgets");
+  for (int b : o.batches) FERRY_REQUIRE(b >= 1, "--batch values must be positive, got ", b);
+  FERRY_REQUIRE(o.new_tokens >= 2, "--tokens must be at least 2 (one prefill, one decode step)");
+  // Routing counts from calibration text (not the prompts), for the static placements.
+  std::vector<std::uint64_t> counts;
+  {
+    EngineOptions eo;
+    eo.policy = "lru";
+    eo.device_mem = "100%";
+    eo.link = "none";
+    auto eng = MoeEngine::open(o.model_dir, eo);
+    std::vector<std::int32_t> calib;
+    if (!o.corpus.empty()) {
+      auto toks = corpus_tokens(o.model_dir, o.corpus, 2u << 20);
+      const std::size_t from = toks.size() * 3 / 4;
+      calib.assign(toks.begin() + from, toks.begin() + std::min(toks.size(), from + o.calibration_tokens));
+    } else {
+      calib = make_prompts(o.model_dir, "", 1, o.calibration_tokens, o.seed + 99)[0];
+    }
+    const int max_len = eng->config().max_position_embeddings;
+    for (std::size_t at = 0; at < calib.size(); at += max_len) {
+      eng->reset();
+      eng->forward({std::vector<std::int32_t>(calib.begin() + at, calib.begin() + std::min(calib.size(), at + max_len))});
+    }
+    counts = eng->stats().expert_counts;
+  }
+  std::vector<BenchRow> rows;
+  const int total = static_cast<int>(o.policies.size() * o.batches.size() * o.budgets.size());
+  for (const auto& budget : o.budgets)
+    for (int batch : o.batches) {
+      auto prompts = make_prompts(o.model_dir, o.corpus, batch, o.prompt_tokens, o.seed + batch);
+      for (const auto& policy : o.policies) {
+        EngineOptions eo;
+        eo.policy = policy;
+        eo.device_mem = budget;
+        eo.link = o.link;
+        eo.compute = o.compute;
+        eo.policy_options.expert_counts = counts;
+        eo.policy_options.lru_scope = o.lru_scope;
+        auto eng = MoeEngine::open(o.model_dir, eo);
+        SamplingOptions so;
+        so.max_new_tokens = o.new_tokens;
+        auto g = generate(*eng, prompts, so);
+        auto s = eng->stats();
+        BenchRow r;
+        r.policy = policy;
+        r.batch = batch;
+        r.budget = budget;
+        r.tokens_per_s = g.tokens_per_s();
+        r.tpot_ms = g.tpot_s() * 1e3;
+        r.ttft_ms = g.ttft_s * 1e3;
+        r.hit_rate = s.hit_rate();
+        r.bytes_moved = s.store.bytes_moved;
+        r.io_wait_fraction = s.store.io_wait_s / std::max(1e-12, g.ttft_s + g.decode_s);
+        r.device_mem_peak_bytes = s.store.peak_bytes;
+        r.device_mem_budget_bytes = s.budget_bytes;
+        r.host_execs = s.host_execs;
+        r.expert_accesses = s.expert_accesses;
+        r.prefetch_accuracy = s.store.prefetches ? static_cast<double>(s.store.prefetches_used) / s.store.prefetches : 0;
+        rows.push_back(r);
+        if (progress) progress(r, static_cast<int>(rows.size()), total);
+      }
+    }
+  return rows;
+}
+
+std::string bench_markdown(const std::vector<BenchRow>& rows) {
+  std::ostringstream s;
+  s << "| budget | batch | policy | tokens/s | TPOT ms | TTFT ms | hit rate | moved MiB | io_wait | host execs | peak / budget MiB |\n"
+    << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  char buf[512];
+  for (const auto& r : rows) {
+    std::snprintf(buf, sizeof buf, "| %s | %d | %s | %.1f | %.2f | %.1f | %.3f | %.1f | %.2f | %llu | %.2f / %.2f |\n",
+                  r.budget.c_str(), r.batch, r.policy.c_str(), r.tokens_per_s, r.tpot_ms, r.ttft_ms, r.hit_rate,
+                  r.bytes_moved / 1048576.0, r.io_wait_fraction, static_cast<unsigned long long>(r.host_execs),
+                  r.device_mem_peak_bytes / 1048576.0, r.device_mem_budget_bytes / 1048576.0);
+    s << buf;
+  }
+  return s.str();
+}
+
+void write_bench_outputs(const std::vector<BenchRow>& rows, const std::string& out_dir, const std::string& header) {
+  make_dirs(out_dir);
+  const fs::path dir(out_dir);
+  {
+    std::ofstream csv(dir / "bench.csv");
+    if (!csv) FERRY_THROW(IoError, "cannot write '", (dir / "bench.csv").string(), "'");
+    csv << "policy,batch,budget,tokens_per_s,tpot_ms,ttft_ms,hit_rate,bytes_moved,io_wait_fraction,"
+           "device_mem_peak_bytes,device_mem_budget_bytes,host_execs,expert_accesses,prefetch_accuracy\n";
+    for (const auto& r : rows)
+      csv << r.policy << ',' << r.batch << ',' << r.budget << ',' << r.tokens_per_s << ',' << r.tpot_ms << ','
+          << r.ttft_ms << ',' << r.hit_rate << ',' << r.bytes_moved << ',' << r.io_wait_fraction << ','
+          << r.device_mem_peak_bytes << ',' << r.device_mem_budget_bytes << ',' << r.host_execs << ','
+          << r.expert_accesses << ',' << r.prefetch_accuracy << '\n';
+  }
+  {
+    std::ofstream md(dir / "bench.md");
+    md << header << "\n\n" << bench_markdown(rows);
+  }
+  // One panel per budget: tokens/s against batch, a line per policy.
+  std::map<std::string, std::map<std::string, std::vector<std::pair<int, double>>>> series;
+  std::vector<std::string> budgets, policies;
+  for (const auto& r : rows) {
+    if (std::find(budgets.begin(), budgets.end(), r.budget) == budgets.end()) budgets.push_back(r.budget);
+    if (std::find(policies.begin(), policies.end(), r.policy) == policies.end()) policies.push_back(r.policy);
+    series[r.budget][r.policy].push_back({r.batch, r.tokens_per_s});
+  }
+  std::ofstream gp(dir / "bench.gp");
+  gp << "set terminal pngcairo size " << 520 * budgets.size() << ",420 noenhanced\n"
+     << "set output '" << (dir / "bench.png").string() << "'\n"
+     << "set multiplot layout 1," << budgets.size() << "\nset logscale x 2\nset xlabel 'batch'\n"
+     << "set ylabel 'decode tokens/s'\nset key top left\nset grid\n";
+  for (const auto& b : budgets) {
+    gp << "set title 'device budget " << b << "'\nplot ";
+    for (std::size_t i = 0; i < policies.size(); ++i)
+      gp << (i ? ", " : "") << "'-' using 1:2 with linespoints title '" << policies[i] << "'";
+    gp << "\n";
+    for (const auto& p : policies) {
+      for (auto [batch, tps] : series[b][p]) gp << batch << ' ' << tps << '\n';
+      gp << "e\n";
+    }
+  }
+  gp << "unset multiplot\n";
+  gp.close();
+  const std::string cmd = "gnuplot '" + (dir / "bench.gp").string() + "' 2>/dev/null";
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0 && std::system(cmd.c_str()) != 0)
+    std::fprintf(stderr, "warning: gnuplot failed on %s\n", (dir / "bench.gp").string().c_str());
+}
+
+OverheadResult measure_overhead(const std::string& model_dir, int batch, int prompt_tokens, int new_tokens, int repeats,
+                                const std::string& corpus) {
+  auto prompts = make_prompts(model_dir, corpus, batch, prompt_tokens, 7);
+  EngineOptions eo;
+  eo.policy = "lru";
+  eo.device_mem = "100%";
+  eo.link = "none";
+  eo.preload = true;
+  auto eng = MoeEngine::open(model_dir, eo);
+  auto ck = Checkpoint::open(model_dir);
+  auto ref = ReferenceModel::load(*ck);
+  SamplingOptions so;
+  so.max_new_tokens = new_tokens;
+  OverheadResult r;
+  r.batch = batch;
+  generate(*eng, prompts, so);  // warm-up
+  generate(*ref, prompts, so);
+  for (int i = 0; i < repeats; ++i) {
+    r.engine_tokens_per_s = std::max(r.engine_tokens_per_s, generate(*eng, prompts, so).tokens_per_s());
+    r.reference_tokens_per_s = std::max(r.reference_tokens_per_s, generate(*ref, prompts, so).tokens_per_s());
+  }
+  return r;
+}
+
+}  // namespace ferry::moe

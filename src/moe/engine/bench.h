@@ -1,0 +1,66 @@
+// `ferry moe bench`: every policy x batch x budget on one model, same prompts, link and compute
+// profile; writes bench.csv, bench.md (a Markdown table) and bench.png (gnuplot). Also the
+// engine's own cost: tokens/s with every expert resident against the plain reference forward.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "moe/model/language_model.h"
+
+namespace ferry::moe {
+
+struct BenchOptions {
+  std::string model_dir;                     // checkpoint directory
+  std::vector<std::string> policies = {"ondemand", "lru", "static-hot", "next-gate", "fiddler"};
+  std::vector<int> batches = {1, 4, 16};     // sequences decoded together
+  std::vector<std::string> budgets = {"25%", "50%"};  // --device-mem values
+  int prompt_tokens = 32;                    // prompt length per sequence
+  int new_tokens = 64;                       // generated tokens per sequence
+  std::string link = "mixtral-a100";         // see parse_link_spec()
+  std::string compute = "a100";              // see parse_compute_profile()
+  std::string corpus;                        // prompts and calibration text come from here ("" = random tokens)
+  int calibration_tokens = 512;              // routing counts for static-hot / fiddler, from other text than the prompts
+  std::uint64_t seed = 1;                    // prompt selection
+  std::string lru_scope = "global";          // lru / next-gate eviction scope
+};
+
+struct BenchRow {
+  std::string policy;
+  int batch = 0;
+  std::string budget;  // as given ("25%")
+  double tokens_per_s = 0, tpot_ms = 0, ttft_ms = 0, hit_rate = 0;
+  std::uint64_t bytes_moved = 0;
+  double io_wait_fraction = 0;  // io_wait / (prefill + decode time)
+  std::uint64_t device_mem_peak_bytes = 0, device_mem_budget_bytes = 0;
+  std::uint64_t host_execs = 0, expert_accesses = 0;
+  double prefetch_accuracy = 0;  // prefetched experts later used / prefetches
+};
+
+// Called after each run with its row and (done, total).
+using BenchProgress = std::function<void(const BenchRow&, int done, int total)>;
+
+std::vector<BenchRow> run_bench(const BenchOptions& options, const BenchProgress& progress = {});
+
+// bench.csv, bench.md, bench.gp + bench.png (when gnuplot is installed) in `out_dir`.
+void write_bench_outputs(const std::vector<BenchRow>& rows, const std::string& out_dir, const std::string& header);
+std::string bench_markdown(const std::vector<BenchRow>& rows);
+
+struct OverheadResult {
+  int batch = 0;
+  double engine_tokens_per_s = 0;     // every expert resident, unpaced: the engine's own cost
+  double reference_tokens_per_s = 0;  // the plain reference forward
+  double ratio() const { return reference_tokens_per_s > 0 ? engine_tokens_per_s / reference_tokens_per_s : 0; }
+};
+
+// Best of `repeats` alternating runs of each, greedy decoding of `new_tokens` after `prompt_tokens`.
+OverheadResult measure_overhead(const std::string& model_dir, int batch, int prompt_tokens, int new_tokens,
+                                int repeats, const std::string& corpus);
+
+// B prompts of `len` tokens: windows of the corpus text (or random tokens when corpus is empty).
+TokenBatch make_prompts(const std::string& model_dir, const std::string& corpus, int batch, int len,
+                        std::uint64_t seed);
+
+}  // namespace ferry::moe

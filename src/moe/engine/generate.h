@@ -1,0 +1,36 @@
+// Batched generation over any LanguageModel, with the timings the benchmarks report.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "moe/model/language_model.h"
+
+namespace ferry::moe {
+
+struct SamplingOptions {
+  int max_new_tokens = 64;   // tokens generated per sequence (the first comes from the prefill)
+  double temperature = 0.0;  // 0: greedy
+  int top_k = 0;             // >0: sample among the k most likely tokens
+  std::uint64_t seed = 1;    // sampling seed
+};
+
+struct GenerationResult {
+  TokenBatch new_tokens;      // [B][max_new_tokens]
+  double ttft_s = 0;          // prefill: prompt in, first token out
+  double decode_s = 0;        // the remaining steps
+  int decode_steps = 0;       // max_new_tokens - 1
+  double tpot_s() const { return decode_steps ? decode_s / decode_steps : 0.0; }
+  // Decode throughput over the batch: B x steps / decode time.
+  double tokens_per_s() const {
+    return decode_s > 0 ? static_cast<double>(new_tokens.size()) * decode_steps / decode_s : 0.0;
+  }
+};
+
+// Resets the model, runs the prompts (equal lengths) and generates.
+GenerationResult generate(LanguageModel& model, const TokenBatch& prompts, const SamplingOptions& options);
+
+// Index of the next token drawn from `logits` (V values).
+int sample_token(const float* logits, int vocab, const SamplingOptions& options, std::uint64_t& rng_state);
+
+}  // namespace ferry::moe
