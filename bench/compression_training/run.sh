@@ -6,7 +6,8 @@
 #   bench/compression_training/run.sh MODEL LINK [extra ferry train flags...]
 #   e.g. bench/compression_training/run.sh cnn 100Mbps,50us --epochs 1
 # Env: FERRY (binary, default build/default/apps/ferry), CODECS (space-separated subset of the
-# names below), OUT (results directory, default bench/compression_training/results).
+# names below), OUT (results directory, default bench/compression_training/results), RUNS
+# (newline-separated "name|spec|flags" lines replacing the list below).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model=$1; link=$2; shift 2
@@ -30,6 +31,7 @@ all_runs=(
   "randomk|randomk:ratio=0.01|"
   "terngrad|terngrad:ef=1|"
 )
+if [ -n "${RUNS:-}" ]; then mapfile -t all_runs <<<"$RUNS"; fi
 csv="$out/results.csv"
 [ -f "$csv" ] || echo "model,name,codec,link,epochs,iterations,test_acc,samples_per_s,bytes_sent_per_worker,comm_wait_fraction,wall_s,extra" >"$csv"
 for r in "${all_runs[@]}"; do
