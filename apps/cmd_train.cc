@@ -15,15 +15,39 @@
 #include "comm/link/link_options.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "core/error.h"
+#include "core/metrics.h"
 #include "train/data/mnist_loader.h"
 #include "train/run_training.h"
+#include "train/strategy.h"
 #include "train/train_options.h"
 
 namespace ferry::apps {
 
+// Flags of the delayed, local and overlapping algorithms (docs/algorithms.md).
+void add_delayed_flags(CLI::App& app, train::DelayedOptions& d) {
+  app.add_option("--warmup-steps", d.warmup_steps, "odsgd/ssdsgd/cdsgd: S-SGD iterations before delaying")
+      ->capture_default_str();
+  app.add_option("--lr-local", d.lr_local, "odsgd/ssdsgd/cdsgd: local learning rate (0: --lr)")->capture_default_str();
+  app.add_option("--lr-warmup-steps", d.lr_warmup_steps, "odsgd/ssdsgd/cdsgd: ramp the local lr over N steps")
+      ->capture_default_str();
+  app.add_option("--delay-steps", d.delay_steps, "ssdsgd: pull the global weights every k iterations")
+      ->capture_default_str();
+  app.add_option("--local-update", d.local_update, "ssdsgd: glu | sgd")->capture_default_str();
+  app.add_option("--glu-coef", d.glu_coef, "ssdsgd: weight of the global update direction")->capture_default_str();
+  app.add_option("--correction-steps", d.correction_steps, "cdsgd: full-precision push every k iterations")
+      ->capture_default_str();
+  app.add_option("--threshold", d.threshold, "cdsgd: twobit threshold (when no --codec is given)")
+      ->capture_default_str();
+  app.add_option("--sync-every", d.sync_every, "localsgd: average the models every H iterations")
+      ->capture_default_str();
+  app.add_option("--post-local", d.post_local, "localsgd: S-SGD for the first K iterations")->capture_default_str();
+  app.add_option("--bucket-mb", d.bucket_mb, "wfbp: fusion bucket size in MB")->capture_default_str();
+}
+
 // Adds the training flags shared by `ferry train` and `ferry compare` to `app`.
 void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_spec) {
-  app.add_option("--algo", o.algo, "ssgd | asgd")->capture_default_str();
+  app.add_option("--algo", o.algo, "ssgd | asgd | odsgd | ssdsgd | cdsgd | localsgd | wfbp | compute-only")
+      ->capture_default_str();
   app.add_option("--topology", o.topology, "allreduce | ps (default: the algorithm's own)");
   app.add_option("--np", o.num_workers, "worker ranks")->capture_default_str();
   app.add_option("--servers", o.num_servers, "parameter-server ranks (ps topology)")->capture_default_str();
@@ -46,6 +70,7 @@ void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_sp
   app.add_flag("--eval-each-epoch", o.eval_each_epoch, "record test accuracy after every epoch");
   app.add_option("--threads", o.threads_per_rank, "libtorch threads per rank (0: cores / ranks)");
   app.add_option("--out", o.out_dir, "directory for summary.json and metrics.jsonl");
+  add_delayed_flags(app, o.delayed);
 }
 
 int run_train(int argc, char** argv) {
@@ -59,8 +84,10 @@ int run_train(int argc, char** argv) {
   app.parse(argc, argv);
   o.link = comm::parse_link_spec(link_spec);
   o.progress = !no_progress;
+  if (o.algo == "cdsgd" && app.count("--codec") == 0) o.codec = train::cdsgd_default_codec(o.delayed);
   train::validate(o);
-  const bool ps = o.algo == "asgd" || o.topology == "ps";
+  const bool ps = o.topology.empty() ? train::strategy_info(o.algo).topologies.front() == train::Topology::kParameterServer
+                                     : o.topology == "ps";
   const int ranks = o.num_workers + (ps ? o.num_servers : 0);
 
   if (!comm::launched_by_mpirun()) {
@@ -88,9 +115,11 @@ int run_train(int argc, char** argv) {
                         : 1);
   }
   if (world.rank() == 0) {
-    std::printf("%s/%s  model %s  np %d servers %d  link %s\n", summary["algo"].get<std::string>().c_str(),
+    summary["mpi_thread_level"] = mpi.thread_level();
+    if (!o.out_dir.empty()) write_json_file(o.out_dir + "/summary.json", summary);
+    std::printf("%s/%s  model %s  np %d servers %d  link %s  (%s)\n", summary["algo"].get<std::string>().c_str(),
                 summary["topology"].get<std::string>().c_str(), o.model.c_str(), o.num_workers,
-                summary["servers"].get<int>(), summary["link"].get<std::string>().c_str());
+                summary["servers"].get<int>(), summary["link"].get<std::string>().c_str(), mpi.thread_level().c_str());
     std::printf("  test accuracy %.2f %%   %.0f samples/s   %.1f s   comm wait %.0f %%   %.2f MB sent/worker\n",
                 100 * summary["test_acc"].get<double>(), summary["samples_per_s"].get<double>(),
                 summary["wall_s"].get<double>(), 100 * summary["comm_wait_fraction"].get<double>(),

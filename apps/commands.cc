@@ -7,6 +7,7 @@
 namespace ferry::apps {
 
 // Each subcommand's entry point, defined in its cmd_*.cc file.
+int run_compare(int argc, char** argv);
 int run_units(int argc, char** argv);
 int run_moe(int, char**);
 int run_train(int argc, char** argv);
@@ -14,6 +15,7 @@ int run_train(int argc, char** argv);
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"train", "distributed data-parallel training (S-SGD, ASGD, ...) over MPI", run_train},
+      {"compare", "run several training algorithms under one setting; csv, table and plots", run_compare},
       {"units", "parse and print a quantity (bandwidth, duration, size)", run_units},
       {"moe", "MoE inference with expert offloading: make-tiny, pretrain, generate, bench, trace, demo", run_moe},
   };

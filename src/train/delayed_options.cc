@@ -21,6 +21,12 @@ void validate_delayed_options(const DelayedOptions& o) {
   FERRY_REQUIRE(o.bucket_mb > 0, "--bucket-mb must be positive, got ", o.bucket_mb);
 }
 
+void validate_algorithm_codec(const std::string& algo, const std::string& codec) {
+  if (algo == "localsgd" || algo == "wfbp" || algo == "compute-only")
+    FERRY_REQUIRE(codec == "none" || codec.rfind("none:", 0) == 0, "--algo ", algo,
+                  " does not compress (it sends fp32); drop --codec ", codec);
+}
+
 std::string cdsgd_default_codec(const DelayedOptions& o) {
   std::ostringstream s;
   s << "twobit:threshold=" << o.threshold;

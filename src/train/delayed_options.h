@@ -25,6 +25,10 @@ struct DelayedOptions {
 // Throws InvalidArgument naming the flag of the first bad value.
 void validate_delayed_options(const DelayedOptions& options);
 
+// Throws InvalidArgument when `algo` cannot use a codec other than "none" (localsgd, wfbp,
+// compute-only exchange weights or fused buckets in fp32).
+void validate_algorithm_codec(const std::string& algo, const std::string& codec_spec);
+
 // The codec cdsgd uses when the user gave no --codec: "twobit:threshold=<threshold>".
 std::string cdsgd_default_codec(const DelayedOptions& options);
 

@@ -5,6 +5,7 @@
 //   w_i(t+1) = w_global(t) − η_l · Opt_l(g_i(t))
 // while the push of g_i(t) and the pull of version t+1 run on the communication thread.
 // The server applies the usual synchronous update w_global(t+1) = w_global(t) − η·Opt(mean g(t)).
+// With --codec the post-warm-up pushes travel compressed (CD-SGD without its correction).
 #pragma once
 
 #include "train/delayed_ps_strategy.h"

@@ -78,7 +78,9 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm)
   DataLoader loader(train_set, DataLoaderOptions{o.batch, world.num_workers, rank, o.seed, true});
 
   FlatParams params(model->parameters());
-  auto strategy = info.make(StrategyContext{comm, StrategyOptions{topology, world, sgd, codec}});
+  StrategyOptions strategy_options{topology, world, sgd, codec};
+  strategy_options.delayed = o.delayed;
+  auto strategy = info.make(StrategyContext{comm, strategy_options});
   strategy->setup(params);
 
   const std::int64_t steps_per_epoch = loader.steps_per_epoch();

@@ -8,7 +8,7 @@
 // where w_prev, w_last are the last two pulled global weights, Δ the server updates between
 // them and c = --glu-coef ("global gradient for local update": the global direction
 // compensates the staleness of the local weights; --local-update sgd drops the term).
-// With k = 1 and GLU off it is OD-SGD.
+// With k = 1 and GLU off it is OD-SGD. With --codec the post-warm-up pushes travel compressed.
 #pragma once
 
 #include "train/delayed_ps_strategy.h"

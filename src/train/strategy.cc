@@ -5,6 +5,12 @@
 
 #include "core/error.h"
 #include "train/asgd_strategy.h"
+#include "train/cd_sgd_strategy.h"
+#include "train/compute_only_strategy.h"
+#include "train/local_sgd_strategy.h"
+#include "train/od_sgd_strategy.h"
+#include "train/ssd_sgd_strategy.h"
+#include "train/wfbp_strategy.h"
 #include "train/ssgd_strategy.h"
 
 namespace ferry::train {
@@ -28,6 +34,24 @@ void register_builtin_strategies() {
   register_strategy({"asgd", "asynchronous SGD: the server applies each push as it arrives",
                      {Topology::kParameterServer}, ps::ServerMode::kAsync,
                      [](const StrategyContext& c) { return std::make_unique<AsgdStrategy>(c); }});
+  register_strategy({"odsgd", "one-step delay: local step from the latest global weights, push/pull in background",
+                     {Topology::kParameterServer}, ps::ServerMode::kSync,
+                     [](const StrategyContext& c) { return std::make_unique<OdSgdStrategy>(c); }});
+  register_strategy({"ssdsgd", "several steps delay: local steps, pull every --delay-steps, GLU compensation",
+                     {Topology::kParameterServer}, ps::ServerMode::kSync,
+                     [](const StrategyContext& c) { return std::make_unique<SsdSgdStrategy>(c); }});
+  register_strategy({"cdsgd", "one-step delay with 2-bit pushes and full-precision correction every k steps",
+                     {Topology::kParameterServer}, ps::ServerMode::kSync,
+                     [](const StrategyContext& c) { return std::make_unique<CdSgdStrategy>(c); }});
+  register_strategy({"localsgd", "local SGD: own optimizer steps, model averaging every --sync-every steps",
+                     {Topology::kAllreduce}, ps::ServerMode::kSync,
+                     [](const StrategyContext& c) { return std::make_unique<LocalSgdStrategy>(c); }});
+  register_strategy({"wfbp", "wait-free backprop: per-bucket communication started by autograd hooks",
+                     {Topology::kAllreduce, Topology::kParameterServer}, ps::ServerMode::kSync,
+                     [](const StrategyContext& c) { return std::make_unique<WfbpStrategy>(c); }});
+  register_strategy({"compute-only", "reference: no communication at all (the iteration-time floor)",
+                     {Topology::kAllreduce}, ps::ServerMode::kSync,
+                     [](const StrategyContext& c) { return std::make_unique<ComputeOnlyStrategy>(c); }});
 }
 
 const StrategyInfo& strategy_info(const std::string& name) {

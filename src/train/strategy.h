@@ -12,6 +12,7 @@
 #include "comm/communicator.h"
 #include "ps/kv_server.h"
 #include "ps/sgd_optimizer.h"
+#include "train/delayed_options.h"
 #include "train/flat_params.h"
 
 namespace ferry::train {
@@ -31,6 +32,7 @@ struct StrategyOptions {
   WorldLayout world;
   ps::SgdOptions sgd;  // the global optimizer (server side with PS, worker side with allreduce)
   std::string codec = "none";  // gradient codec spec (compress/codec_registry.h); "none" = raw fp32
+  DelayedOptions delayed = {};  // options of odsgd, ssdsgd, cdsgd, localsgd, wfbp
 };
 
 class Strategy {

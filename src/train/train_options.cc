@@ -33,6 +33,8 @@ void validate(const TrainOptions& o) {
   FERRY_REQUIRE(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got ", o.momentum);
   FERRY_REQUIRE(o.max_steps >= 0, "--max-steps must be >= 0, got ", o.max_steps);
   canonical_codec(o);
+  validate_delayed_options(o.delayed);
+  validate_algorithm_codec(o.algo, canonical_codec(o));
 }
 
 std::string canonical_codec(const TrainOptions& o) {

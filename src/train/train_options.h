@@ -5,6 +5,7 @@
 #include <string>
 
 #include "comm/link/link_options.h"
+#include "train/delayed_options.h"
 
 namespace ferry::train {
 
@@ -30,6 +31,7 @@ struct TrainOptions {
   std::string out_dir = "";         // summary.json and metrics.jsonl; empty = none
   int threads_per_rank = 0;         // libtorch intra-op threads; 0 = cores / ranks (>= 1)
   bool progress = true;             // rank 0 draws a progress bar
+  DelayedOptions delayed = {};      // odsgd, ssdsgd, cdsgd, localsgd, wfbp (delayed_options.h)
 };
 
 // Checks the combination of options; throws InvalidArgument naming the offending flag.

@@ -32,6 +32,14 @@ expect_error "--np must be at least 1" --np 0
 expect_error "invalid --codec 'fourbit'" --codec fourbit
 expect_error "--epochs" --epochs abc
 expect_error "no such directory" --data "$tmp/nowhere"
+expect_error "--delay-steps must be at least 1" --algo ssdsgd --servers 1 --delay-steps 0
+expect_error "--glu-coef must be >= 0" --algo ssdsgd --servers 1 --glu-coef -0.5
+expect_error "--local-update must be glu or sgd" --algo ssdsgd --servers 1 --local-update adam
+expect_error "--correction-steps must be at least 1" --algo cdsgd --servers 1 --correction-steps 0
+expect_error "cdsgd does not run on --topology allreduce" --algo cdsgd --topology allreduce
+expect_error "odsgd does not run on --topology allreduce" --algo odsgd --topology allreduce
+expect_error "--sync-every must be at least 1" --algo localsgd --sync-every 0
+expect_error "wfbp does not compress" --algo wfbp --codec twobit
 
 if [ -d "$fmnist" ]; then
   # Missing file.

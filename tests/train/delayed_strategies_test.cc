@@ -287,7 +287,7 @@ TEST(DelayedOptions, BadValuesAreClearErrors) {
   // The strategies check their own topology too (for callers that skip validate()).
   register_builtin_strategies();
   comm::run_local_ranks(1, [](comm::Communicator& c) {
-    StrategyOptions so{Topology::kAllreduce, WorldLayout{1, 0}};
+    StrategyOptions so{Topology::kAllreduce, WorldLayout{1, 0}, ps::SgdOptions{}};
     EXPECT_THROW(strategy_info("odsgd").make(StrategyContext{&c, so}), InvalidArgument);
     so.delayed.delay_steps = 0;
     so.topology = Topology::kParameterServer;

@@ -1,0 +1,195 @@
+#include "train/compare.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "comm/link/link_options.h"
+#include "core/error.h"
+#include "core/metrics.h"
+#include "train/strategy.h"
+
+namespace ferry::train {
+namespace {
+
+bool sends_fp32_only(const std::string& algo) {
+  return algo == "localsgd" || algo == "wfbp" || algo == "compute-only";
+}
+
+std::string safe(std::string s) {
+  for (auto& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') c = '_';
+  return s;
+}
+
+double num(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
+}
+
+std::string fmt(double v, const char* f = "%.4g") {
+  if (std::isnan(v)) return "";
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+}  // namespace
+
+std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, const std::vector<std::string>& codecs,
+                                        const std::vector<std::string>& links) {
+  register_builtin_strategies();
+  std::vector<std::string> all = algos;
+  if (std::find(all.begin(), all.end(), "compute-only") == all.end()) all.push_back("compute-only");
+  std::vector<std::string> compressing;
+  for (const auto& c : codecs)
+    if (c != "none") compressing.push_back(c);
+  std::vector<CompareConfig> plan;
+  for (const auto& link : links) {
+    for (const auto& algo : all) {
+      const StrategyInfo& info = strategy_info(algo);  // unknown names are errors here
+      bool ps = false;
+      for (auto t : info.topologies) ps |= t == Topology::kParameterServer;
+      std::vector<std::string> mine;
+      if (sends_fp32_only(algo))
+        mine = {"none"};
+      else if (algo == "cdsgd")
+        mine = compressing.empty() ? std::vector<std::string>{"twobit"} : compressing;
+      else
+        mine = codecs.empty() ? std::vector<std::string>{"none"} : codecs;
+      for (const auto& codec : mine) {
+        CompareConfig c{algo, codec, ps ? "ps" : "allreduce", link, ""};
+        c.name = safe(algo + (codec == "none" ? "" : "-" + codec) + "@" + link);
+        plan.push_back(c);
+      }
+    }
+  }
+  return plan;
+}
+
+void load_compare_result(const std::string& dir, CompareResult& r) {
+  std::ifstream s(dir + "/summary.json");
+  if (s) r.summary = nlohmann::json::parse(s, nullptr, false);
+  if (r.summary.is_discarded()) r.summary = nlohmann::json();
+  std::ifstream m(dir + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(m, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("test_acc")) continue;
+    r.accuracy.emplace_back(num(j, "t"), num(j, "test_acc"));
+  }
+}
+
+double time_to_target(const CompareResult& r, double target) {
+  for (const auto& [t, acc] : r.accuracy)
+    if (acc >= target) return t;
+  return NAN;
+}
+
+std::string write_compare_report(const std::string& out, const std::vector<CompareResult>& results, double target) {
+  // Baselines per link: ssgd without codec (speedup), compute-only (iteration-time floor).
+  std::map<std::string, double> ssgd_sps, floor_iter_s;
+  std::vector<std::string> links;
+  auto iter_s = [](const CompareResult& r) {
+    return num(r.summary, "wall_s") / std::max(1.0, num(r.summary, "iterations"));
+  };
+  for (const auto& r : results) {
+    if (std::find(links.begin(), links.end(), r.config.link) == links.end()) links.push_back(r.config.link);
+    if (r.config.algo == "ssgd" && r.config.codec == "none") ssgd_sps[r.config.link] = num(r.summary, "samples_per_s");
+    if (r.config.algo == "compute-only") floor_iter_s[r.config.link] = iter_s(r);
+  }
+  auto lookup = [](const std::map<std::string, double>& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? NAN : it->second;
+  };
+
+  std::ofstream csv(out + "/compare.csv");
+  csv << "link,algo,codec,topology,samples_per_s,speedup_vs_ssgd,time_to_target_s,final_test_acc,"
+         "bytes_sent_per_worker,comm_wait_fraction,iteration_ms,iteration_vs_compute_only,wall_s,exit_code\n";
+  std::ostringstream md;
+  md << "| link | algo | codec | samples/s | speedup vs ssgd | time to " << fmt(100 * target, "%.1f")
+     << " % (s) | final acc % | MB sent/worker | comm wait % | iteration vs compute-only |\n"
+     << "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& r : results) {
+    const auto& c = r.config;
+    const double sps = num(r.summary, "samples_per_s");
+    const double speedup = sps / lookup(ssgd_sps, c.link);
+    const double ttt = time_to_target(r, target);
+    const double acc = num(r.summary, "test_acc");
+    const double bytes = num(r.summary, "bytes_sent_per_worker");
+    const double wait = num(r.summary, "comm_wait_fraction");
+    const double it = iter_s(r);
+    const double vs_floor = it / lookup(floor_iter_s, c.link);
+    csv << c.link << ',' << c.algo << ',' << c.codec << ',' << c.topology << ',' << fmt(sps, "%.6g") << ','
+        << fmt(speedup) << ',' << fmt(ttt) << ',' << fmt(acc) << ',' << fmt(bytes, "%.0f") << ',' << fmt(wait) << ','
+        << fmt(1e3 * it) << ',' << fmt(vs_floor) << ',' << fmt(num(r.summary, "wall_s")) << ',' << r.exit_code
+        << '\n';
+    md << "| " << c.link << " | " << c.algo << " | " << c.codec << " | " << fmt(sps, "%.0f") << " | "
+       << fmt(speedup, "%.2f") << " | " << (std::isnan(ttt) ? "not reached" : fmt(ttt, "%.1f")) << " | "
+       << fmt(100 * acc, "%.2f") << " | " << fmt(bytes / 1e6, "%.1f") << " | " << fmt(100 * wait, "%.0f") << " | "
+       << fmt(vs_floor, "%.2f") << " |\n";
+  }
+  {
+    std::ofstream f(out + "/compare.md");
+    f << "# ferry compare\n\nTarget test accuracy " << target
+      << " (time to target: first per-epoch evaluation at or above it, training seconds).\n\n"
+      << md.str();
+  }
+
+  // Plot data: accuracy curves and samples/s of the first link; speedup against bandwidth.
+  std::ofstream gp(out + "/plots.gp");
+  gp << "set terminal pngcairo size 1000,600\nset datafile separator ','\nset key outside right\n";
+  gp << "set output '" << out << "/accuracy_vs_time.png'\nset title 'test accuracy vs training time (" << links[0]
+     << ")'\nset xlabel 'training seconds'\nset ylabel 'test accuracy'\nplot ";
+  bool first = true;
+  std::ofstream bars(out + "/samples_per_s.dat");
+  int index = 0;
+  for (const auto& r : results) {
+    if (r.config.link != links[0]) continue;
+    const std::string dat = out + "/acc_" + r.config.name + ".dat";
+    std::ofstream d(dat);
+    for (const auto& [t, a] : r.accuracy) d << t << ',' << a << '\n';
+    gp << (first ? "" : ", ") << "'" << dat << "' using 1:2 with linespoints title '" << r.config.algo
+       << (r.config.codec == "none" ? "" : "+" + r.config.codec) << "'";
+    first = false;
+    bars << index++ << ',' << r.config.algo << (r.config.codec == "none" ? "" : "+" + r.config.codec) << ','
+         << fmt(num(r.summary, "samples_per_s"), "%.6g") << '\n';
+  }
+  bars.close();
+  gp << "\nset output '" << out << "/samples_per_s.png'\nset title 'throughput (" << links[0]
+     << ")'\nset style fill solid 0.6\nset boxwidth 0.7\nset xtics rotate by -35\nset xlabel ''\n"
+     << "set ylabel 'samples/s'\nunset key\nplot '" << out << "/samples_per_s.dat' using 1:3:xtic(2) with boxes\n";
+  if (links.size() > 1) {
+    gp << "set output '" << out << "/speedup_vs_bandwidth.png'\nset title 'samples/s relative to ssgd'\n"
+       << "set logscale x\nset xlabel 'link bandwidth (Gbit/s)'\nset ylabel 'speedup vs ssgd'\nset key outside right\n"
+       << "set xtics norotate\nplot ";
+    std::map<std::string, std::ofstream> series;
+    std::vector<std::string> order;
+    for (const auto& r : results) {
+      std::string label = r.config.algo + (r.config.codec == "none" ? "" : "+" + r.config.codec);
+      std::string file = out + "/speedup_" + safe(label) + ".dat";
+      if (!series.count(label)) {
+        series[label].open(file);
+        order.push_back(label);
+      }
+      const double gbps = comm::parse_link_spec(r.config.link).bandwidth_bytes_per_s * 8 / 1e9;
+      series[label] << gbps << ',' << fmt(num(r.summary, "samples_per_s") / lookup(ssgd_sps, r.config.link)) << '\n';
+    }
+    for (std::size_t i = 0; i < order.size(); ++i)
+      gp << (i ? ", " : "") << "'" << out << "/speedup_" << safe(order[i]) << ".dat' using 1:2 with linespoints title '"
+         << order[i] << "'";
+    gp << '\n';
+  }
+  gp.close();
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    std::string cmd = "gnuplot '" + out + "/plots.gp' 2>'" + out + "/gnuplot.log'";
+    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "ferry compare: gnuplot failed, see %s/gnuplot.log\n", out.c_str());
+  }
+  return md.str();
+}
+
+}  // namespace ferry::train

@@ -1,0 +1,46 @@
+// `ferry compare`: the plan of (algorithm, codec) runs and the report over their results
+// (compare.csv, compare.md, gnuplot plots). Running the runs is the app's job (one `ferry
+// train` per configuration); this file knows what to run and how to read and report it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ferry::train {
+
+struct CompareConfig {
+  std::string algo;
+  std::string codec;     // as given to --codec ("none", "twobit", ...)
+  std::string topology;  // ps where the algorithm supports it (the delayed ones need it), else allreduce
+  std::string link;      // --link spec of this run
+  std::string name;      // unique, file-name safe: algo[-codec]@link
+};
+
+struct CompareResult {
+  CompareConfig config;
+  nlohmann::json summary;                          // summary.json of the run (empty if it failed)
+  std::vector<std::pair<double, double>> accuracy;  // (training seconds, test accuracy) per eval
+  int exit_code = 0;
+};
+
+// Which pairs make sense: a codec applies to ssgd, asgd, odsgd and ssdsgd; cdsgd runs with
+// each compressing codec of the list (twobit when there is none); localsgd, wfbp and
+// compute-only send fp32. compute-only is always added (the iteration-time floor).
+std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, const std::vector<std::string>& codecs,
+                                        const std::vector<std::string>& links);
+
+// Reads out_dir/summary.json and metrics.jsonl of one run into `result`.
+void load_compare_result(const std::string& run_dir, CompareResult& result);
+
+// First evaluation time (training seconds) at which test accuracy reached `target`; NaN if never.
+double time_to_target(const CompareResult& result, double target);
+
+// Writes compare.csv, compare.md, the plot data and plots.gp into out_dir, and runs gnuplot
+// when it exists (accuracy_vs_time.png, samples_per_s.png, and with several links
+// speedup_vs_bandwidth.png). Returns the markdown table.
+std::string write_compare_report(const std::string& out_dir, const std::vector<CompareResult>& results, double target);
+
+}  // namespace ferry::train
