@@ -232,7 +232,7 @@ int run_moe(int argc, char** argv) {
   // pretrain
   auto* pt = app.add_subcommand("pretrain", "train a small MoE on text so its routers are learned");
   PretrainOptions pre;
-  int pt_threads = 2;
+  int pt_threads = 1;  // one thread trains faster than two on a shared 2-core machine
   std::string pt_dtype = "f32";
   pt->add_option("--corpus", pre.corpus, "text file or folder of *.py (default: the Python standard library)");
   pt->add_option("--out", pre.out_dir, "model directory to write")->required();

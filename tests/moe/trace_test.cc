@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "moe/engine/trace_recorder.h"
 #include "moe/sched/policy.h"
+#include "moe/sched/routing_stats.h"
 #include "moe/sched/routing_trace.h"
 #include "moe/sched/trace_replay.h"
 #include "moe_test_util.h"
@@ -119,6 +121,26 @@ TEST(Traces, MalformedTraceNamesFileAndLine) {
     EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
   }
   EXPECT_THROW(read_routing_trace(dir / "absent.jsonl"), IoError);
+}
+
+TEST(Traces, RecordedTraceReadsBackInTheMixtralFormat) {
+  testing::TempDir dir;
+  TinyModelOptions o;
+  o.config = testing::tiny_config();
+  make_tiny_model(dir / "model", o);
+  std::vector<std::vector<std::int32_t>> seqs = {{1, 2, 3, 4, 5, 6}, {9, 8, 7, 6, 5, 4, 3}};
+  auto mem = record_routing(dir / "model", seqs, dir / "t.jsonl", "unit");
+  auto back = read_routing_trace(dir / "t.jsonl");
+  ASSERT_EQ(back.tokens.size(), 13u);
+  EXPECT_EQ(back.num_layers, 3);
+  EXPECT_EQ(back.top_k, 2);
+  for (std::size_t i = 0; i < back.tokens.size(); ++i)
+    for (int l = 0; l < 3; ++l) EXPECT_EQ(back.tokens[i].experts[l], mem.tokens[i].experts[l]) << i << " " << l;
+  // Side file: 32-byte header + one float32 row of hidden_size per JSONL row.
+  EXPECT_EQ(std::filesystem::file_size(dir / "t.jsonl.hidden.bin"), 32u + 13u * 3u * 32u * 4u);
+  auto s = routing_stats(mem);
+  EXPECT_NEAR(s.random_precision, 0.25, 1e-12);
+  EXPECT_GT(s.load_entropy, 0.0);
 }
 
 }  // namespace

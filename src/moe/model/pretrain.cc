@@ -167,9 +167,12 @@ PretrainReport pretrain(const PretrainOptions& o, const std::function<void(int, 
   const double t0 = now_s();
   std::vector<double> recent;
   for (int step = 0; step < o.steps; ++step) {
-    if (now_s() - t0 > o.max_minutes * 60) break;
+    const double elapsed_frac = (now_s() - t0) / (o.max_minutes * 60);
+    if (elapsed_frac > 1) break;
+    // Progress is the larger of steps and wall time, so a run cut short by the clock still decays.
+    const double progress = std::max(static_cast<double>(step) / o.steps, elapsed_frac);
     const double warm = std::min(1.0, (step + 1.0) / std::max(1, o.warmup_steps));
-    const double cosine = 0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * step / o.steps));
+    const double cosine = 0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * progress));
     for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(o.lr * warm * cosine);
     std::vector<std::int64_t> starts;
     for (int i = 0; i < o.batch; ++i) starts.push_back(static_cast<std::int64_t>(rng() % (n_train - o.seq_len - 1)));

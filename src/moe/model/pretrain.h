@@ -20,13 +20,14 @@ struct PretrainOptions {
   std::string corpus;                   // text file or folder (*.py); "" = the Python standard library
   std::string out_dir;                  // checkpoint written here (config.json + model.safetensors)
   MoeConfig config = pretrain_default_config();  // model shape (vocabulary must be 256: byte tokens)
-  int steps = 800;                      // optimizer steps (fewer if max_minutes runs out)
+  int steps = 1000;                     // optimizer steps (fewer if max_minutes runs out)
   int batch = 8;                        // sequences per step
   int seq_len = 128;                    // tokens per sequence
   double lr = 3e-3;                     // peak learning rate
   int warmup_steps = 40;                // linear warm-up
   double aux_loss_coef = 0.01;          // load-balancing loss weight
-  double max_minutes = 12;              // wall-clock cap for the training loop
+  double max_minutes = 15;              // wall-clock cap for the training loop (the LR schedule follows
+                                        // whichever of steps and time runs out first)
   std::uint64_t corpus_bytes = 6u << 20;  // text read from the corpus
   double heldout_fraction = 0.05;       // tail of the text kept for evaluation
   int eval_batches = 8;                 // held-out batches for the perplexity
