@@ -33,5 +33,5 @@ echo "(summaries and per-iteration metrics in $out/)"
 if "$ferry" moe --help >/dev/null 2>&1; then
   echo
   echo "== MoE inference with expert offloading: policies on a tiny model"
-  "$ferry" moe demo --out "$out/moe"
+  "$ferry" moe demo
 fi
