@@ -32,7 +32,7 @@ open(os.path.join(out, "table.md"), "w").write("\n".join(lines) + "\n")
 open(os.path.join(out, "plot.dat"), "w").write("\n".join(dat) + "\n")
 png = os.path.join(out, "compression_training.png")
 gp = f"""
-set terminal pngcairo size 1100,520 font ',10'
+set terminal pngcairo noenhanced size 1100,520 font ',10'
 set output '{png}'
 set multiplot layout 1,2 title 'ferry S-SGD with gradient codecs (4 workers, 1 PS, emulated link)'
 set style data histogram; set style fill solid 0.8 border -1; set boxwidth 0.8
