@@ -39,6 +39,7 @@ set style fill solid 0.6
 set yrange [0:1]
 set ylabel "comm_wait_fraction"
 set key top left
+set xtics rotate by -25
 plot "< awk -F, 'NR>1 && \$2==\"allreduce\" {print \$1\"-\"\$3\",\"\$6}' $csv" using 2:xtic(1) title "allreduce, 4 workers", \
      "< awk -F, 'NR>1 && \$2==\"ps\" {print \$1\"-\"\$3\",\"\$6}' $csv" using 2 title "PS, 4 workers + 1 server"
 GP
