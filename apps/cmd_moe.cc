@@ -125,8 +125,9 @@ int run_pretrain(PretrainOptions& o, int threads, std::string& dtype) {
 
 struct GenerateFlags {
   std::string model, prompt = "def ", policy = "lru", device_mem = "50%", link = "pcie4", compute = "none";
-  int tokens = 64, top_k = 0, threads = 1;
-  double temperature = 0;
+  // Seeded sampling by default: greedy decoding of a tiny model falls into repetition loops.
+  int tokens = 64, top_k = 20, threads = 1;
+  double temperature = 0.8;
   std::uint64_t seed = 1;
 };
 
