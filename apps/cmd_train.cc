@@ -86,9 +86,8 @@ int run_train(int argc, char** argv) {
   o.progress = !no_progress;
   if (o.algo == "cdsgd" && app.count("--codec") == 0) o.codec = train::cdsgd_default_codec(o.delayed);
   train::validate(o);
-  const bool ps = o.topology.empty() ? train::strategy_info(o.algo).topologies.front() == train::Topology::kParameterServer
-                                     : o.topology == "ps";
-  const int ranks = o.num_workers + (ps ? o.num_servers : 0);
+  const train::WorldLayout layout = train::world_layout(o);
+  const int ranks = layout.num_workers + layout.num_servers;
 
   if (!comm::launched_by_mpirun()) {
     // Bad data is reported here, once, before any rank starts.

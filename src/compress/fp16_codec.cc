@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "compress/half.h"
+#include "core/half.h"
 #include "compress/wire_format.h"
 
 namespace ferry::compress {

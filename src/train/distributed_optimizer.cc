@@ -11,7 +11,7 @@ namespace {
 StrategyOptions strategy_options(const DistributedOptimizerOptions& o, const comm::Communicator& comm) {
   register_builtin_strategies();
   const StrategyInfo& info = strategy_info(o.algo);
-  Topology topology = o.topology.empty() ? info.topologies.front() : parse_topology(o.topology);
+  Topology topology = resolve_topology(info, o.topology);
   int servers = topology == Topology::kParameterServer ? o.num_servers : 0;
   FERRY_REQUIRE(topology == Topology::kAllreduce || servers >= 1, "the ps topology needs num_servers >= 1");
   FERRY_REQUIRE(servers < comm.size(), "num_servers ", servers, " leaves no worker in a world of ", comm.size());

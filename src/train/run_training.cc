@@ -45,8 +45,8 @@ int default_threads(int ranks) {
 nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm) {
   validate(o);
   const StrategyInfo& info = strategy_info(o.algo);
-  const Topology topology = o.topology.empty() ? info.topologies.front() : parse_topology(o.topology);
-  const WorldLayout world{o.num_workers, topology == Topology::kParameterServer ? o.num_servers : 0};
+  const Topology topology = resolve_topology(info, o.topology);
+  const WorldLayout world = world_layout(o);
   FERRY_REQUIRE(raw_comm.size() == world.num_workers + world.num_servers, "the run needs ",
                 world.num_workers + world.num_servers, " ranks (", world.num_workers, " workers + ", world.num_servers,
                 " servers) but the communicator has ", raw_comm.size());

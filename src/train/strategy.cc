@@ -74,6 +74,10 @@ std::vector<std::string> strategy_names() {
 
 const char* topology_name(Topology t) { return t == Topology::kAllreduce ? "allreduce" : "ps"; }
 
+Topology resolve_topology(const StrategyInfo& info, const std::string& requested) {
+  return requested.empty() ? info.topologies.front() : parse_topology(requested);
+}
+
 Topology parse_topology(const std::string& text) {
   if (text == "allreduce") return Topology::kAllreduce;
   if (text == "ps") return Topology::kParameterServer;

@@ -77,5 +77,7 @@ std::vector<std::string> strategy_names();
 const char* topology_name(Topology t);
 // "allreduce" or "ps"; anything else is an InvalidArgument.
 Topology parse_topology(const std::string& text);
+// The requested topology, or the strategy's default when `requested` is empty.
+Topology resolve_topology(const StrategyInfo& info, const std::string& requested);
 
 }  // namespace ferry::train

@@ -10,7 +10,7 @@ namespace ferry::train {
 void validate(const TrainOptions& o) {
   register_builtin_strategies();
   const StrategyInfo& info = strategy_info(o.algo);
-  Topology topology = o.topology.empty() ? info.topologies.front() : parse_topology(o.topology);
+  Topology topology = resolve_topology(info, o.topology);
   bool supported = false;
   for (auto t : info.topologies) supported |= t == topology;
   FERRY_REQUIRE(supported, "--algo ", o.algo, " does not run on --topology ", topology_name(topology));
@@ -43,6 +43,12 @@ std::string canonical_codec(const TrainOptions& o) {
   } catch (const InvalidArgument& e) {
     FERRY_THROW(InvalidArgument, "invalid --codec '", o.codec, "': ", e.what());
   }
+}
+
+WorldLayout world_layout(const TrainOptions& o) {
+  register_builtin_strategies();
+  bool ps = resolve_topology(strategy_info(o.algo), o.topology) == Topology::kParameterServer;
+  return WorldLayout{o.num_workers, ps ? o.num_servers : 0};
 }
 
 }  // namespace ferry::train

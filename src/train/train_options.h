@@ -6,6 +6,7 @@
 
 #include "comm/link/link_options.h"
 #include "train/delayed_options.h"
+#include "train/strategy.h"
 
 namespace ferry::train {
 
@@ -36,6 +37,8 @@ struct TrainOptions {
 
 // Checks the combination of options; throws InvalidArgument naming the offending flag.
 void validate(const TrainOptions& options);
+// Workers and servers of the run (servers only with the parameter-server topology).
+WorldLayout world_layout(const TrainOptions& options);
 
 // The codec spec with every option resolved ("twobit" -> "twobit:threshold=0.5"); a bad spec is
 // an InvalidArgument naming --codec.

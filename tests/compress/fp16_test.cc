@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "compress/fp16_codec.h"
-#include "compress/half.h"
+#include "core/half.h"
 #include "compress/wire_format.h"
 #include "test_util.h"
 

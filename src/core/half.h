@@ -1,4 +1,5 @@
-// IEEE 754 binary16 <-> binary32 conversion in software, branch-free so loops vectorise.
+// IEEE 754 binary16 <-> binary32 conversion in software, branch-free so loops vectorise. Shared
+// by the fp16 gradient codec and the fp16 checkpoint reader.
 // float_to_half rounds to nearest, ties to even, handles subnormals, overflow to infinity and
 // keeps NaN a (quiet) NaN. After F. Giesen, "float->half variants" (2016), float_to_half_fast3_rtne
 // and half_to_float; checked exhaustively against the compiler's _Float16 in the tests.
@@ -7,7 +8,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace ferry::compress {
+namespace ferry {
 
 inline std::uint16_t float_to_half(float value) {
   std::uint32_t f = std::bit_cast<std::uint32_t>(value);
@@ -43,4 +44,4 @@ inline float half_to_float(std::uint16_t half) {
   return std::bit_cast<float>(o | ((h & 0x8000u) << 16));
 }
 
-}  // namespace ferry::compress
+}  // namespace ferry
