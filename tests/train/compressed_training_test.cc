@@ -20,6 +20,7 @@
 #include "train/ps_setup.h"
 #include "train/strategy.h"
 #include "train/train_options.h"
+#include "local_training.h"
 
 namespace ferry::train {
 namespace {
@@ -53,43 +54,24 @@ struct RunResult {
 };
 
 RunResult run(const RunConfig& cfg) {
-  register_builtin_strategies();
-  torch::set_num_threads(1);
-  const WorldLayout world{cfg.workers, cfg.servers};
-  const ps::SgdOptions sgd{cfg.lr, cfg.momentum, 0.0f, 1.0f};
   RunResult result;
   result.step_bytes.assign(cfg.workers, 0);
+  std::vector<std::uint64_t> after_setup(cfg.workers, 0);
   std::mutex mu;
-  comm::run_local_ranks(cfg.workers + cfg.servers, [&](comm::Communicator& c) {
-    auto model = make_model("mlp", 3);
-    std::vector<std::size_t> numels;
-    for (const auto& p : model->parameters()) numels.push_back(p.numel());
-    const auto& info = strategy_info(cfg.algo);
-    if (world.is_server(c.rank())) {
-      run_parameter_server(c, world, numels, info.server_mode, sgd, cfg.codec, shapes_of(model->parameters()));
-      return;
-    }
-    DataLoader loader(train_data(), DataLoaderOptions{kBatch, cfg.workers, c.rank(), 5, true});
-    FlatParams params(model->parameters());
-    auto strategy = info.make(StrategyContext{&c, StrategyOptions{cfg.topology, world, sgd, cfg.codec}});
-    strategy->setup(params);
-    const std::uint64_t before = c.counters().bytes_sent;
-    for (int t = 0; t < cfg.steps; ++t) {
-      Batch b = loader.batch(t / loader.steps_per_epoch(), t % loader.steps_per_epoch());
-      params.zero_grads();
-      torch::nn::functional::cross_entropy(model->forward(b.images), b.labels).backward();
-      params.gather_grads();
-      strategy->step(params, t);
-    }
-    const std::uint64_t sent = c.counters().bytes_sent - before;
-    strategy->finish(params);
-    std::lock_guard lock(mu);
-    result.step_bytes[c.rank()] = sent;
-    if (c.rank() == 0) {
-      result.weights.assign(params.weights().begin(), params.weights().end());
-      result.test_acc = evaluate(*model, test_data()).accuracy;
-    }
-  });
+  StrategyOptions so{cfg.topology, WorldLayout{cfg.workers, cfg.servers}, ps::SgdOptions{cfg.lr, cfg.momentum, 0.0f, 1.0f},
+                     cfg.codec};
+  testing::run_strategy_locally(
+      cfg.algo, so, train_data(), kBatch, cfg.steps,
+      [&](comm::Communicator& c, int step, FlatParams& params, Strategy&, Model& model) {
+        const std::uint64_t sent = c.counters().bytes_sent;
+        std::lock_guard lock(mu);
+        if (step == testing::kAfterSetup) after_setup[c.rank()] = sent;
+        if (step == cfg.steps - 1) result.step_bytes[c.rank()] = sent - after_setup[c.rank()];
+        if (step == testing::kAfterFinish && c.rank() == 0) {
+          result.weights.assign(params.weights().begin(), params.weights().end());
+          result.test_acc = evaluate(model, test_data()).accuracy;
+        }
+      });
   return result;
 }
 
@@ -99,12 +81,7 @@ std::vector<float> initial_weights() {
   return {p.weights().begin(), p.weights().end()};
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::abs(double(a[i]) - b[i]));
-  return m;
-}
+using testing::max_abs_diff;
 
 std::vector<std::size_t> mlp_numels() {
   std::vector<std::size_t> n;

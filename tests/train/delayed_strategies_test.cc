@@ -19,6 +19,7 @@
 #include "train/strategy.h"
 #include "train/train_options.h"
 #include "train/wfbp_strategy.h"
+#include "local_training.h"
 
 namespace ferry::train {
 namespace {
@@ -91,52 +92,25 @@ StrategyOptions options_for(Topology topology, WorldLayout world) {
 }
 
 RunResult run(const std::string& algo, StrategyOptions so, int steps = kSteps) {
-  register_builtin_strategies();
-  torch::set_num_threads(1);
   RunResult result;
-  const WorldLayout world = so.world;
-  comm::run_local_ranks(world.num_workers + world.num_servers, [&](comm::Communicator& raw) {
-    PushCounter counter(&raw);
-    comm::Communicator* c = &counter;
-    auto model = make_model("mlp", 3);
-    std::vector<std::size_t> numels;
-    for (const auto& p : model->parameters()) numels.push_back(p.numel());
-    const auto& info = strategy_info(algo);
-    if (world.is_server(c->rank())) {
-      run_parameter_server(*c, world, numels, info.server_mode, so.sgd, so.codec, shapes_of(model->parameters()));
-      return;
-    }
-    DataLoader loader(data(), DataLoaderOptions{kBatch, world.num_workers, c->rank(), 5, true});
-    FlatParams params(model->parameters());
-    auto strategy = info.make(StrategyContext{c, so});
-    strategy->setup(params);
-    std::vector<std::vector<float>> per_step;
-    for (int t = 0; t < steps; ++t) {
-      Batch b = loader.batch(0, t);
-      params.zero_grads();
-      torch::nn::functional::cross_entropy(model->forward(b.images), b.labels).backward();
-      params.gather_grads();
-      strategy->step(params, t);
-      per_step.emplace_back(params.weights().begin(), params.weights().end());
-    }
-    strategy->finish(params);
-    if (c->rank() == 0) {
-      result.per_step = std::move(per_step);
-      result.final.assign(params.weights().begin(), params.weights().end());
-      result.push_bytes = counter.push_bytes();
-      if (auto* w = dynamic_cast<WfbpStrategy*>(strategy.get())) result.buckets = w->num_buckets();
-    }
-    if (c->rank() == 1) result.worker1_final.assign(params.weights().begin(), params.weights().end());
-  });
+  testing::run_strategy_locally(
+      algo, so, data(), kBatch, steps,
+      [&](comm::Communicator& c, int step, FlatParams& params, Strategy& strategy, Model&) {
+        std::vector<float> w(params.weights().begin(), params.weights().end());
+        if (c.rank() == 0 && step >= 0) result.per_step.push_back(std::move(w));
+        if (step != testing::kAfterFinish) return;
+        if (c.rank() == 0) {
+          result.final = std::move(w);
+          result.push_bytes = dynamic_cast<PushCounter&>(c).push_bytes();
+          if (auto* wfbp = dynamic_cast<WfbpStrategy*>(&strategy)) result.buckets = wfbp->num_buckets();
+        }
+        if (c.rank() == 1) result.worker1_final = std::move(w);
+      },
+      "mlp", [](comm::Communicator& raw) { return std::make_unique<PushCounter>(&raw); });
   return result;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::abs(double(a[i]) - b[i]));
-  return m;
-}
+using testing::max_abs_diff;
 
 // Two workers: the server's sum a + b does not depend on which push arrives first, so runs
 // are bit-for-bit repeatable (with more workers the arrival order changes the rounding, and a

@@ -13,6 +13,7 @@
 #include "train/models/model.h"
 #include "train/ps_setup.h"
 #include "train/strategy.h"
+#include "local_training.h"
 
 namespace ferry::train {
 namespace {
@@ -29,37 +30,19 @@ const Dataset& data() {
 // Worker 0's weights after kSteps steps of `algo` on `topology` with `workers` (+ `servers`).
 std::vector<float> run_distributed(const std::string& algo, Topology topology, int workers, int servers,
                                    const std::string& model_name, bool emulate_link = false) {
-  register_builtin_strategies();
-  torch::set_num_threads(1);
-  WorldLayout world{workers, servers};
-  ps::SgdOptions sgd{kLr, kMomentum, 0.0f, 1.0f};
   std::vector<float> result;
-  comm::run_local_ranks(workers + servers, [&](comm::Communicator& raw) {
-    std::unique_ptr<comm::ShapedCommunicator> shaped;
-    comm::Communicator* c = &raw;
-    if (emulate_link) c = (shaped = std::make_unique<comm::ShapedCommunicator>(&raw, comm::LinkOptions{1e9, 1e-5})).get();
-    auto model = make_model(model_name, 3);
-    std::vector<std::size_t> numels;
-    for (const auto& p : model->parameters()) numels.push_back(p.numel());
-    const auto& info = strategy_info(algo);
-    if (world.is_server(c->rank())) {
-      run_parameter_server(*c, world, numels, info.server_mode, sgd);
-      return;
-    }
-    DataLoader loader(data(), DataLoaderOptions{kBatch, workers, c->rank(), 5, true});
-    FlatParams params(model->parameters());
-    auto strategy = info.make(StrategyContext{c, StrategyOptions{topology, world, sgd}});
-    strategy->setup(params);
-    for (int t = 0; t < kSteps; ++t) {
-      Batch b = loader.batch(0, t);
-      params.zero_grads();
-      torch::nn::functional::cross_entropy(model->forward(b.images), b.labels).backward();
-      params.gather_grads();
-      strategy->step(params, t);
-    }
-    strategy->finish(params);
-    if (c->rank() == 0) result.assign(params.weights().begin(), params.weights().end());
-  });
+  testing::CommWrapper shaped;
+  if (emulate_link)
+    shaped = [](comm::Communicator& raw) {
+      return std::make_unique<comm::ShapedCommunicator>(&raw, comm::LinkOptions{1e9, 1e-5});
+    };
+  testing::run_strategy_locally(
+      algo, StrategyOptions{topology, WorldLayout{workers, servers}, ps::SgdOptions{kLr, kMomentum, 0.0f, 1.0f}},
+      data(), kBatch, kSteps,
+      [&](comm::Communicator& c, int step, FlatParams& params, Strategy&, Model&) {
+        if (c.rank() == 0 && step == testing::kAfterFinish) result.assign(params.weights().begin(), params.weights().end());
+      },
+      model_name, shaped);
   return result;
 }
 
@@ -94,12 +77,7 @@ std::vector<float> run_single_process(int workers, const std::string& model_name
   return out;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::abs(double(a[i]) - b[i]));
-  return m;
-}
+using testing::max_abs_diff;
 
 TEST(SsgdEquivalence, AllreduceEqualsParameterServerEqualsSingleProcess) {
   for (const char* model : {"mlp", "cnn"}) {

@@ -1,0 +1,81 @@
+// Shared by the strategy tests: run a strategy for a few steps with threads as ranks, and
+// compare weight vectors.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "comm/local/local_communicator.h"
+#include "train/data/data_loader.h"
+#include "train/flat_params.h"
+#include "train/gradient_codecs.h"
+#include "train/models/model.h"
+#include "train/ps_setup.h"
+#include "train/strategy.h"
+
+namespace ferry::train::testing {
+
+// Step values the observer sees besides 0..steps-1.
+inline constexpr int kAfterSetup = -2;
+inline constexpr int kAfterFinish = -1;
+
+// What a worker rank sees: called after setup() (kAfterSetup), after every step with its index,
+// and after finish() (kAfterFinish).
+using StepObserver = std::function<void(comm::Communicator& comm, int step, FlatParams& params, Strategy& strategy,
+                                        Model& model)>;
+// Wraps a rank's communicator in a decorator (to count or shape its traffic), owned by the rank.
+using CommWrapper = std::function<std::unique_ptr<comm::Communicator>(comm::Communicator& raw)>;
+
+// Runs `steps` iterations of `algo` with options `so` on so.world (servers serve with the same
+// codec), every worker training make_model(model_name, 3) on its shard of `data`, batch `batch`.
+inline void run_strategy_locally(const std::string& algo, const StrategyOptions& so, const Dataset& data,
+                                 std::int64_t batch, int steps, const StepObserver& observe,
+                                 const std::string& model_name = "mlp", const CommWrapper& wrap = {}) {
+  register_builtin_strategies();
+  torch::set_num_threads(1);
+  const WorldLayout world = so.world;
+  comm::run_local_ranks(world.num_workers + world.num_servers, [&](comm::Communicator& raw) {
+    std::unique_ptr<comm::Communicator> wrapped = wrap ? wrap(raw) : nullptr;
+    comm::Communicator* c = wrapped ? wrapped.get() : &raw;
+    auto model = make_model(model_name, 3);
+    const auto& info = strategy_info(algo);
+    if (world.is_server(c->rank())) {
+      std::vector<std::size_t> numels;
+      for (const auto& p : model->parameters()) numels.push_back(p.numel());
+      run_parameter_server(*c, world, numels, info.server_mode, so.sgd, so.codec, shapes_of(model->parameters()));
+      return;
+    }
+    DataLoader loader(data, DataLoaderOptions{batch, world.num_workers, c->rank(), 5, true});
+    FlatParams params(model->parameters());
+    auto strategy = info.make(StrategyContext{c, so});
+    strategy->setup(params);
+    if (observe) observe(*c, kAfterSetup, params, *strategy, *model);
+    for (int t = 0; t < steps; ++t) {
+      Batch b = loader.batch(t / loader.steps_per_epoch(), t % loader.steps_per_epoch());
+      params.zero_grads();
+      torch::nn::functional::cross_entropy(model->forward(b.images), b.labels).backward();
+      params.gather_grads();
+      strategy->step(params, t);
+      if (observe) observe(*c, t, params, *strategy, *model);
+    }
+    strategy->finish(params);
+    if (observe) observe(*c, kAfterFinish, params, *strategy, *model);
+  });
+}
+
+inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::abs(double(a[i]) - b[i]));
+  return m;
+}
+
+}  // namespace ferry::train::testing
