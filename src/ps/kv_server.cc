@@ -8,6 +8,15 @@
 namespace ferry::ps {
 
 
+// One sync round of a key. Pushes are folded into `sum` in worker order 0, 1, ..., N-1 whatever
+// order they arrive in (an early push waits in `parked`), so the sum - and the run - is the same
+// bit for bit on every execution; memory beyond one sum is used only for out-of-order arrivals.
+struct Round {
+  std::vector<float> sum;
+  int next = 0;                                    // workers folded so far
+  std::map<int, std::vector<float>> parked;        // worker -> its decoded push, arrived early
+};
+
 struct KVServer::KeyState {
   const KeyRange* range = nullptr;
   std::vector<float> weights;
@@ -15,8 +24,7 @@ struct KVServer::KeyState {
   bool initialized = false;
   std::uint64_t version = 0;                     // optimizer steps applied
   std::vector<std::uint64_t> pushes;             // sync: pushes received per worker
-  std::map<std::uint64_t, std::vector<float>> round_sum;  // sync: round -> running sum
-  std::map<std::uint64_t, int> round_count;      // sync: round -> pushes summed
+  std::map<std::uint64_t, Round> rounds;          // sync: rounds not yet applied
   std::vector<std::pair<int, std::uint64_t>> waiting_pulls;  // (worker rank, least version)
 };
 
@@ -107,21 +115,31 @@ void KVServer::on_push(int worker, int key, const RequestHeader& h, std::span<co
   int w = worker - options_.first_worker_rank;
   FERRY_CHECK(w >= 0 && w < options_.num_workers, "push from rank ", worker, " which is not a worker");
   std::uint64_t round = k.pushes[w]++;
-  auto& sum = k.round_sum[round];
-  if (sum.empty()) sum.assign(k.range->length, 0.0f);
-  add(sum);
-  ++k.round_count[round];
+  Round& r = k.rounds[round];
+  if (r.sum.empty()) r.sum.assign(k.range->length, 0.0f);
+  if (w != r.next) {
+    std::vector<float> g(k.range->length, 0.0f);
+    add(g);
+    r.parked.emplace(w, std::move(g));
+  } else {
+    add(r.sum);
+    ++r.next;
+    for (auto it = r.parked.find(r.next); it != r.parked.end(); it = r.parked.find(r.next)) {
+      for (std::size_t i = 0; i < r.sum.size(); ++i) r.sum[i] += it->second[i];
+      r.parked.erase(it);
+      ++r.next;
+    }
+  }
   apply_ready_rounds(k);
 }
 
 void KVServer::apply_ready_rounds(KeyState& k) {
   // Rounds complete in order: round r is applied as the (r+1)-th update.
   for (;;) {
-    auto it = k.round_count.find(k.version);
-    if (it == k.round_count.end() || it->second < options_.num_workers) break;
-    k.optimizer->step(k.weights, k.round_sum[k.version]);
-    k.round_sum.erase(k.version);
-    k.round_count.erase(it);
+    auto it = k.rounds.find(k.version);
+    if (it == k.rounds.end() || it->second.next < options_.num_workers) break;
+    k.optimizer->step(k.weights, it->second.sum);
+    k.rounds.erase(it);
     ++k.version;
   }
   answer_pulls(k);

@@ -1,6 +1,7 @@
 // A parameter-server rank: owns the keys of its shard, applies the optimizer, answers pulls.
 //
-//   sync  (MXNet dist_sync): the i-th push of a key from every one of the N workers is summed,
+//   sync  (MXNet dist_sync): the i-th push of a key from every one of the N workers is summed
+//         in worker order (deterministic whatever the arrival order),
 //         then one optimizer step runs with rescale 1/N and the key's version increments; a pull
 //         asking for version v waits until v updates have been applied.
 //   async (MXNet dist_async, Hogwild-style ASGD): every push is applied as it arrives.
