@@ -29,6 +29,12 @@ class NextGatePredictor : public Predictor {
       std::vector<float> score(E, 0.f);
       for (int t = 0; t < in.num_tokens; ++t) {
         const float* h = in.hidden + static_cast<std::size_t>(t) * H;
+        if (in.router_input) {  // undo layer `layer`'s norm gain: rmsnorm is scale-invariant, so this
+                                // recovers the direction of the residual stream
+          const float* g = r_->ffn_norm[in.layer];
+          for (int i = 0; i < H; ++i) x[i] = g[i] != 0.f ? h[i] / g[i] : 0.f;
+          h = x.data();
+        }
         double ss = 0;
         for (int i = 0; i < H; ++i) ss += static_cast<double>(h[i]) * h[i];
         const float inv = static_cast<float>(1.0 / std::sqrt(ss / H + r_->rms_norm_eps));

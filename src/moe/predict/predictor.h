@@ -28,6 +28,8 @@ struct PredictInput {
   int num_tokens = 0;
   int hidden_size = 0;
   std::span<const int> experts_now;  // experts active at `layer`
+  bool router_input = false;         // hidden is already layer `layer`'s router input (rmsnorm(x) * ffn_norm,
+                                     // what traces record) rather than the residual stream
 };
 
 class Predictor {
@@ -37,6 +39,11 @@ class Predictor {
   // out[d][e]: probability that expert e of layer layer+1+d is activated, d < lookahead (layers
   // past the last are omitted, so out.size() may be smaller).
   virtual void predict(const PredictInput& in, int lookahead, std::vector<std::vector<float>>& out) = 0;
+  // The routing of the token(s) in flight at `layer` (experts and their gate weights; weights may be
+  // empty), reported once per layer after it routed. Predictors that learn from history use it.
+  virtual void observe(int /*layer*/, std::span<const int> /*experts*/, std::span<const float> /*weights*/) {}
+  // A new sequence starts: forget the history of the previous one.
+  virtual void reset_sequence() {}
 };
 
 // Next-gate (Pre-gated MoE, mixtral-offloading): applies layer l+d's norm and router to the current
