@@ -10,6 +10,7 @@ packages=(
   dataset-fashion-mnist
   libgtest-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libsentencepiece-dev
   gnuplot-nox
+  clang libclang-rt-dev
 )
 
 missing=()

@@ -134,7 +134,8 @@ bool SpecReader::get_bool(const std::string& key, bool fallback) {
 }
 
 void SpecReader::finish() const {
-  for (const auto& [k, v] : spec_.params) {
+  for (const auto& param : spec_.params) {
+    const std::string& k = param.first;  // not a structured binding: clang < 16 cannot capture one
     bool known = std::any_of(resolved_.begin(), resolved_.end(),
                              [&](const auto& r) { return r.first == k; });
     if (known) continue;

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,30 @@ namespace ferry::moe {
 
 namespace fs = std::filesystem;
 
+std::vector<std::pair<std::string, std::string>> parse_safetensors_index(const std::string& text,
+                                                                         const std::string& origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    FERRY_THROW(FormatError, "'", origin, "' is not valid JSON: ", e.what());
+  }
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+    FERRY_THROW(FormatError, "'", origin, "' has no 'weight_map' object");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
+    if (!it.value().is_string()) FERRY_THROW(FormatError, "'", origin, "': weight_map values must be file names");
+    std::string shard = it.value().get<std::string>();
+    // A shard names a file next to the index; a path could make the reader map any file.
+    if (shard.empty() || shard == "." || shard == ".." || shard.find('/') != std::string::npos ||
+        shard.find('\0') != std::string::npos)
+      FERRY_THROW(FormatError, "'", origin, "': weight_map maps tensor '", it.key(), "' to '", shard,
+                  "', expected a file name in the checkpoint directory");
+    out.emplace_back(it.key(), std::move(shard));
+  }
+  return out;
+}
+
 std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   if (!fs::is_directory(dir)) FERRY_THROW(IoError, "model directory '", dir, "' does not exist");
   auto ck = std::make_unique<Checkpoint>();
@@ -20,28 +45,20 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   const fs::path index = fs::path(dir) / "model.safetensors.index.json";
   const fs::path single = fs::path(dir) / "model.safetensors";
   if (fs::exists(index)) {
-    std::ifstream in(index);
-    nlohmann::json j;
-    try {
-      in >> j;
-    } catch (const nlohmann::json::exception& e) {
-      FERRY_THROW(FormatError, "'", index.string(), "' is not valid JSON: ", e.what());
-    }
-    if (!j.contains("weight_map") || !j["weight_map"].is_object())
-      FERRY_THROW(FormatError, "'", index.string(), "' has no 'weight_map' object");
+    std::ifstream in(index, std::ios::binary);
+    if (!in) FERRY_THROW(IoError, "cannot open '", index.string(), "'");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::map<std::string, std::size_t> shard_index;
-    for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-      if (!it.value().is_string()) FERRY_THROW(FormatError, "'", index.string(), "': weight_map values must be file names");
-      const std::string shard = it.value().get<std::string>();
+    for (const auto& [tensor, shard] : parse_safetensors_index(text, index.string())) {
       if (!shard_index.count(shard)) {
         shard_index[shard] = ck->files_.size();
         ck->files_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open((fs::path(dir) / shard).string())));
       }
       const std::size_t f = shard_index[shard];
-      if (!ck->files_[f]->find(it.key()))
-        FERRY_THROW(FormatError, "'", index.string(), "' maps tensor '", it.key(), "' to '", shard,
+      if (!ck->files_[f]->find(tensor))
+        FERRY_THROW(FormatError, "'", index.string(), "' maps tensor '", tensor, "' to '", shard,
                     "' which does not contain it");
-      ck->shard_of_[it.key()] = f;
+      ck->shard_of_[tensor] = f;
     }
   } else if (fs::exists(single)) {
     ck->files_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(single.string())));

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "moe/model/config.h"
@@ -18,6 +19,12 @@ struct TensorRef {
   const SafetensorsFile* file;  // owned by the Checkpoint, lives as long as it
   const TensorInfo* info;       // owned by `file`
 };
+
+// Parses the text of model.safetensors.index.json (`origin` names it in messages): the
+// (tensor, shard file) pairs of its "weight_map", in file order. A shard must be a plain file
+// name inside the checkpoint directory (no '/', not "." or ".."). Throws FormatError.
+std::vector<std::pair<std::string, std::string>> parse_safetensors_index(const std::string& text,
+                                                                         const std::string& origin);
 
 class Checkpoint {
  public:

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -20,11 +21,28 @@ T get_or(const nlohmann::json& j, const char* key, T fallback, const std::string
   }
 }
 
+// An integer field that fits an int: nlohmann's get<int>() would silently truncate a larger
+// integer and convert a float (undefined behaviour when it is out of int's range).
+int checked_int(const nlohmann::json& v, const char* key, const std::string& origin) {
+  const bool fits = v.is_number_unsigned() ? v.get<std::uint64_t>() <= std::numeric_limits<int>::max()
+                    : v.is_number_integer() ? v.get<std::int64_t>() >= std::numeric_limits<int>::min() &&
+                                                  v.get<std::int64_t>() <= std::numeric_limits<int>::max()
+                                            : false;
+  if (!fits)
+    FERRY_THROW(FormatError, "config '", origin, "': field '", key, "' must be an integer in int range, got ",
+                v.dump());
+  return v.get<int>();
+}
+
+template <>
+int get_or<int>(const nlohmann::json& j, const char* key, int fallback, const std::string& origin) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  return checked_int(j[key], key, origin);
+}
+
 int require_int(const nlohmann::json& j, const char* key, const std::string& origin) {
   if (!j.contains(key)) FERRY_THROW(FormatError, "config '", origin, "': missing required field '", key, "'");
-  if (!j[key].is_number_integer())
-    FERRY_THROW(FormatError, "config '", origin, "': field '", key, "' must be an integer, got ", j[key].dump());
-  return j[key].get<int>();
+  return checked_int(j[key], key, origin);
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ void convert_to_f32(DType dtype, const void* src, float* dst, std::size_t n) {
   const auto* bytes = static_cast<const unsigned char*>(src);
   switch (dtype) {
     case DType::kF32:
-      std::memcpy(dst, src, n * 4);
+      if (n) std::memcpy(dst, src, n * 4);  // an empty tensor's buffer may be null
       return;
     case DType::kBF16:
       for (std::size_t i = 0; i < n; ++i) {
@@ -64,7 +64,7 @@ void convert_from_f32(DType dtype, const float* src, void* dst, std::size_t n) {
   auto* bytes = static_cast<unsigned char*>(dst);
   switch (dtype) {
     case DType::kF32:
-      std::memcpy(dst, src, n * 4);
+      if (n) std::memcpy(dst, src, n * 4);  // an empty tensor's buffer may be null
       return;
     case DType::kBF16:
       for (std::size_t i = 0; i < n; ++i) {

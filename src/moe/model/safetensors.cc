@@ -35,22 +35,20 @@ std::string shape_string(const std::vector<std::int64_t>& shape) {
   return s + "]";
 }
 
-SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  SafetensorsFile f;
-  f.file_ = MappedFile::open(path);
-  const std::uint64_t size = f.file_.size();
+SafetensorsHeader parse_safetensors_header(const std::byte* data, std::uint64_t size, const std::string& path) {
+  SafetensorsHeader h;
   if (size < 8)
     FERRY_THROW(FormatError, "safetensors '", path, "': truncated: ", size, " bytes, need at least the 8-byte header length");
-  const std::uint64_t header_len = read_le64(f.file_.data());
+  const std::uint64_t header_len = read_le64(data);
   if (header_len > size - 8)
     FERRY_THROW(FormatError, "safetensors '", path, "': header length ", header_len, " runs past end of file (",
                 size, " bytes)");
   if (header_len > kMaxHeaderBytes)
     FERRY_THROW(FormatError, "safetensors '", path, "': header length ", header_len, " exceeds the ", kMaxHeaderBytes,
                 "-byte limit");
-  f.data_offset_ = 8 + header_len;
-  const std::uint64_t data_size = size - f.data_offset_;
-  const char* header = reinterpret_cast<const char*>(f.file_.data() + 8);
+  h.data_offset = 8 + header_len;
+  const std::uint64_t data_size = size - h.data_offset;
+  const char* header = reinterpret_cast<const char*>(data + 8);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(header, header + header_len);
@@ -64,7 +62,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     if (name == "__metadata__") {
       if (!v.is_object()) FERRY_THROW(FormatError, "safetensors '", path, "': __metadata__ must be an object");
       for (auto m = v.begin(); m != v.end(); ++m)
-        if (m.value().is_string()) f.metadata_[m.key()] = m.value().get<std::string>();
+        if (m.value().is_string()) h.metadata[m.key()] = m.value().get<std::string>();
       continue;
     }
     auto fail = [&](const std::string& what) {
@@ -81,9 +79,15 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     auto dtype = (dt == "F32" || dt == "F16" || dt == "BF16") ? parse_dtype(dt) : std::nullopt;
     if (!dtype) fail("unknown dtype '" + dt + "' (supported: F32, F16, BF16)");
     info.dtype = *dtype;
+    // The element count is accumulated with overflow checks: a shape whose product wraps
+    // around could otherwise match a small span and later be read far past it.
+    std::uint64_t expect = dtype_size(info.dtype);
     for (const auto& d : v["shape"]) {
       if (!d.is_number_integer() || d.get<std::int64_t>() < 0) fail("shape entries must be non-negative integers");
       info.shape.push_back(d.get<std::int64_t>());
+      if (__builtin_mul_overflow(expect, static_cast<std::uint64_t>(info.shape.back()), &expect) ||
+          expect > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        fail("shape " + shape_string(info.shape) + " has more elements than any file can hold");
     }
     for (const auto& o : v["data_offsets"])
       if (!o.is_number_unsigned() && !(o.is_number_integer() && o.get<std::int64_t>() >= 0))
@@ -91,23 +95,33 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     info.begin = v["data_offsets"][0].get<std::uint64_t>();
     info.end = v["data_offsets"][1].get<std::uint64_t>();
     if (info.end < info.begin) fail("data_offsets end " + std::to_string(info.end) + " < begin " + std::to_string(info.begin));
-    const std::uint64_t expect = static_cast<std::uint64_t>(info.numel()) * dtype_size(info.dtype);
     if (expect != info.nbytes())
       fail("shape " + shape_string(info.shape) + " x " + dtype_name(info.dtype) + " = " + std::to_string(expect) +
            " bytes but its span is " + std::to_string(info.nbytes()) + " bytes");
     if (info.end > data_size)
       fail("span [" + std::to_string(info.begin) + ", " + std::to_string(info.end) + ") runs past the end of the data (" +
            std::to_string(data_size) + " bytes; file truncated?)");
-    f.tensors_.push_back(std::move(info));
+    h.tensors.push_back(std::move(info));
   }
   std::vector<const TensorInfo*> sorted;
-  for (const auto& t : f.tensors_) sorted.push_back(&t);
+  for (const auto& t : h.tensors)
+    if (t.nbytes() > 0) sorted.push_back(&t);  // empty tensors overlap nothing
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
   for (std::size_t i = 1; i < sorted.size(); ++i)
-    if (sorted[i]->begin < sorted[i - 1]->end && sorted[i]->nbytes() > 0 && sorted[i - 1]->nbytes() > 0)
+    if (sorted[i]->begin < sorted[i - 1]->end)
       FERRY_THROW(FormatError, "safetensors '", path, "': tensors '", sorted[i - 1]->name, "' [", sorted[i - 1]->begin,
                   ", ", sorted[i - 1]->end, ") and '", sorted[i]->name, "' [", sorted[i]->begin, ", ", sorted[i]->end,
                   ") overlap");
+  return h;
+}
+
+SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  SafetensorsFile f;
+  f.file_ = MappedFile::open(path);
+  SafetensorsHeader h = parse_safetensors_header(f.file_.data(), f.file_.size(), path);
+  f.data_offset_ = h.data_offset;
+  f.tensors_ = std::move(h.tensors);
+  f.metadata_ = std::move(h.metadata);
   for (std::size_t i = 0; i < f.tensors_.size(); ++i) f.index_[f.tensors_[i].name] = i;
   return f;
 }

@@ -30,6 +30,17 @@ struct TensorInfo {
 // "[4, 8]" for messages.
 std::string shape_string(const std::vector<std::int64_t>& shape);
 
+// What the header of a safetensors file says, validated against the file size.
+struct SafetensorsHeader {
+  std::uint64_t data_offset = 0;  // 8 + header length: where the data section starts
+  std::vector<TensorInfo> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+// Parses and validates the first `size` bytes of a safetensors file at `data` (the checks of
+// SafetensorsFile::open); `path` only names the file in messages. Throws FormatError.
+SafetensorsHeader parse_safetensors_header(const std::byte* data, std::uint64_t size, const std::string& path);
+
 class SafetensorsFile {
  public:
   // Maps and validates `path`: header length, JSON, dtypes, shape x dtype == span, spans inside

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -22,26 +23,74 @@ std::ifstream open_or_throw(const std::string& path) {
 }
 
 nlohmann::json parse_line(const std::string& line, const std::string& path, std::size_t lineno) {
+  nlohmann::json j;
   try {
-    return nlohmann::json::parse(line);
+    j = nlohmann::json::parse(line);
   } catch (const nlohmann::json::exception& e) {
     FERRY_THROW(FormatError, "trace '", path, "' line ", lineno, ": not valid JSON: ", e.what());
   }
+  if (!j.is_object()) FERRY_THROW(FormatError, "trace '", path, "' line ", lineno, ": expected a JSON object");
+  return j;
 }
 
+// An integer that fits an int (nlohmann's get<int>() truncates larger ones silently and converts
+// floats, which is undefined behaviour out of range).
+bool is_int(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT32_MAX);
+  return v.is_number_integer() && v.get<std::int64_t>() >= INT32_MIN && v.get<std::int64_t>() <= INT32_MAX;
+}
+
+// Expert ids of one layer: integers in [0, kMaxTraceExperts).
+std::vector<int> get_experts(const nlohmann::json& v, const std::string& where) {
+  if (!v.is_array()) FERRY_THROW(FormatError, where, ": expected an array of expert ids");
+  std::vector<int> out;
+  for (const auto& e : v) {
+    if (!is_int(e) || e.get<int>() < 0 || e.get<int>() >= kMaxTraceExperts)
+      FERRY_THROW(FormatError, where, ": expert id ", e.dump(), " is not an integer in [0, ", kMaxTraceExperts, ")");
+    out.push_back(e.get<int>());
+  }
+  if (out.empty()) FERRY_THROW(FormatError, where, ": no experts");
+  return out;
+}
+
+// j[key] as T when present, else `fallback`; a value of another type is a FormatError.
 template <typename T>
-std::vector<T> get_vec(const nlohmann::json& j, const char* key, const std::string& path, std::size_t lineno) {
+T value_or(const nlohmann::json& j, const char* key, T fallback, const std::string& where) {
+  if (!j.contains(key)) return fallback;
+  const auto& v = j[key];
+  if constexpr (std::is_same_v<T, int>) {
+    if (is_int(v)) return v.get<int>();
+  } else {
+    if (v.is_string()) return v.get<std::string>();
+  }
+  FERRY_THROW(FormatError, where, ": '", key, "' has the wrong type (", v.dump(), ")");
+}
+
+std::string line_name(const std::string& path, std::size_t lineno) {
+  return "trace '" + path + "' line " + std::to_string(lineno);
+}
+
+std::vector<int> get_expert_vec(const nlohmann::json& j, const char* key, const std::string& path, std::size_t lineno) {
   if (!j.contains(key) || !j[key].is_array())
     FERRY_THROW(FormatError, "trace '", path, "' line ", lineno, ": missing array '", key, "'");
-  try {
-    return j[key].get<std::vector<T>>();
-  } catch (const nlohmann::json::exception&) {
-    FERRY_THROW(FormatError, "trace '", path, "' line ", lineno, ": '", key, "' has the wrong element type");
+  return get_experts(j[key], line_name(path, lineno) + ": '" + key + "'");
+}
+
+std::vector<float> get_weight_vec(const nlohmann::json& j, const char* key, std::size_t expected_size,
+                                  const std::string& path, std::size_t lineno) {
+  if (!j[key].is_array() || j[key].size() != expected_size)
+    FERRY_THROW(FormatError, "trace '", path, "' line ", lineno, ": '", key, "' must be an array of ", expected_size,
+                " numbers, one per expert");
+  std::vector<float> out;
+  for (const auto& w : j[key]) {
+    if (!w.is_number()) FERRY_THROW(FormatError, "trace '", path, "' line ", lineno, ": '", key, "' holds ", w.dump());
+    out.push_back(w.get<float>());
   }
+  return out;
 }
 
 int get_int(const nlohmann::json& j, const char* key, const std::string& path, std::size_t lineno) {
-  if (!j.contains(key) || !j[key].is_number_integer())
+  if (!j.contains(key) || !is_int(j[key]))
     FERRY_THROW(FormatError, "trace '", path, "' line ", lineno, ": missing integer '", key, "'");
   return j[key].get<int>();
 }
@@ -50,20 +99,32 @@ void finish(RoutingTrace& t) {
   std::stable_sort(t.tokens.begin(), t.tokens.end(), [](const TraceToken& a, const TraceToken& b) {
     return a.sequence != b.sequence ? a.sequence < b.sequence : a.position < b.position;
   });
+  if (t.tokens.empty()) FERRY_THROW(FormatError, "trace '", t.path, "' holds no complete token");
+  // Consumers index per-layer and per-expert tables with these numbers without further checks.
+  if (t.num_layers < 1 || t.num_layers > kMaxTraceLayers)
+    FERRY_THROW(FormatError, "trace '", t.path, "': ", t.num_layers, " layers, expected 1..", kMaxTraceLayers);
+  if (t.num_experts < 0 || t.num_experts > kMaxTraceExperts)
+    FERRY_THROW(FormatError, "trace '", t.path, "': num_experts ", t.num_experts, ", expected 0..", kMaxTraceExperts);
+  const int declared = t.num_experts;
   int max_e = -1;
   for (const auto& tok : t.tokens)
     for (const auto& l : tok.experts) {
-      for (int e : l) max_e = std::max(max_e, e);
+      for (int e : l) max_e = std::max(max_e, e);  // get_experts bounded e below kMaxTraceExperts
       t.top_k = std::max<int>(t.top_k, static_cast<int>(l.size()));
     }
+  if (declared > 0 && max_e >= declared)
+    FERRY_THROW(FormatError, "trace '", t.path, "': expert id ", max_e, " out of range for num_experts ", declared);
   t.num_experts = std::max(t.num_experts, max_e + 1);
-  if (t.tokens.empty()) FERRY_THROW(FormatError, "trace '", t.path, "' holds no complete token");
 }
 
 }  // namespace
 
 RoutingTrace read_mixtral_trace(const std::string& path) {
   auto in = open_or_throw(path);
+  return read_mixtral_trace(in, path);
+}
+
+RoutingTrace read_mixtral_trace(std::istream& in, const std::string& path) {
   RoutingTrace t;
   t.path = path;
   // (sequence key, token) -> layer -> (experts, weights)
@@ -84,10 +145,11 @@ RoutingTrace read_mixtral_trace(const std::string& path) {
     }
     const int layer = get_int(j, "layer", path, lineno);
     const int token = get_int(j, "token_idx", path, lineno);
-    if (layer < 0) FERRY_THROW(FormatError, "trace '", path, "' line ", lineno, ": negative layer");
-    auto experts = get_vec<int>(j, "experts", path, lineno);
+    if (layer < 0 || layer >= kMaxTraceLayers)
+      FERRY_THROW(FormatError, "trace '", path, "' line ", lineno, ": layer ", layer, " not in [0, ", kMaxTraceLayers, ")");
+    auto experts = get_expert_vec(j, "experts", path, lineno);
     std::vector<float> weights;
-    if (j.contains("gating_probs")) weights = get_vec<float>(j, "gating_probs", path, lineno);
+    if (j.contains("gating_probs")) weights = get_weight_vec(j, "gating_probs", experts.size(), path, lineno);
     max_layer = std::max(max_layer, layer);
     rows[{seq, token}][layer] = {std::move(experts), std::move(weights)};
     if (t.model.empty() && j.contains("model") && j["model"].is_string()) t.model = j["model"].get<std::string>();
@@ -111,6 +173,10 @@ RoutingTrace read_mixtral_trace(const std::string& path) {
 
 RoutingTrace read_granite_trace(const std::string& path) {
   auto in = open_or_throw(path);
+  return read_granite_trace(in, path);
+}
+
+RoutingTrace read_granite_trace(std::istream& in, const std::string& path) {
   nlohmann::json j;
   try {
     in >> j;
@@ -121,25 +187,28 @@ RoutingTrace read_granite_trace(const std::string& path) {
   t.path = path;
   if (!j.contains("prompts") || !j["prompts"].is_object())
     FERRY_THROW(FormatError, "trace '", path, "': missing object 'prompts'");
-  t.model = j.value("model", std::string("granite"));
-  t.num_layers = j.value("num_layers", 0);
-  t.num_experts = j.value("num_experts", 0);
+  const std::string where = "trace '" + path + "'";
+  t.model = value_or<std::string>(j, "model", "granite", where);
+  t.num_layers = value_or<int>(j, "num_layers", 0, where);
+  t.num_experts = value_or<int>(j, "num_experts", 0, where);
+  if (t.num_layers < 0 || t.num_layers > kMaxTraceLayers)
+    FERRY_THROW(FormatError, where, ": num_layers ", t.num_layers, ", expected 1..", kMaxTraceLayers);
   int seq = 0;
   for (auto it = j["prompts"].begin(); it != j["prompts"].end(); ++it, ++seq) {
     int pos = 0;
     for (const char* phase : {"prefill", "decode"}) {
       if (!it.value().contains(phase)) continue;
+      if (!it.value()[phase].is_array())
+        FERRY_THROW(FormatError, where, ": prompt '", it.key(), "' ", phase, " is not an array of tokens");
       for (const auto& tok_j : it.value()[phase]) {
         TraceToken tok;
         tok.sequence = seq;
         tok.position = pos++;
         tok.prefill = std::string(phase) == "prefill";
-        try {
-          tok.experts = tok_j.get<std::vector<std::vector<int>>>();
-        } catch (const nlohmann::json::exception&) {
-          FERRY_THROW(FormatError, "trace '", path, "': prompt '", it.key(), "' ", phase, " token ", tok.position,
-                      " is not [layer][k] integers");
-        }
+        const std::string token_name =
+            where + ": prompt '" + it.key() + "' " + phase + " token " + std::to_string(tok.position);
+        if (!tok_j.is_array()) FERRY_THROW(FormatError, token_name, " is not [layer][k] integers");
+        for (const auto& layer_j : tok_j) tok.experts.push_back(get_experts(layer_j, token_name));
         if (t.num_layers == 0) t.num_layers = static_cast<int>(tok.experts.size());
         if (static_cast<int>(tok.experts.size()) != t.num_layers)
           FERRY_THROW(FormatError, "trace '", path, "': prompt '", it.key(), "' token ", tok.position, " has ",
@@ -154,6 +223,10 @@ RoutingTrace read_granite_trace(const std::string& path) {
 
 RoutingTrace read_layer0_trace(const std::string& path) {
   auto in = open_or_throw(path);
+  return read_layer0_trace(in, path);
+}
+
+RoutingTrace read_layer0_trace(std::istream& in, const std::string& path) {
   RoutingTrace t;
   t.path = path;
   t.num_layers = 1;
@@ -164,10 +237,11 @@ RoutingTrace read_layer0_trace(const std::string& path) {
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto j = parse_line(line, path, lineno);
-    const std::string type = j.value("type", std::string("route"));
+    const std::string where = line_name(path, lineno);
+    const std::string type = value_or<std::string>(j, "type", "route", where);
     if (type == "meta") {
-      t.model = j.value("model_id", std::string("layer0"));
-      t.num_experts = j.value("num_experts", 0);
+      t.model = value_or<std::string>(j, "model_id", "layer0", where);
+      t.num_experts = value_or<int>(j, "num_experts", 0, where);
       continue;
     }
     if (type != "route") continue;
@@ -180,8 +254,9 @@ RoutingTrace read_layer0_trace(const std::string& path) {
     TraceToken tok;
     tok.sequence = seq_ids[req];
     tok.position = get_int(j, "token_idx", path, lineno);
-    tok.experts.push_back(get_vec<int>(j, "topk_ids", path, lineno));
-    if (j.contains("topk_weights")) tok.weights.push_back(get_vec<float>(j, "topk_weights", path, lineno));
+    tok.experts.push_back(get_expert_vec(j, "topk_ids", path, lineno));
+    if (j.contains("topk_weights"))
+      tok.weights.push_back(get_weight_vec(j, "topk_weights", tok.experts[0].size(), path, lineno));
     t.tokens.push_back(std::move(tok));
   }
   if (t.model.empty()) t.model = "layer0";

@@ -3,10 +3,16 @@
 // own traces (the Mixtral row format, written by `ferry moe trace`).
 #pragma once
 
+#include <iosfwd>
 #include <string>
 #include <vector>
 
 namespace ferry::moe {
+
+// Limits of the readers: traces beyond them are rejected (FormatError) rather than trusted,
+// since consumers size per-layer and expert x expert tables from these numbers.
+inline constexpr int kMaxTraceLayers = 512;
+inline constexpr int kMaxTraceExperts = 512;
 
 struct TraceToken {
   int sequence = 0;      // prompt / problem / request, numbered in order of appearance
@@ -32,6 +38,10 @@ RoutingTrace read_mixtral_trace(const std::string& path);
 RoutingTrace read_granite_trace(const std::string& path);
 // {"type": "meta"} then {"type": "route", "req_id", "token_idx", "layer", "topk_ids", "topk_weights"}.
 RoutingTrace read_layer0_trace(const std::string& path);
+// The same readers over a stream; `path` only names the source in messages.
+RoutingTrace read_mixtral_trace(std::istream& in, const std::string& path);
+RoutingTrace read_granite_trace(std::istream& in, const std::string& path);
+RoutingTrace read_layer0_trace(std::istream& in, const std::string& path);
 // Detects the format from the first bytes. Throws IoError / FormatError naming file and line.
 RoutingTrace read_routing_trace(const std::string& path);
 

@@ -35,11 +35,15 @@ std::string dims_text(const std::vector<std::int64_t>& dims) {
 }  // namespace
 
 IdxArray read_idx_file(const std::string& path, std::uint32_t expected_magic) {
+  // 1 TiB of pixels is far beyond any data set this reads; it bounds a corrupt header.
+  return parse_idx_bytes(read_maybe_gzip(path, std::uint64_t{1} << 40), expected_magic, path);
+}
+
+IdxArray parse_idx_bytes(const std::vector<std::uint8_t>& bytes, std::uint32_t expected_magic,
+                         const std::string& path) {
   const std::uint32_t ndim = expected_magic & 0xFF;
   FERRY_CHECK((expected_magic & 0xFFFFFF00u) == 0x00000800u && ndim >= 1,
               "not an unsigned-byte IDX magic: ", hex32(expected_magic));
-  // 1 TiB of pixels is far beyond any data set this reads; it bounds a corrupt header.
-  std::vector<std::uint8_t> bytes = read_maybe_gzip(path, std::uint64_t{1} << 40);
 
   const std::size_t header = 4 + 4 * static_cast<std::size_t>(ndim);
   if (bytes.size() < 4)
@@ -67,10 +71,11 @@ IdxArray read_idx_file(const std::string& path, std::uint32_t expected_magic) {
       FERRY_THROW(FormatError, path, ": IDX dimension ", i, " is ", d,
                   ", expected a positive size");
     out.dims.push_back(d);
-    count *= d;
-    if (count > (std::uint64_t{1} << 40))
+    // Checked before multiplying: count * d could wrap past 2^64 back to a small number.
+    if (d > (std::uint64_t{1} << 40) / count)
       FERRY_THROW(FormatError, path, ": IDX dims ", dims_text(out.dims),
                   " describe more data than any file this reads");
+    count *= d;
   }
   const std::uint64_t payload = bytes.size() - header;
   if (payload < count) {

@@ -27,6 +27,11 @@ struct IdxArray {
 // truncated header or data, trailing bytes), each naming the file and what was expected.
 IdxArray read_idx_file(const std::string& path, std::uint32_t expected_magic);
 
+// The parsing half of read_idx_file: checks the (decompressed) file content `bytes` the same
+// way; `path` only names the source in messages. Throws FormatError.
+IdxArray parse_idx_bytes(const std::vector<std::uint8_t>& bytes, std::uint32_t expected_magic,
+                         const std::string& path);
+
 // Writes an IDX file of unsigned bytes with magic 0x0000080<dims.size()>; gzip-compressed when
 // `gzip` is true. For tests and tools. Throws InvalidArgument when data.size() != prod(dims).
 void write_idx_file(const std::string& path, const std::vector<std::int64_t>& dims,
