@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "apps/cmd_moe_predict.h"
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/progress.h"
@@ -299,6 +300,9 @@ int run_moe(int argc, char** argv) {
   tr->add_option("--dataset", tr_dataset, "the rows' dataset field")->capture_default_str();
   tr->add_flag("--no-hidden", tr_no_hidden, "skip the hidden-state side file");
 
+  // fit-predictor (apps/cmd_moe_predict.cc)
+  auto fit_predictor = add_fit_predictor_command(app);
+
   // demo
   auto* dm = app.add_subcommand("demo", "a short offloading comparison of the policies on a tiny model (~1 min)");
   std::string dm_dir = "runs/moe-demo";
@@ -310,6 +314,7 @@ int run_moe(int argc, char** argv) {
   if (*pt) return run_pretrain(pre, pt_threads, pt_dtype);
   if (*gen) return run_generate(gf);
   if (*bn) return run_bench_cmd(bo, bn_out, bn_threads, bn_overhead);
+  if (*fit_predictor.app) return fit_predictor.run();
   if (*tr) {
     torch::set_num_threads(1);
     if (tr_corpus.empty()) tr_corpus = default_corpus_path();

@@ -95,6 +95,8 @@ std::vector<int> llapor_groups(const PredictorTrace& t, const std::vector<int>& 
     if (S <= 2)
       for (int l = 0; l < S; ++l) g[l] = l == 0 ? 0 : 2;
   };
+  FERRY_REQUIRE(o.groups == "auto" || o.groups == "positional" || o.groups == "shallow" || o.groups == "gated",
+                "invalid groups '", o.groups, "': expected auto, positional, shallow or gated");
   if (o.groups == "shallow" || o.groups == "gated") {
     for (int l = 0; l < S; ++l) g[l] = o.groups == "shallow" ? 0 : 1;
     return g;
@@ -103,7 +105,6 @@ std::vector<int> llapor_groups(const PredictorTrace& t, const std::vector<int>& 
     positional();
     return g;
   }
-  FERRY_REQUIRE(o.groups == "auto", "invalid groups '", o.groups, "': expected auto, positional, shallow or gated");
   // Difficulty of each source layer: 1 - co-occurrence next-layer precision (in-sample).
   CooccurrenceOptions co;
   co.max_lookahead = 1;
