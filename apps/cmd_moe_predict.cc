@@ -171,6 +171,8 @@ FitPredictorCommand add_fit_predictor_command(CLI::App& moe) {
       ->capture_default_str();
   c->add_option("--lookahead", f.o.lookahead, "layers ahead to predict (D)")->capture_default_str();
   c->add_option("--pca-dims", f.o.pca_dims, "hidden mode: PCA components")->capture_default_str();
+  c->add_option("--routing-features", f.o.routing_features, "hidden mode: add the layer's gate weights (true/false)")
+      ->capture_default_str();
   c->add_option("--width", f.o.width, "hidden units per block")->capture_default_str();
   c->add_option("--context-layers", f.o.context_layers, "history mode: earlier layers of the token read")
       ->capture_default_str();

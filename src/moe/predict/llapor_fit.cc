@@ -172,6 +172,7 @@ LlaporModel fit_llapor(const PredictorTrace& t, const LlaporFitOptions& o,
     FERRY_REQUIRE(o.pca_dims >= 1, "--pca-dims must be >= 1, got ", o.pca_dims);
     s.hidden_size = t.hidden_size;
     s.pca_dims = std::min(o.pca_dims, t.hidden_size);
+    s.routing_features = o.routing_features;
   } else {
     FERRY_REQUIRE(o.context_layers >= 1 && o.previous_tokens >= 0, "--context-layers must be >= 1 and "
                   "--previous-tokens >= 0");
@@ -203,7 +204,7 @@ LlaporModel fit_llapor(const PredictorTrace& t, const LlaporFitOptions& o,
   for (std::size_t i = 0; i < tr.tokens.size(); ++i)
     if (contains(split.train, tr.tokens[i].sequence)) train_tokens.push_back(i);
   FERRY_REQUIRE(!train_tokens.empty(), "no training tokens in trace '", tr.path, "'");
-  if (s.mode == LlaporMode::kHistory)
+  if (s.mode == LlaporMode::kHistory || s.routing_features)
     for (std::size_t i = 0; i < tr.tokens.size(); ++i)
       routing_to_weights(tr.tokens[i].experts, tr.tokens[i].weights, E, weights[i]);
 
@@ -240,7 +241,8 @@ LlaporModel fit_llapor(const PredictorTrace& t, const LlaporFitOptions& o,
         if (s.mode == LlaporMode::kHidden) {
           const float* h = t.hidden_at(i, l);
           if (!h) continue;
-          m.hidden_features(l, h, f.data());
+          m.hidden_features(l, h, weights[i].empty() ? nullptr : weights[i].data() + static_cast<std::size_t>(l) * E,
+                            f.data());
         } else {
           std::vector<const float*> prev;
           for (int hh = 1; hh <= s.previous_tokens && ti >= static_cast<std::size_t>(hh); ++hh) {

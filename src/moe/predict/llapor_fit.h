@@ -27,6 +27,7 @@ struct LlaporFitOptions {
   std::string mode = "auto";      // hidden, history, or auto (hidden when the trace has hidden states)
   int lookahead = 3;              // layers ahead predicted (D)
   int pca_dims = 32;              // hidden mode: PCA components kept (at most the hidden size)
+  bool routing_features = true;   // hidden mode: add the token's gate weights at the layer
   int width = 128;                // hidden units per block
   int context_layers = 4;         // history mode: earlier layers of this token read (C)
   int previous_tokens = 2;        // history mode: previous tokens read (H)

@@ -1,5 +1,6 @@
 #include "moe/predict/llapor_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -80,11 +81,17 @@ void routing_to_weights(const std::vector<std::vector<int>>& experts, const std:
 
 int LlaporModel::feature_dims() const {
   const auto& s = shape;
-  if (s.mode == LlaporMode::kHidden) return s.pca_dims;
+  if (s.mode == LlaporMode::kHidden) return s.pca_dims + (s.routing_features ? s.num_experts : 0);
   return s.context_layers * s.num_experts + s.previous_tokens * (s.lookahead + 1) * s.num_experts + s.num_layers;
 }
 
-void LlaporModel::hidden_features(int layer, const float* x, float* out) const { pca[layer].project(x, out); }
+void LlaporModel::hidden_features(int layer, const float* x, const float* gate_weights, float* out) const {
+  pca[layer].project(x, out);
+  if (!shape.routing_features) return;
+  float* w = out + shape.pca_dims;
+  if (gate_weights) std::memcpy(w, gate_weights, sizeof(float) * shape.num_experts);
+  else std::fill(w, w + shape.num_experts, 0.f);
+}
 
 void LlaporModel::history_features(int layer, const float* current, const std::vector<const float*>& previous,
                                    float* out) const {
@@ -153,7 +160,8 @@ void LlaporModel::save(const std::string& dir) const {
                       {"mode", llapor_mode_name(s.mode)}, {"num_layers", s.num_layers},
                       {"num_experts", s.num_experts},     {"top_k", s.top_k},
                       {"lookahead", s.lookahead},         {"hidden_size", s.hidden_size},
-                      {"pca_dims", s.pca_dims},           {"context_layers", s.context_layers},
+                      {"pca_dims", s.pca_dims},           {"routing_features", s.routing_features},
+                      {"context_layers", s.context_layers},
                       {"previous_tokens", s.previous_tokens}, {"width", s.width},
                       {"num_nets", nets.size()},          {"layers", layers},
                       {"report", report}};
@@ -187,6 +195,7 @@ LlaporModel LlaporModel::load(const std::string& dir) {
   s.lookahead = get<int>(j, "lookahead", jpath);
   s.hidden_size = get<int>(j, "hidden_size", jpath);
   s.pca_dims = get<int>(j, "pca_dims", jpath);
+  s.routing_features = j.contains("routing_features") && get<bool>(j, "routing_features", jpath);
   s.context_layers = get<int>(j, "context_layers", jpath);
   s.previous_tokens = get<int>(j, "previous_tokens", jpath);
   s.width = get<int>(j, "width", jpath);

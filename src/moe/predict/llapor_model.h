@@ -9,7 +9,8 @@
 // output get shallow nets, middle layers gated ones (grouping: see LlaporFitOptions::groups).
 //
 // Features:
-//   hidden mode:  PCA (whitened, fitted per layer on the trace) of the router input of layer l.
+//   hidden mode:  PCA (whitened, fitted per layer on the trace) of the router input of layer l,
+//                 optionally followed by the token's gate weights at l (0 for experts not chosen).
 //   history mode: gate weights (0 for experts not chosen) of this token at layers l, l-1, ..,
 //                 l-C+1, of each of the H previous tokens at layers l, l+1, .., l+D, and a one-hot of
 //                 l. The features are relative to l, so one network can serve every layer
@@ -39,6 +40,7 @@ struct LlaporShape {
   int lookahead = 3;        // D
   int hidden_size = 0;      // hidden mode: router input width
   int pca_dims = 0;         // hidden mode
+  bool routing_features = false;  // hidden mode: also this layer's gate weights (E values)
   int context_layers = 4;   // history mode: C
   int previous_tokens = 2;  // history mode: H
   int width = 128;          // hidden units of every block
@@ -69,8 +71,9 @@ class LlaporModel {
   nlohmann::json report;          // what fit measured (saved with the model)
 
   int feature_dims() const;
-  // Hidden mode: features of the router input `x` [hidden_size] entering layer `layer`'s router.
-  void hidden_features(int layer, const float* x, float* out) const;
+  // Hidden mode: features of the router input `x` [hidden_size] entering layer `layer`'s router and
+  // (routing_features) the token's gate weights at that layer [E] (null reads as zeros).
+  void hidden_features(int layer, const float* x, const float* gate_weights, float* out) const;
   // History mode: `current` and `previous[h]` are [layer x E] gate weights (previous[0] = the token
   // before); only layers <= `layer` of `current` are read; a null previous token reads as zeros.
   void history_features(int layer, const float* current, const std::vector<const float*>& previous,

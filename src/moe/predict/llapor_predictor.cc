@@ -30,7 +30,7 @@ void LlaporPredictor::finish_token() {
 
 void LlaporPredictor::observe(int layer, std::span<const int> experts, std::span<const float> weights) {
   const int L = model_.shape.num_layers, E = model_.shape.num_experts;
-  if (model_.shape.mode != LlaporMode::kHistory || layer < 0 || layer >= L) return;
+  if (layer < 0 || layer >= L) return;
   if (layer <= last_layer_) finish_token();
   float* row = current_.data() + static_cast<std::size_t>(layer) * E;
   std::fill(row, row + E, 0.f);
@@ -71,6 +71,11 @@ void LlaporPredictor::predict(const PredictInput& in, int lookahead, std::vector
   FERRY_REQUIRE(in.router_input || ctx_.routers != nullptr,
                 "LLaPor predictor: the residual stream needs the model's routers (ffn_norm) to normalise");
   const int H = s.hidden_size;
+  // This layer's gate weights per token: observed (one token) or recomputed with the router
+  // (softmax, top-k renormalised as in Mixtral).
+  const bool observed = in.num_tokens == 1 && last_layer_ == in.layer;
+  std::vector<float> gw(E);
+  std::vector<int> order(E);
   std::vector<double> miss(static_cast<std::size_t>(D) * E, 1.0);  // prod_t (1 - p_t)
   x_.resize(H);
   for (int t = 0; t < in.num_tokens; ++t) {
@@ -84,7 +89,29 @@ void LlaporPredictor::predict(const PredictInput& in, int lookahead, std::vector
       const float* g = ctx_.routers->ffn_norm[in.layer];
       for (int i = 0; i < H; ++i) x_[i] = h[i] * inv * g[i];
     }
-    model_.hidden_features(in.layer, x_.data(), features_.data());
+    const float* gate = nullptr;
+    if (s.routing_features && observed) {
+      gate = current_.data() + static_cast<std::size_t>(in.layer) * E;
+    } else if (s.routing_features && ctx_.routers) {
+      const float* R = ctx_.routers->router[in.layer];
+      float mx = -1e30f;
+      for (int e = 0; e < E; ++e) {
+        float acc = 0;
+        for (int i = 0; i < H; ++i) acc += R[static_cast<std::size_t>(e) * H + i] * x_[i];
+        gw[e] = acc;
+        mx = std::max(mx, acc);
+      }
+      for (int e = 0; e < E; ++e) order[e] = e;
+      std::partial_sort(order.begin(), order.begin() + s.top_k, order.end(),
+                        [&](int a, int b) { return gw[a] > gw[b]; });
+      double z = 0;
+      for (int k = 0; k < s.top_k; ++k) z += std::exp(gw[order[k]] - mx);
+      std::vector<float> w(E, 0.f);
+      for (int k = 0; k < s.top_k; ++k) w[order[k]] = static_cast<float>(std::exp(gw[order[k]] - mx) / z);
+      gw = w;
+      gate = gw.data();
+    }
+    model_.hidden_features(in.layer, x_.data(), gate, features_.data());
     model_.forward(in.layer, features_.data(), probs_.data());
     for (int i = 0; i < D * E; ++i) miss[i] *= 1.0 - probs_[i];
   }

@@ -4,7 +4,8 @@
 // Hidden mode reads PredictInput::hidden: the router input of the current layer when
 // router_input is set (traces), else the residual stream, normalised here with the layer's
 // ffn_norm from the context's routers. With several tokens in flight an expert's probability is
-// 1 - prod_t (1 - p_t) (at least one token activates it).
+// 1 - prod_t (1 - p_t) (at least one token activates it). With routing features, the layer's gate
+// weights come from observe(layer, ..) when one token is in flight, else from the router.
 // History mode reads what observe() reported: call observe(layer, ..) before predict(layer); a
 // layer not yet observed falls back to PredictInput::experts_now with equal weights.
 // Lookaheads past the trained D are not predicted (out has at most D rows).
