@@ -1,6 +1,9 @@
 // `ferry train`: distributed data-parallel training. Outside MPI it re-launches itself under
 // mpirun with np + servers ranks (as horovodrun does); inside mpirun every rank runs its role.
+#include <stdlib.h>
 #include <unistd.h>
+
+#include <filesystem>
 
 #include <cstdio>
 #include <string>
@@ -16,6 +19,7 @@
 #include "comm/mpi/mpi_communicator.h"
 #include "core/error.h"
 #include "core/metrics.h"
+#include "train/checkpoint.h"
 #include "train/data/mnist_loader.h"
 #include "train/run_training.h"
 #include "train/strategy.h"
@@ -63,6 +67,10 @@ void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_sp
   app.add_option("--codec", o.codec,
                  "gradient codec spec, e.g. twobit, topk:ratio=0.01, powersgd:rank=4 (docs/compression.md)")
       ->capture_default_str();
+  app.add_option("--compress-pull", o.pull_codec,
+                 "parameter server: compress pull replies too, with SPEC (default: the --codec); pulls are fp32 "
+                 "otherwise, as in MXNet")
+      ->expected(0, 1);
   app.add_option("--seed", o.seed, "model init and data order")->capture_default_str();
   app.add_option("--data", o.data_dir, "directory of MNIST-format IDX files")->capture_default_str();
   app.add_option("--train-limit", o.train_limit, "use only the first N training items");
@@ -81,10 +89,27 @@ int run_train(int argc, char** argv) {
   bool no_progress = false;
   add_train_flags(app, o, link_spec);
   app.add_flag("--no-progress", no_progress, "no progress bar");
+  // Reliability (docs/reliability.md).
+  std::string inject_nan;
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "write a checkpoint every N iterations and at the end (0: never)");
+  app.add_option("--checkpoint-dir", o.checkpoint_dir, "directory of the checkpoints (default: <out>/checkpoints)");
+  app.add_option("--keep-checkpoints", o.keep_checkpoints, "newest checkpoints kept")->capture_default_str();
+  app.add_option("--resume", o.resume, "continue from this checkpoint, or from the newest one in this directory");
+  app.add_flag("--deterministic", o.deterministic,
+               "bit-reproducible synchronous runs: one thread per rank, fixed reduction order");
+  app.add_option("--stall-timeout", o.stall_timeout_s,
+                 "abort the job when a worker makes no progress for S seconds (0: never)")
+      ->capture_default_str();
+  app.add_option("--max-bad-steps", o.max_bad_steps, "abort after this many non-finite gradients in a row")
+      ->capture_default_str();
+  app.add_option("--inject-nan-at", inject_nan, "testing aid: worker 0's gradient is NaN at STEP[,COUNT] iterations");
   app.parse(argc, argv);
+  if (!inject_nan.empty()) train::parse_inject_nan(inject_nan, o);
   o.link = comm::parse_link_spec(link_spec);
   o.progress = !no_progress;
   if (o.algo == "cdsgd" && app.count("--codec") == 0) o.codec = train::cdsgd_default_codec(o.delayed);
+  if (app.count("--compress-pull") > 0 && o.pull_codec.empty()) o.pull_codec = o.codec;
   train::validate(o);
   const train::WorldLayout layout = train::world_layout(o);
   const int ranks = layout.num_workers + layout.num_servers;
@@ -93,11 +118,40 @@ int run_train(int argc, char** argv) {
     // Bad data is reported here, once, before any rank starts.
     train::load_mnist(train::MnistOptions{o.data_dir, train::Split::kTrain, {}, o.train_limit});
     train::load_mnist(train::MnistOptions{o.data_dir, train::Split::kTest, {}, o.test_limit});
-    return relaunch_under_mpirun(ranks, argc, argv);
+    if (!o.resume.empty()) {
+      const std::string dir = train::find_checkpoint(o.resume);
+      train::check_resumable(train::read_checkpoint_meta(dir), o, dir);
+    }
+    // Rank status files (mpi_launch.h) tell which rank failed if mpirun stops the job.
+    std::string rank_dir;
+    bool own_rank_dir = false;
+    if (const char* d = std::getenv(kRankDirEnv); d && *d) {
+      rank_dir = d;
+    } else {
+      char tmpl[] = "/tmp/ferry-ranks-XXXXXX";
+      if (mkdtemp(tmpl)) {
+        rank_dir = tmpl;
+        own_rank_dir = true;
+        setenv(kRankDirEnv, tmpl, 1);
+      }
+    }
+    std::vector<std::string> env;
+    if (!rank_dir.empty()) env.push_back(kRankDirEnv);
+    const int rc = relaunch_under_mpirun(ranks, argc, argv, env);
+    if (rc != 0 && !rank_dir.empty()) {
+      const std::string failure = describe_rank_failure(rank_dir, ranks, layout.num_workers);
+      if (!failure.empty()) std::fprintf(stderr, "ferry train: error: %s\n", failure.c_str());
+    }
+    if (own_rank_dir) {
+      std::error_code ec;
+      std::filesystem::remove_all(rank_dir, ec);
+    }
+    return rc;
   }
 
   comm::MpiRuntime mpi(&argc, &argv);
   comm::MpiCommunicator world;
+  rank_status_start(world.rank());
   if (world.size() != ranks)
     FERRY_THROW(InvalidArgument, "mpirun started ", world.size(), " ranks but --np ", o.num_workers, " and --servers ",
                 o.num_servers, " need ", ranks);
@@ -105,9 +159,15 @@ int run_train(int argc, char** argv) {
     std::fprintf(stderr, "ferry train: warning: MPI granted only %s\n", mpi.thread_level().c_str());
   nlohmann::json summary;
   try {
-    summary = train::run_training(o, world);
+    const int rank = world.rank();
+    summary = train::run_training(o, world, [rank](const std::string& why) {
+      std::fprintf(stderr, "ferry train: error on rank %d: %s\n", rank, why.c_str());
+      rank_status_error(rank, why);
+      comm::mpi_abort(1);
+    });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ferry train: error on rank %d: %s\n", world.rank(), e.what());
+    rank_status_error(world.rank(), e.what());
     comm::mpi_abort(dynamic_cast<const InvalidArgument*>(&e) || dynamic_cast<const IoError*>(&e) ||
                             dynamic_cast<const FormatError*>(&e)
                         ? 2
@@ -125,6 +185,7 @@ int run_train(int argc, char** argv) {
                 summary["bytes_sent_per_worker"].get<double>() / 1e6);
     if (!o.out_dir.empty()) std::printf("  wrote %s/summary.json and metrics.jsonl\n", o.out_dir.c_str());
   }
+  rank_status_exit(world.rank());
   return 0;
 }
 

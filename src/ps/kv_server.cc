@@ -26,6 +26,7 @@ struct KVServer::KeyState {
   std::vector<std::uint64_t> pushes;             // sync: pushes received per worker
   std::map<std::uint64_t, Round> rounds;          // sync: rounds not yet applied
   std::vector<std::pair<int, std::uint64_t>> waiting_pulls;  // (worker rank, least version)
+  std::map<int, std::vector<float>> last_pulled;  // compressed pulls: worker rank -> weights at its last pull
 };
 
 KVServer::KVServer(comm::Communicator* comm, const KeyLayout* layout, int server_index, ServerOptions options)
@@ -62,6 +63,7 @@ void KVServer::run() {
       case Op::kPush: on_push(m.src, h.key, h, payload_of(m)); break;
       case Op::kPull: on_pull(m.src, h.key, h.version); break;
       case Op::kShutdown: --active; break;
+      case Op::kCheckpoint: on_checkpoint(m.src, h.version); break;
       default: FERRY_THROW(FormatError, "unknown request op ", static_cast<int>(h.op), " from rank ", m.src);
     }
     while (!replies_.empty() && replies_.front().done()) replies_.pop_front();
@@ -88,7 +90,7 @@ void add_floats(std::span<const std::byte> payload, std::span<float> acc, int ke
 
 void KVServer::on_init(int worker, int key, std::span<const std::byte> payload) {
   KeyState& k = state(key, worker);
-  copy_floats(payload, k.weights, key, worker);
+  if (!restored_) copy_floats(payload, k.weights, key, worker);
   k.initialized = true;
   answer_pulls(k);
 }
@@ -160,8 +162,75 @@ void KVServer::answer_pulls(KeyState& k) {
 }
 
 void KVServer::reply(KeyState& k, int worker) {
-  auto bytes = std::as_bytes(std::span<const float>(k.weights));
-  replies_.push_back(comm_->isend(worker, kTagReplyBase + k.range->key, std::vector<std::byte>(bytes.begin(), bytes.end())));
+  const int tag = kTagReplyBase + k.range->key;
+  if (!options_.pull_encoder) {
+    auto bytes = std::as_bytes(std::span<const float>(k.weights));
+    replies_.push_back(comm_->isend(worker, tag, std::vector<std::byte>(bytes.begin(), bytes.end())));
+    return;
+  }
+  std::vector<float>& last = k.last_pulled[worker];
+  PayloadFormat format = PayloadFormat::kFloat32;
+  std::vector<std::byte> payload;
+  if (last.empty()) {
+    auto bytes = std::as_bytes(std::span<const float>(k.weights));
+    payload.assign(bytes.begin(), bytes.end());
+  } else {
+    std::vector<float> change(k.weights.size());
+    for (std::size_t i = 0; i < change.size(); ++i) change[i] = k.weights[i] - last[i];
+    options_.pull_encoder(k.range->key, worker, change, payload);
+    format = PayloadFormat::kCodec;
+  }
+  last = k.weights;
+  std::vector<std::byte> message(sizeof format + payload.size());
+  std::memcpy(message.data(), &format, sizeof format);
+  if (!payload.empty()) std::memcpy(message.data() + sizeof format, payload.data(), payload.size());
+  replies_.push_back(comm_->isend(worker, tag, std::move(message)));
+}
+
+void KVServer::on_checkpoint(int worker, std::uint64_t iterations) {
+  std::vector<int>& seen = checkpoint_markers_[iterations];
+  seen.push_back(worker);
+  if (static_cast<int>(seen.size()) < options_.num_workers) return;
+  if (options_.on_checkpoint) options_.on_checkpoint(iterations, *this);
+  const std::vector<int> workers = std::move(seen);
+  checkpoint_markers_.erase(iterations);
+  for (int w : workers) {
+    auto bytes = std::as_bytes(std::span(&iterations, 1));
+    replies_.push_back(comm_->isend(w, kTagCheckpointAck, std::vector<std::byte>(bytes.begin(), bytes.end())));
+  }
+}
+
+std::vector<KeySnapshot> KVServer::snapshot() const {
+  std::vector<KeySnapshot> out;
+  for (const auto& [key, k] : keys_) {
+    FERRY_CHECK(k->rounds.empty(), "server ", server_index_, " key ", key,
+                ": a checkpoint while a sync round is half-summed");
+    auto v = k->optimizer->velocity();
+    out.push_back(KeySnapshot{key, k->version, k->weights, std::vector<float>(v.begin(), v.end())});
+  }
+  return out;
+}
+
+void KVServer::restore(const std::vector<KeySnapshot>& snapshot) {
+  FERRY_REQUIRE(snapshot.size() == keys_.size(), "checkpoint of server ", server_index_, " holds ", snapshot.size(),
+                " keys, the server owns ", keys_.size());
+  for (const KeySnapshot& s : snapshot) {
+    auto it = keys_.find(s.key);
+    if (it == keys_.end())
+      FERRY_THROW(FormatError, "checkpoint of server ", server_index_, " holds key ", s.key, ", which it does not own");
+    KeyState& k = *it->second;
+    auto velocity = k.optimizer->mutable_velocity();
+    if (s.weights.size() != k.weights.size() || s.velocity.size() != velocity.size())
+      FERRY_THROW(FormatError, "checkpoint of server ", server_index_, " key ", s.key, ": ", s.weights.size(),
+                  " weights, expected ", k.weights.size());
+    k.weights = s.weights;
+    std::copy(s.velocity.begin(), s.velocity.end(), velocity.begin());
+    k.version = s.version;
+    // Sync mode: round r of every worker is the (r+1)-th update.
+    if (options_.mode == ServerMode::kSync) std::fill(k.pushes.begin(), k.pushes.end(), s.version);
+    k.initialized = true;
+  }
+  restored_ = true;
 }
 
 KVServer::~KVServer() = default;

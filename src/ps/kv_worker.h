@@ -8,6 +8,7 @@
 
 #include "comm/communicator.h"
 #include "ps/key_layout.h"
+#include "ps/kv_server.h"
 #include "ps/protocol.h"
 
 namespace ferry::ps {
@@ -32,6 +33,16 @@ class KVWorker {
   comm::Ticket push_all(std::span<const float> flat_grad);
   comm::Ticket pull_all(std::span<float> flat_weights, std::uint64_t min_version);
 
+  // The servers answer pulls compressed (ServerOptions::pull_encoder): from now on pull() keeps a
+  // replica of every key, adds each decoded reply to it (`decoder`, the pull codec's decode_add)
+  // and copies the replica out. Call before the first pull.
+  void compress_pulls(PayloadDecoder decoder);
+
+  // Checkpoint barrier: tells every server that all of this worker's pushes up to `iterations`
+  // are sent, and returns once each server has written its state (after every worker's marker).
+  // Call with no push or pull in flight.
+  void checkpoint(std::uint64_t iterations);
+
   // Tells every server this worker is done.
   void shutdown();
 
@@ -42,9 +53,13 @@ class KVWorker {
   comm::Ticket send_request(int key, Op op, std::uint64_t version, PayloadFormat format,
                             std::span<const std::byte> payload);
 
+  void receive_compressed_pull(int key, std::span<float> out);
+
   comm::Communicator* comm_;  // see constructor
   const KeyLayout* layout_;   // see constructor
   int first_server_rank_;
+  PayloadDecoder pull_decoder_;               // set by compress_pulls
+  std::vector<std::vector<float>> replicas_;  // compressed pulls: by key, empty before its first pull
 };
 
 }  // namespace ferry::ps

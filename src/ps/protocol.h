@@ -14,6 +14,7 @@
 namespace ferry::ps {
 
 inline constexpr int kTagRequest = 1;
+inline constexpr int kTagCheckpointAck = 2;  // server -> worker: its checkpoint state is written
 inline constexpr int kTagReplyBase = 100;
 inline constexpr int kMaxKeys = comm::kMaxUserTag - kTagReplyBase;
 
@@ -22,6 +23,7 @@ enum class Op : std::uint32_t {
   kPush = 2,      // payload: a gradient for the key, encoded per `flags`
   kPull = 3,      // no payload; answered once the key's version >= header.version
   kShutdown = 4,  // this worker is done
+  kCheckpoint = 5,  // header.version = iterations done; every push before it is in the state
 };
 
 // Encoding of a push payload.

@@ -2,6 +2,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "train/checkpoint.h"
 #include "train/ps_setup.h"
 
 namespace ferry::train {
@@ -13,7 +14,7 @@ AsgdStrategy::AsgdStrategy(const StrategyContext& context) : context_(context) {
 
 void AsgdStrategy::setup(FlatParams& params) {
   layout_ = make_key_layout(params.numels(), context_.options.world);
-  kv_ = std::make_unique<ps::KVWorker>(context_.comm, layout_.get(), context_.options.world.first_server_rank());
+  kv_ = make_kv_worker(*context_.comm, *layout_, context_.options, shapes_of(params));
   if (!is_uncompressed(context_.options.codec))
     push_codecs_ =
         std::make_unique<KeyPushCodecs>(context_.options.codec, *layout_, shapes_of(params), context_.comm->rank());
@@ -25,6 +26,22 @@ void AsgdStrategy::step(FlatParams& params, std::int64_t iteration) {
   (push_codecs_ ? push_codecs_->push_all(*kv_, params.grads()) : kv_->push_all(params.grads())).wait();
   ++pushes_;
   kv_->pull_all(params.weights(), 0).wait();
+}
+
+void AsgdStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) {
+  {
+    ScopedTimer wait(&comm_wait_s_);
+    kv_->checkpoint(static_cast<std::uint64_t>(iterations));
+  }
+  out.put("weights", params.weights());
+  out.put_u64("pushes", static_cast<std::uint64_t>(pushes_));
+  if (push_codecs_) out.put("residuals", push_codecs_->residuals());
+}
+
+void AsgdStrategy::load_state(const StateReader& in, FlatParams& params) {
+  // params already hold the server's restored weights (pulled by setup()).
+  pushes_ = static_cast<std::int64_t>(in.u64("pushes"));
+  if (push_codecs_) push_codecs_->restore_residuals(in.floats("residuals"));
 }
 
 void AsgdStrategy::finish(FlatParams& params) {

@@ -21,6 +21,8 @@ class AsgdStrategy final : public Strategy {
   void setup(FlatParams& params) override;
   void step(FlatParams& params, std::int64_t iteration) override;
   void finish(FlatParams& params) override;
+  void save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) override;
+  void load_state(const StateReader& in, FlatParams& params) override;
 
  private:
   StrategyContext context_;

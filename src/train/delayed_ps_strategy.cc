@@ -5,6 +5,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "train/checkpoint.h"
 #include "train/ps_setup.h"
 
 namespace ferry::train {
@@ -25,7 +26,7 @@ DelayedPsStrategy::~DelayedPsStrategy() { thread_.stop(); }
 void DelayedPsStrategy::setup(FlatParams& params) {
   auto& comm = *context_.comm;
   layout_ = make_key_layout(params.numels(), context_.options.world);
-  kv_ = std::make_unique<ps::KVWorker>(&comm, layout_.get(), context_.options.world.first_server_rank());
+  kv_ = make_kv_worker(comm, *layout_, context_.options, shapes_of(params));
   if (!is_uncompressed(schedule_.codec))
     push_codecs_ = std::make_unique<KeyPushCodecs>(schedule_.codec, *layout_, shapes_of(params), comm.rank());
   ps::SgdOptions local = context_.options.sgd;
@@ -113,6 +114,44 @@ float DelayedPsStrategy::local_lr(std::int64_t t) const {
   if (ramp <= 0) return lr_local_;
   const double f = std::min(1.0, static_cast<double>(t - warmup_ + 1) / static_cast<double>(ramp));
   return static_cast<float>(lr_local_ * f);
+}
+
+void DelayedPsStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) {
+  {
+    ScopedTimer wait(&comm_wait_s_);
+    for (auto& p : pushes_) p.wait();
+    pushes_.clear();
+    // A pull launched after this iteration completes now; the next step consumes it as usual.
+    if (pending_pull_) pending_pull_->wait();
+    const auto done = static_cast<std::uint64_t>(iterations);
+    thread_.submit([this, done] { kv_->checkpoint(done); }).wait();
+  }
+  out.put("weights", params.weights());
+  out.put("local_velocity", local_opt_->velocity());
+  out.put("pulled", pulled_);
+  out.put_u64("pull_pending", pending_pull_ ? 1 : 0);
+  out.put_u64("pending_version", pending_version_);
+  out.put("last_pull", last_pull_);
+  out.put_u64("last_pull_version", last_pull_version_);
+  out.put("glu_dir", glu_dir_);
+  out.put_u64("have_glu", have_glu_ ? 1 : 0);
+  out.put_u64("steps", static_cast<std::uint64_t>(steps_));
+  if (push_codecs_) out.put("residuals", push_codecs_->residuals());
+}
+
+void DelayedPsStrategy::load_state(const StateReader& in, FlatParams& params) {
+  in.floats_into("weights", params.weights());
+  in.floats_into("local_velocity", local_opt_->mutable_velocity());
+  in.floats_into("pulled", pulled_);
+  // The pull was complete when the checkpoint was taken: an already completed ticket.
+  if (in.u64("pull_pending") != 0) pending_pull_.emplace();
+  pending_version_ = in.u64("pending_version");
+  last_pull_ = in.floats("last_pull");
+  last_pull_version_ = in.u64("last_pull_version");
+  glu_dir_ = in.floats("glu_dir");
+  have_glu_ = in.u64("have_glu") != 0;
+  steps_ = static_cast<std::int64_t>(in.u64("steps"));
+  if (push_codecs_) push_codecs_->restore_residuals(in.floats("residuals"));
 }
 
 void DelayedPsStrategy::finish(FlatParams& params) {

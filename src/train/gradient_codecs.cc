@@ -5,9 +5,42 @@
 #include <map>
 
 #include "compress/codec_registry.h"
+#include "compress/codec_spec.h"
 #include "core/error.h"
 
 namespace ferry::train {
+
+namespace {
+
+// Checkpoints of codec state: the error-feedback residual of each codec (Codec::residual()),
+// concatenated in codec order. The residual is the state that matters for continuing exactly
+// with twobit, onebit, topk/randomk+ef, fp16+ef; codecs with further state (a random stream,
+// PowerSGD's Q, DGC's momentum) resume with their residual only (docs/reliability.md).
+std::vector<float> concat_residuals(const std::vector<const compress::Codec*>& codecs) {
+  std::vector<float> out;
+  for (const auto* c : codecs) {
+    auto r = c->residual();
+    out.insert(out.end(), r.begin(), r.end());
+  }
+  return out;
+}
+
+void restore_concat_residuals(const std::vector<const compress::Codec*>& codecs, std::span<const float> values) {
+  std::size_t total = 0;
+  for (const auto* c : codecs) total += c->residual().size();
+  FERRY_REQUIRE(values.size() == total, "checkpoint holds ", values.size(), " codec residual values, the codecs keep ",
+                total, " (another --codec?)");
+  std::size_t at = 0;
+  for (const auto* c : codecs) {
+    auto r = c->residual();
+    // residual() views the codec's own non-const buffer; Codec has no setter, so the restore
+    // writes through that view (the codec object itself is not const).
+    std::copy(values.begin() + at, values.begin() + at + r.size(), const_cast<float*>(r.data()));
+    at += r.size();
+  }
+}
+
+}  // namespace
 
 TensorShapes shapes_of(const std::vector<at::Tensor>& params) {
   TensorShapes shapes;
@@ -57,17 +90,46 @@ comm::Ticket KeyPushCodecs::push_all(ps::KVWorker& kv, std::span<const float> fl
   return comm::when_all(std::move(sends));
 }
 
-ps::PushDecoder make_push_decoder(const std::string& codec_spec, const ps::KeyLayout& layout,
-                                  const TensorShapes& shapes, int server_index) {
+ps::PayloadDecoder make_key_decoder(const std::string& codec_spec, const ps::KeyLayout& layout,
+                                    const TensorShapes& shapes, const std::vector<int>& keys) {
   // Shared by the copies std::function may make; never mutated after construction.
   auto codecs = std::make_shared<std::map<int, std::unique_ptr<compress::Codec>>>();
-  for (int key : layout.keys_of_server(server_index))
-    (*codecs)[key] = compress::make_codec(codec_spec, key_tensor_info(layout, key, shapes, /*rank=*/0));
-  return [codecs, server_index](int key, std::span<const std::byte> payload, std::span<float> acc) {
+  for (int key : keys) (*codecs)[key] = compress::make_codec(codec_spec, key_tensor_info(layout, key, shapes, /*rank=*/0));
+  return [codecs](int key, std::span<const std::byte> payload, std::span<float> acc) {
     auto it = codecs->find(key);
-    if (it == codecs->end())
-      FERRY_THROW(FormatError, "server ", server_index, " has no codec for key ", key);
+    if (it == codecs->end()) FERRY_THROW(FormatError, "payload for key ", key, ", which has no codec here");
     it->second->decode_add(payload, acc);
+  };
+}
+
+ps::PushDecoder make_push_decoder(const std::string& codec_spec, const ps::KeyLayout& layout,
+                                  const TensorShapes& shapes, int server_index) {
+  return make_key_decoder(codec_spec, layout, shapes, layout.keys_of_server(server_index));
+}
+
+std::string pull_codec_spec(const std::string& codec_spec) {
+  compress::CodecSpec spec = compress::CodecSpec::parse(codec_spec);
+  FERRY_REQUIRE(spec.name != "powersgd" && spec.name != "dgc", "--compress-pull: codec '", spec.name,
+                "' is for gradients only (powersgd allreduces its factors, dgc applies momentum); use fp16, twobit, ",
+                "onebit, qsgd, terngrad, topk or randomk");
+  FERRY_REQUIRE(spec.name != "none", "--compress-pull needs a codec (e.g. --compress-pull=fp16 or a --codec)");
+  std::erase_if(spec.params, [](const auto& kv) { return kv.first == "ef"; });
+  std::string text = spec.name + ":";
+  for (const auto& [k, v] : spec.params) text += k + "=" + v + ",";
+  return compress::canonical_codec_spec(text + "ef=1");
+}
+
+ps::PullEncoder make_pull_encoder(const std::string& pull_spec, const ps::KeyLayout& layout, const TensorShapes& shapes,
+                                  int server_index) {
+  // Codec state (error feedback) is per (key, worker): created at a worker's first compressed pull.
+  auto codecs = std::make_shared<std::map<std::pair<int, int>, std::unique_ptr<compress::Codec>>>();
+  const ps::KeyLayout* l = &layout;
+  return [codecs, pull_spec, l, shapes, server_index](int key, int worker, std::span<const float> change,
+                                                      std::vector<std::byte>& payload) {
+    FERRY_CHECK(l->key(key).server == server_index, "key ", key, " is not served by server ", server_index);
+    auto& codec = (*codecs)[{key, worker}];
+    if (!codec) codec = compress::make_codec(pull_spec, key_tensor_info(*l, key, shapes, worker));
+    codec->encode(change, payload);
   };
 }
 
@@ -131,6 +193,34 @@ void TensorAllreduceCodecs::allreduce_sum(comm::Communicator& comm, std::span<fl
     if (pos != all[r].size())
       FERRY_THROW(FormatError, "allgathered gradients of rank ", r, ": ", all[r].size() - pos, " trailing bytes");
   }
+}
+
+}  // namespace ferry::train
+
+namespace ferry::train {
+
+std::vector<float> KeyPushCodecs::residuals() const {
+  std::vector<const compress::Codec*> c;
+  for (const auto& p : codecs_) c.push_back(p.get());
+  return concat_residuals(c);
+}
+
+void KeyPushCodecs::restore_residuals(std::span<const float> values) {
+  std::vector<const compress::Codec*> c;
+  for (const auto& p : codecs_) c.push_back(p.get());
+  restore_concat_residuals(c, values);
+}
+
+std::vector<float> TensorAllreduceCodecs::residuals() const {
+  std::vector<const compress::Codec*> c;
+  for (const auto& t : tensors_) c.push_back(t.codec.get());
+  return concat_residuals(c);
+}
+
+void TensorAllreduceCodecs::restore_residuals(std::span<const float> values) {
+  std::vector<const compress::Codec*> c;
+  for (const auto& t : tensors_) c.push_back(t.codec.get());
+  restore_concat_residuals(c, values);
 }
 
 }  // namespace ferry::train

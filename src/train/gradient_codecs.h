@@ -50,6 +50,9 @@ class KeyPushCodecs {
   KeyPushCodecs(const std::string& codec_spec, const ps::KeyLayout& layout, const TensorShapes& shapes, int rank);
   // Encodes every key's slice of flat_grad and pushes it with push_encoded; one ticket for all.
   comm::Ticket push_all(ps::KVWorker& kv, std::span<const float> flat_grad);
+  // Checkpoints: every key's error-feedback residual, concatenated.
+  std::vector<float> residuals() const;
+  void restore_residuals(std::span<const float> values);
 
  private:
   const ps::KeyLayout* layout_;  // see constructor
@@ -62,6 +65,18 @@ class KeyPushCodecs {
 ps::PushDecoder make_push_decoder(const std::string& codec_spec, const ps::KeyLayout& layout,
                                   const TensorShapes& shapes, int server_index);
 
+// Compressed pulls (--compress-pull SPEC): the server encodes, per key and worker, the change
+// of the weights since that worker's previous pull, with error feedback forced on (what a codec
+// drops now is sent with a later pull); the worker decodes into its replica. The returned spec
+// is canonical with ef=1; codecs whose aggregation is not per-payload (powersgd) are refused.
+std::string pull_codec_spec(const std::string& codec_spec);
+// Server side: one codec per (key of server `server_index`, worker).
+ps::PullEncoder make_pull_encoder(const std::string& pull_spec, const ps::KeyLayout& layout, const TensorShapes& shapes,
+                                  int server_index);
+// Decodes payloads of the given keys (decode is stateless: one codec per key).
+ps::PayloadDecoder make_key_decoder(const std::string& codec_spec, const ps::KeyLayout& layout,
+                                    const TensorShapes& shapes, const std::vector<int>& keys);
+
 // Allreduce side: one codec per model tensor.
 class TensorAllreduceCodecs {
  public:
@@ -69,6 +84,9 @@ class TensorAllreduceCodecs {
   // flat_grads holds this worker's gradient on entry and the SUM over the `comm` ranks of the
   // decoded gradients on return. Collective: every rank calls it with the same spec.
   void allreduce_sum(comm::Communicator& comm, std::span<float> flat_grads);
+  // Checkpoints: every tensor's error-feedback residual, concatenated.
+  std::vector<float> residuals() const;
+  void restore_residuals(std::span<const float> values);
 
  private:
   struct Tensor {

@@ -2,6 +2,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "train/checkpoint.h"
 
 namespace ferry::train {
 
@@ -46,6 +47,20 @@ void LocalSgdStrategy::average_weights(FlatParams& params) {
   const float inv = 1.0f / static_cast<float>(context_.options.world.num_workers);
   for (auto& x : w) x *= inv;
   last_average_ = steps_;
+}
+
+void LocalSgdStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t) {
+  out.put("weights", params.weights());  // this worker's own model between averagings
+  out.put("velocity", optimizer_->velocity());
+  out.put_u64("steps", static_cast<std::uint64_t>(steps_));
+  out.put_u64("last_average", static_cast<std::uint64_t>(last_average_));
+}
+
+void LocalSgdStrategy::load_state(const StateReader& in, FlatParams& params) {
+  in.floats_into("weights", params.weights());
+  in.floats_into("velocity", optimizer_->mutable_velocity());
+  steps_ = static_cast<std::int64_t>(in.u64("steps"));
+  last_average_ = static_cast<std::int64_t>(in.u64("last_average"));
 }
 
 void LocalSgdStrategy::finish(FlatParams& params) {

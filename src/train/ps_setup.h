@@ -17,11 +17,23 @@ namespace ferry::train {
 std::unique_ptr<ps::KeyLayout> make_key_layout(const std::vector<std::size_t>& numels, const WorldLayout& world);
 // Worker 0 sends its weights to the servers; every worker then pulls them (version 0).
 void init_from_worker0(ps::KVWorker& kv, comm::Communicator& comm, FlatParams& params);
+// The worker side of this rank; with a pull codec (StrategyOptions::pull_codec) pulls arrive
+// compressed and are decoded into the KVWorker's replica.
+std::unique_ptr<ps::KVWorker> make_kv_worker(comm::Communicator& comm, const ps::KeyLayout& layout,
+                                             const StrategyOptions& options, const TensorShapes& shapes);
+// Checkpoints of a server rank (checkpoint.h).
+struct ServerCheckpointing {
+  std::string root;        // where checkpoints are written; "" = this run writes none
+  std::string resume_dir;  // checkpoint to restore before serving; "" = a fresh start
+};
+
 // Runs the server loop of this rank until every worker has shut down. With a codec other than
 // "none" the server decodes the workers' pushes with one codec per key; `shapes` must then be the
 // model's tensor shapes (as the workers see them) so that shape-aware codecs (PowerSGD) agree.
+// A non-empty `pull_codec` compresses the pull replies (gradient_codecs.h, pull_codec_spec).
 void run_parameter_server(comm::Communicator& comm, const WorldLayout& world, const std::vector<std::size_t>& numels,
                           ps::ServerMode mode, const ps::SgdOptions& sgd, const std::string& codec = "none",
-                          const TensorShapes& shapes = {});
+                          const TensorShapes& shapes = {}, const std::string& pull_codec = "",
+                          const ServerCheckpointing& checkpointing = {});
 
 }  // namespace ferry::train

@@ -2,6 +2,9 @@
 // rank 0 evaluates, reports progress and writes the summary.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
@@ -11,6 +14,9 @@ namespace ferry::train {
 
 // Runs this rank's role over `comm` (a world of num_workers + num_servers ranks). Returns the
 // run's summary on rank 0 (also written to out_dir/summary.json) and an empty object elsewhere.
-nlohmann::json run_training(const TrainOptions& options, comm::Communicator& comm);
+// `on_stall` is called (from a watchdog thread) when a worker makes no progress for
+// options.stall_timeout_s; it should end the job (stall_watchdog.h). Empty: no watchdog.
+nlohmann::json run_training(const TrainOptions& options, comm::Communicator& comm,
+                            const std::function<void(const std::string& why)>& on_stall = {});
 
 }  // namespace ferry::train

@@ -4,6 +4,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "train/checkpoint.h"
 #include "train/ps_setup.h"
 
 namespace ferry::train {
@@ -22,7 +23,7 @@ void SsgdStrategy::setup(FlatParams& params) {
     return;
   }
   layout_ = make_key_layout(params.numels(), context_.options.world);
-  kv_ = std::make_unique<ps::KVWorker>(&comm, layout_.get(), context_.options.world.first_server_rank());
+  kv_ = make_kv_worker(comm, *layout_, context_.options, shapes_of(params));
   if (!is_uncompressed(context_.options.codec))
     push_codecs_ = std::make_unique<KeyPushCodecs>(context_.options.codec, *layout_, shapes_of(params), comm.rank());
   init_from_worker0(*kv_, comm, params);
@@ -41,6 +42,25 @@ void SsgdStrategy::step(FlatParams& params, std::int64_t iteration) {
     kv_->pull_all(params.weights(), static_cast<std::uint64_t>(iteration) + 1).wait();
   }
   ++steps_;
+}
+
+void SsgdStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) {
+  if (kv_) {
+    ScopedTimer wait(&comm_wait_s_);
+    kv_->checkpoint(static_cast<std::uint64_t>(iterations));  // the servers write the global state
+  }
+  out.put("weights", params.weights());
+  if (optimizer_) out.put("velocity", optimizer_->velocity());
+  if (allreduce_codecs_) out.put("residuals", allreduce_codecs_->residuals());
+  if (push_codecs_) out.put("residuals", push_codecs_->residuals());
+}
+
+void SsgdStrategy::load_state(const StateReader& in, FlatParams& params) {
+  // With a parameter server setup() pulled the restored global weights; they equal the saved ones.
+  in.floats_into("weights", params.weights());
+  if (optimizer_) in.floats_into("velocity", optimizer_->mutable_velocity());
+  if (allreduce_codecs_) allreduce_codecs_->restore_residuals(in.floats("residuals"));
+  if (push_codecs_) push_codecs_->restore_residuals(in.floats("residuals"));
 }
 
 void SsgdStrategy::finish(FlatParams& params) {

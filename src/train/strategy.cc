@@ -72,6 +72,14 @@ std::vector<std::string> strategy_names() {
   return names;
 }
 
+void Strategy::save_state(StateWriter&, FlatParams&, std::int64_t) {
+  FERRY_THROW(InvalidArgument, "--algo ", name(), " cannot be checkpointed");
+}
+
+void Strategy::load_state(const StateReader&, FlatParams&) {
+  FERRY_THROW(InvalidArgument, "--algo ", name(), " cannot resume from a checkpoint");
+}
+
 const char* topology_name(Topology t) { return t == Topology::kAllreduce ? "allreduce" : "ps"; }
 
 Topology resolve_topology(const StrategyInfo& info, const std::string& requested) {

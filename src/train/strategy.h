@@ -17,6 +17,9 @@
 
 namespace ferry::train {
 
+class StateReader;
+class StateWriter;
+
 enum class Topology { kAllreduce, kParameterServer };
 
 // Where everybody is: workers are ranks 0..num_workers-1, servers the ranks after them.
@@ -32,6 +35,7 @@ struct StrategyOptions {
   WorldLayout world;
   ps::SgdOptions sgd;  // the global optimizer (server side with PS, worker side with allreduce)
   std::string codec = "none";  // gradient codec spec (compress/codec_registry.h); "none" = raw fp32
+  std::string pull_codec = "";  // ps: codec of pull replies (pull_codec_spec); "" = fp32 pulls as in MXNet
   DelayedOptions delayed = {};  // options of odsgd, ssdsgd, cdsgd, localsgd, wfbp
 };
 
@@ -46,6 +50,13 @@ class Strategy {
   virtual void step(FlatParams& params, std::int64_t iteration) = 0;
   // Leaves the final global weights in params and ends communication with servers.
   virtual void finish(FlatParams& params) = 0;
+  // Checkpoints (checkpoint.h). Called on every worker after step() with the same `iterations`
+  // done: waits for this worker's communication in flight, brings the servers to the same point
+  // (they write their state before it returns) and writes this worker's state. The default
+  // throws InvalidArgument (the algorithm cannot be checkpointed).
+  virtual void save_state(StateWriter& out, FlatParams& params, std::int64_t iterations);
+  // On resume, right after setup(): restores what save_state wrote.
+  virtual void load_state(const StateReader& in, FlatParams& params);
   // Seconds this worker has been blocked waiting on communication.
   double comm_wait_s() const { return comm_wait_s_; }
 

@@ -2,6 +2,7 @@
 
 #include "compress/codec_registry.h"
 #include "core/error.h"
+#include "train/gradient_codecs.h"
 #include "train/models/model.h"
 #include "train/strategy.h"
 
@@ -32,9 +33,48 @@ void validate(const TrainOptions& o) {
   FERRY_REQUIRE(o.lr > 0, "--lr must be positive, got ", o.lr);
   FERRY_REQUIRE(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got ", o.momentum);
   FERRY_REQUIRE(o.max_steps >= 0, "--max-steps must be >= 0, got ", o.max_steps);
+  FERRY_REQUIRE(o.checkpoint_every >= 0, "--checkpoint-every must be >= 0, got ", o.checkpoint_every);
+  FERRY_REQUIRE(o.keep_checkpoints >= 1, "--keep-checkpoints must be at least 1, got ", o.keep_checkpoints);
+  FERRY_REQUIRE(o.stall_timeout_s >= 0, "--stall-timeout must be >= 0, got ", o.stall_timeout_s);
+  FERRY_REQUIRE(o.max_bad_steps >= 1, "--max-bad-steps must be at least 1, got ", o.max_bad_steps);
+  if (o.checkpoint_every > 0)
+    FERRY_REQUIRE(!o.checkpoint_dir.empty() || !o.out_dir.empty(),
+                  "--checkpoint-every needs --checkpoint-dir or --out (checkpoints go to <out>/checkpoints)");
+  if (o.checkpoint_every > 0 || !o.resume.empty())
+    FERRY_REQUIRE(supports_checkpoints(o.algo), "--algo ", o.algo,
+                  " cannot be checkpointed (--checkpoint-every / --resume); every other algorithm can");
+  if (o.checkpoint_every > 0 || !o.resume.empty())
+    FERRY_REQUIRE(o.pull_codec.empty(),
+                  "--compress-pull cannot be checkpointed yet (its per-worker replicas are not saved)");
+  if (o.deterministic)
+    FERRY_REQUIRE(supports_determinism(o.algo), "--deterministic: --algo ", o.algo,
+                  " is asynchronous and cannot be bit-reproducible");
   canonical_codec(o);
   validate_delayed_options(o.delayed);
   validate_algorithm_codec(o.algo, canonical_codec(o));
+  canonical_pull_codec(o);
+}
+
+bool supports_checkpoints(const std::string& algo) { return algo != "wfbp"; }
+
+bool supports_determinism(const std::string& algo) { return algo != "asgd"; }
+
+void parse_inject_nan(const std::string& spec, TrainOptions& o) {
+  const auto comma = spec.find(',');
+  try {
+    std::size_t used = 0;
+    const std::string step = spec.substr(0, comma);
+    o.inject_nan_step = std::stoll(step, &used);
+    FERRY_REQUIRE(used == step.size() && o.inject_nan_step >= 0, "bad step");
+    o.inject_nan_count = 1;
+    if (comma != std::string::npos) {
+      const std::string count = spec.substr(comma + 1);
+      o.inject_nan_count = std::stoll(count, &used);
+      FERRY_REQUIRE(used == count.size() && o.inject_nan_count >= 1, "bad count");
+    }
+  } catch (const std::exception&) {
+    FERRY_THROW(InvalidArgument, "invalid --inject-nan-at '", spec, "' (expected STEP[,COUNT], e.g. 5,3)");
+  }
 }
 
 std::string canonical_codec(const TrainOptions& o) {
@@ -42,6 +82,17 @@ std::string canonical_codec(const TrainOptions& o) {
     return compress::canonical_codec_spec(o.codec);
   } catch (const InvalidArgument& e) {
     FERRY_THROW(InvalidArgument, "invalid --codec '", o.codec, "': ", e.what());
+  }
+}
+
+std::string canonical_pull_codec(const TrainOptions& o) {
+  if (o.pull_codec.empty()) return "";
+  FERRY_REQUIRE(world_layout(o).num_servers > 0, "--compress-pull needs the parameter-server topology (",
+                o.algo, " runs on allreduce, which has no pulls)");
+  try {
+    return pull_codec_spec(o.pull_codec);
+  } catch (const InvalidArgument& e) {
+    FERRY_THROW(InvalidArgument, "invalid --compress-pull '", o.pull_codec, "': ", e.what());
   }
 }
 

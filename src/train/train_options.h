@@ -24,6 +24,7 @@ struct TrainOptions {
   float weight_decay = 0.0f;        // L2 coefficient
   comm::LinkOptions link;           // emulated NIC of every rank; disabled = raw transport
   std::string codec = "none";       // gradient codec spec (docs/compression.md); "none" = raw fp32
+  std::string pull_codec = "";      // --compress-pull: codec of the servers' pull replies; "" = fp32
   std::uint64_t seed = 1;           // model init and data order
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // MNIST-format IDX files
   std::int64_t train_limit = 0;     // use only the first N training items; 0 = all
@@ -33,7 +34,24 @@ struct TrainOptions {
   int threads_per_rank = 0;         // libtorch intra-op threads; 0 = cores / ranks (>= 1)
   bool progress = true;             // rank 0 draws a progress bar
   DelayedOptions delayed = {};      // odsgd, ssdsgd, cdsgd, localsgd, wfbp (delayed_options.h)
+  // Reliability (docs/reliability.md).
+  std::int64_t checkpoint_every = 0;  // write a checkpoint every N iterations and at the end; 0 = never
+  std::string checkpoint_dir = "";  // where checkpoints go; empty = <out>/checkpoints
+  int keep_checkpoints = 2;         // newest checkpoints kept (older ones are removed)
+  std::string resume = "";          // continue from this checkpoint (or the newest one in this directory)
+  bool deterministic = false;       // bit-reproducible synchronous runs (one thread, fixed reduction order)
+  int max_bad_steps = 10;           // abort after this many non-finite gradients in a row
+  double stall_timeout_s = 300;     // abort when a worker makes no progress for this long; 0 = never
+  std::int64_t inject_nan_step = -1;  // testing aid: worker 0's gradient is NaN from this iteration...
+  std::int64_t inject_nan_count = 1;  // ...for this many iterations
 };
+
+// Algorithms whose state a checkpoint can hold (every one but wfbp).
+bool supports_checkpoints(const std::string& algo);
+// Algorithms that --deterministic makes bit-reproducible (the synchronous ones: not asgd).
+bool supports_determinism(const std::string& algo);
+// Parses --inject-nan-at STEP[,COUNT] into options (InvalidArgument naming the flag).
+void parse_inject_nan(const std::string& spec, TrainOptions& options);
 
 // Checks the combination of options; throws InvalidArgument naming the offending flag.
 void validate(const TrainOptions& options);
@@ -43,5 +61,8 @@ WorldLayout world_layout(const TrainOptions& options);
 // The codec spec with every option resolved ("twobit" -> "twobit:threshold=0.5"); a bad spec is
 // an InvalidArgument naming --codec.
 std::string canonical_codec(const TrainOptions& options);
+// The pull codec with error feedback on (gradient_codecs.h, pull_codec_spec), or "" for fp32
+// pulls; a bad spec or topology is an InvalidArgument naming --compress-pull.
+std::string canonical_pull_codec(const TrainOptions& options);
 
 }  // namespace ferry::train

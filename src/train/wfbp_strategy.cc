@@ -45,7 +45,7 @@ void WfbpStrategy::setup(FlatParams& params) {
   for (auto& b : buckets_) b.pending = b.params.size();
   if (ps) {
     layout_ = make_key_layout(params.numels(), context_.options.world);
-    kv_ = std::make_unique<ps::KVWorker>(&comm, layout_.get(), context_.options.world.first_server_rank());
+    kv_ = make_kv_worker(comm, *layout_, context_.options, shapes_of(params));
     for (const auto& k : layout_->keys()) buckets_[bucket_of_[k.tensor]].keys.push_back(k.key);
     pulled_.assign(params.size(), 0.0f);
     init_from_worker0(*kv_, comm, params);

@@ -1,0 +1,322 @@
+// Checkpoints (src/train/checkpoint.h): the state file format rejects truncated and corrupted
+// files, an incomplete checkpoint directory is never picked up, a mismatched resume is refused,
+// and every checkpointable strategy continued from a checkpoint ends with exactly (bit for bit)
+// the weights of the uninterrupted run. Threads as ranks, the mlp on synthetic data.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "comm/local/local_communicator.h"
+#include "core/error.h"
+#include "core/metrics.h"
+#include "train/checkpoint.h"
+#include "train/data/data_loader.h"
+#include "train/data/synthetic_dataset.h"
+#include "train/flat_params.h"
+#include "train/models/model.h"
+#include "train/ps_setup.h"
+#include "train/strategy.h"
+#include "train/train_options.h"
+
+namespace ferry::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("ferry_ckpt_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+TEST(StateFile, RoundTripsRecords) {
+  StateWriter w;
+  std::vector<float> v = {1.5f, -2.0f, 3.25f};
+  w.put("weights", v);
+  w.put("empty", std::span<const float>());
+  w.put_u64("steps", 42);
+  w.put_f64("loss", 0.125);
+  StateReader r = StateReader::parse(w.bytes(), "test");
+  EXPECT_EQ(r.floats("weights"), v);
+  EXPECT_TRUE(r.floats("empty").empty());
+  EXPECT_EQ(r.u64("steps"), 42u);
+  EXPECT_EQ(r.f64("loss"), 0.125);
+  std::vector<float> wrong(2);
+  EXPECT_THROW(r.floats_into("weights", wrong), FormatError);  // size mismatch is named
+  EXPECT_THROW(r.u64("missing"), FormatError);
+  EXPECT_THROW(r.u64("weights"), FormatError);  // wrong type
+}
+
+TEST(StateFile, EveryTruncationAndAnyFlippedByteIsRejected) {
+  StateWriter w;
+  std::vector<float> v(37);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>(i);
+  w.put("weights", v);
+  w.put_u64("steps", 7);
+  const std::vector<std::byte> bytes = w.bytes();
+  for (std::size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_THROW(StateReader::parse(std::span(bytes).first(n), "cut"), FormatError) << "truncated to " << n;
+  for (std::size_t i = 0; i < bytes.size(); i += 7) {
+    std::vector<std::byte> bad = bytes;
+    bad[i] ^= std::byte{0x10};
+    EXPECT_THROW(StateReader::parse(bad, "flipped"), FormatError) << "byte " << i;
+  }
+}
+
+TEST(StateFile, WriteFileLeavesNoPartFile) {
+  fs::path dir = temp_dir("write");
+  StateWriter w;
+  w.put_u64("x", 1);
+  w.write_file((dir / "a.state").string());
+  EXPECT_TRUE(fs::exists(dir / "a.state"));
+  EXPECT_FALSE(fs::exists(dir / "a.state.part"));
+  EXPECT_EQ(StateReader::read_file((dir / "a.state").string()).u64("x"), 1u);
+  EXPECT_THROW(StateReader::read_file((dir / "none.state").string()), IoError);
+  fs::remove_all(dir);
+}
+
+TrainOptions options_for(const std::string& algo, int np, int servers) {
+  TrainOptions o;
+  o.algo = algo;
+  o.num_workers = np;
+  o.num_servers = servers;
+  o.model = "mlp";
+  return o;
+}
+
+nlohmann::json meta_for(const TrainOptions& o, std::int64_t iterations) {
+  const WorldLayout w = world_layout(o);
+  return {{"format", "ferry-checkpoint-1"},
+          {"iterations", iterations},
+          {"world", {{"topology", w.num_servers ? "ps" : "allreduce"}, {"workers", w.num_workers},
+                     {"servers", w.num_servers}}},
+          {"config", options_to_json(o)}};
+}
+
+// A checkpoint directory as ranks leave it: state files in ckpt-N.tmp, then rank 0 finalises.
+void write_checkpoint(const fs::path& root, std::int64_t n, const TrainOptions& o) {
+  const std::string tmp = checkpoint_tmp_dir(root.string(), n);
+  make_dirs(tmp);
+  StateWriter w;
+  w.put_u64("iterations", static_cast<std::uint64_t>(n));
+  w.write_file(worker_state_path(tmp, 0));
+  finalize_checkpoint(root.string(), n, meta_for(o, n), 3);
+}
+
+TEST(CheckpointDir, OnlyCompleteCheckpointsArePickedAndOldOnesPruned) {
+  fs::path root = temp_dir("dir");
+  const TrainOptions o = options_for("ssgd", 2, 0);
+  EXPECT_THROW(find_checkpoint(root.string()), InvalidArgument);  // none yet
+  EXPECT_THROW(find_checkpoint((root / "nowhere").string()), InvalidArgument);
+  write_checkpoint(root, 10, o);
+  EXPECT_FALSE(fs::exists(checkpoint_tmp_dir(root.string(), 10)));
+  EXPECT_EQ(find_checkpoint(root.string()), checkpoint_dir(root.string(), 10));
+  EXPECT_EQ(read_checkpoint_meta(find_checkpoint(root.string()))["iterations"], 10);
+
+  // A crash mid-write: a newer .tmp directory with a truncated file and no meta.json.
+  const std::string tmp = checkpoint_tmp_dir(root.string(), 20);
+  make_dirs(tmp);
+  std::ofstream(worker_state_path(tmp, 0)) << "FERRYST1 trunc";
+  // A renamed directory without meta.json (written by hand or by another tool) is not complete.
+  make_dirs(checkpoint_dir(root.string(), 30));
+  EXPECT_EQ(find_checkpoint(root.string()), checkpoint_dir(root.string(), 10));
+  EXPECT_THROW(StateReader::read_file(worker_state_path(tmp, 0)), FormatError);
+
+  // Keep 3: after 40, 50, 60 the oldest complete ones go, stale .tmp directories too.
+  for (std::int64_t n : {40, 50, 60}) write_checkpoint(root, n, o);
+  EXPECT_EQ(find_checkpoint(root.string()), checkpoint_dir(root.string(), 60));
+  EXPECT_FALSE(fs::exists(checkpoint_dir(root.string(), 10)));
+  EXPECT_FALSE(fs::exists(tmp));
+  EXPECT_TRUE(fs::exists(checkpoint_dir(root.string(), 40)));
+  // A checkpoint directory named directly.
+  EXPECT_EQ(find_checkpoint(checkpoint_dir(root.string(), 50)), checkpoint_dir(root.string(), 50));
+  fs::remove_all(root);
+}
+
+TEST(CheckpointDir, MismatchedResumeIsRefusedNamingTheSetting) {
+  const TrainOptions saved = options_for("ssgd", 4, 1);
+  auto saved_meta = meta_for([&] {
+    TrainOptions o = saved;
+    o.topology = "ps";
+    return o;
+  }(), 10);
+  TrainOptions same = saved;
+  same.topology = "ps";
+  EXPECT_NO_THROW(check_resumable(saved_meta, same, "d"));
+  auto refused = [&](TrainOptions o, const std::string& want) {
+    try {
+      check_resumable(saved_meta, o, "d");
+      ADD_FAILURE() << "accepted, wanted an error about " << want;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  TrainOptions o = same;
+  o.algo = "asgd";
+  refused(o, "--algo ssgd");
+  o = same;
+  o.model = "cnn";
+  refused(o, "--model mlp");
+  o = same;
+  o.num_workers = 3;
+  refused(o, "--np 4 --servers 1");
+  o = same;
+  o.num_servers = 2;
+  refused(o, "world size");
+  o = same;
+  o.topology = "allreduce";
+  o.num_servers = 0;
+  refused(o, "--topology ps");
+  o = same;
+  o.codec = "twobit";
+  refused(o, "--codec");
+}
+
+TEST(CheckpointOptions, ValidationNamesTheFlag) {
+  TrainOptions o = options_for("wfbp", 2, 0);
+  o.checkpoint_every = 5;
+  o.out_dir = "/tmp/x";
+  EXPECT_THROW(validate(o), InvalidArgument);
+  o = options_for("ssgd", 2, 0);
+  o.checkpoint_every = 5;
+  EXPECT_THROW(validate(o), InvalidArgument);  // nowhere to write
+  o.checkpoint_dir = "/tmp/x";
+  EXPECT_NO_THROW(validate(o));
+  o = options_for("asgd", 2, 1);
+  o.deterministic = true;
+  EXPECT_THROW(validate(o), InvalidArgument);
+  o = options_for("ssgd", 2, 0);
+  o.max_bad_steps = 0;
+  EXPECT_THROW(validate(o), InvalidArgument);
+  EXPECT_THROW(parse_inject_nan("x", o), InvalidArgument);
+  EXPECT_THROW(parse_inject_nan("3,0", o), InvalidArgument);
+  parse_inject_nan("3,2", o);
+  EXPECT_EQ(o.inject_nan_step, 3);
+  EXPECT_EQ(o.inject_nan_count, 2);
+}
+
+// ---- resume equals the uninterrupted run, bit for bit ----------------------------------------
+
+constexpr int kSteps = 12;
+constexpr std::int64_t kBatch = 16;
+
+const Dataset& data() {
+  static Dataset d = make_synthetic_dataset(SyntheticOptions{1024, 10, 1, 28, 28, 1.0f, 7, 0});
+  return d;
+}
+
+// Runs iterations [from, to) of `algo` on so.world: when `resume_dir` is set every rank first
+// restores its state from it; when `save_dir` is set every rank saves its state there after
+// iteration `to` - 1 (servers through the checkpoint barrier). Returns each worker's final
+// weights after finish() (only when `finish`).
+std::map<int, std::vector<float>> run_segment(const std::string& algo, const StrategyOptions& so, int from, int to,
+                                              const std::string& resume_dir, const std::string& save_dir,
+                                              bool finish) {
+  register_builtin_strategies();
+  torch::set_num_threads(1);
+  std::mutex mu;
+  std::map<int, std::vector<float>> out;
+  const WorldLayout world = so.world;
+  comm::run_local_ranks(world.num_workers + world.num_servers, [&](comm::Communicator& c) {
+    auto model = make_model("mlp", 3);
+    const auto& info = strategy_info(algo);
+    if (world.is_server(c.rank())) {
+      std::vector<std::size_t> numels;
+      for (const auto& p : model->parameters()) numels.push_back(p.numel());
+      // The server's hook writes into checkpoint_tmp_dir(root, iterations).
+      run_parameter_server(c, world, numels, info.server_mode, so.sgd, so.codec, shapes_of(model->parameters()), "",
+                           ServerCheckpointing{save_dir, resume_dir});
+      return;
+    }
+    DataLoader loader(data(), DataLoaderOptions{kBatch, world.num_workers, c.rank(), 5, true});
+    FlatParams params(model->parameters());
+    auto strategy = info.make(StrategyContext{&c, so});
+    strategy->setup(params);
+    if (!resume_dir.empty())
+      strategy->load_state(StateReader::read_file(worker_state_path(resume_dir, c.rank())), params);
+    for (int t = from; t < to; ++t) {
+      Batch b = loader.batch(t / loader.steps_per_epoch(), t % loader.steps_per_epoch());
+      params.zero_grads();
+      torch::nn::functional::cross_entropy(model->forward(b.images), b.labels).backward();
+      params.gather_grads();
+      strategy->step(params, t);
+    }
+    if (!save_dir.empty()) {
+      StateWriter w;
+      strategy->save_state(w, params, to);
+      const std::string tmp = checkpoint_tmp_dir(save_dir, to);
+      make_dirs(tmp);
+      w.write_file(worker_state_path(tmp, c.rank()));
+    }
+    if (!finish) {
+      // Leave like a killed run would, but let the servers end: tell them we are done.
+      strategy->finish(params);
+      return;
+    }
+    strategy->finish(params);
+    std::lock_guard lock(mu);
+    auto w = params.weights();
+    out[c.rank()] = std::vector<float>(w.begin(), w.end());
+  });
+  return out;
+}
+
+struct ResumeCase {
+  std::string algo;
+  int workers;
+  int servers;
+  std::string codec;
+};
+
+class ResumeTest : public ::testing::TestWithParam<ResumeCase> {};
+
+TEST_P(ResumeTest, ContinuesBitForBit) {
+  const ResumeCase& p = GetParam();
+  StrategyOptions so;
+  so.topology = p.servers > 0 ? Topology::kParameterServer : Topology::kAllreduce;
+  so.world = WorldLayout{p.workers, p.servers};
+  so.sgd = ps::SgdOptions{0.05f, 0.9f, 1e-4f, 1.0f};
+  so.codec = p.codec;
+  so.delayed.warmup_steps = 3;
+  so.delayed.delay_steps = 2;
+  so.delayed.correction_steps = 3;
+  so.delayed.sync_every = 3;
+  const int cut = 7;  // after warm-up, mid delay / correction / averaging period
+  auto whole = run_segment(p.algo, so, 0, kSteps, "", "", true);
+  fs::path root = temp_dir("resume_" + p.algo);
+  run_segment(p.algo, so, 0, cut, "", root.string(), false);
+  const std::string ckpt = checkpoint_tmp_dir(root.string(), cut);
+  auto resumed = run_segment(p.algo, so, cut, kSteps, ckpt, "", true);
+  ASSERT_EQ(whole.size(), static_cast<std::size_t>(p.workers));
+  for (const auto& [rank, w] : whole) {
+    ASSERT_EQ(resumed.at(rank).size(), w.size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < w.size(); ++i) differ += w[i] != resumed.at(rank)[i];
+    EXPECT_EQ(differ, 0u) << "worker " << rank << ": " << differ << " of " << w.size() << " weights differ";
+  }
+  fs::remove_all(root);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, ResumeTest,
+                         ::testing::Values(ResumeCase{"ssgd", 3, 0, "none"}, ResumeCase{"ssgd", 2, 2, "none"},
+                                           ResumeCase{"ssgd", 2, 0, "twobit"}, ResumeCase{"asgd", 1, 1, "none"},
+                                           ResumeCase{"odsgd", 2, 1, "none"}, ResumeCase{"ssdsgd", 3, 1, "none"},
+                                           ResumeCase{"cdsgd", 2, 1, "twobit:threshold=0.01"},
+                                           ResumeCase{"localsgd", 3, 0, "none"},
+                                           ResumeCase{"compute-only", 2, 0, "none"}),
+                         [](const auto& info) {
+                           std::string n = info.param.algo + "_" + std::to_string(info.param.workers) + "w" +
+                                           std::to_string(info.param.servers) + "s" +
+                                           (info.param.codec == "none" ? "" : "_codec");
+                           for (auto& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace ferry::train
