@@ -1,4 +1,4 @@
-// `ferry moe <make-tiny|pretrain|generate|bench|trace|demo>`: MoE inference with expert offloading.
+// `ferry moe <make-tiny|pretrain|generate|bench|trace|demo|simulate>`: MoE inference with expert offloading.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +23,7 @@
 #include "moe/model/tiny_model.h"
 #include "moe/model/tokenizer.h"
 #include "moe/sched/routing_stats.h"
+#include "moe/sim/simulate.h"
 
 namespace ferry::apps {
 
@@ -308,6 +309,24 @@ int run_moe(int argc, char** argv) {
   std::string dm_dir = "runs/moe-demo";
   dm->add_option("--dir", dm_dir, "where the tiny model and results go")->capture_default_str();
 
+  // simulate
+  auto* sm = app.add_subcommand("simulate", "trace-driven simulation of policies on modelled GPUs; simulate.csv, .md, .png");
+  SimulateOptions so;
+  std::string sm_out;
+  sm->add_option("--trace", so.trace, "routing trace (Mixtral JSONL, granite JSON, layer-0 JSONL)")->required();
+  sm->add_option("--model-shape", so.model_shape, "mixtral-8x7b or granite-3.0-1b-a400m")->capture_default_str();
+  sm->add_option("--profile", so.profiles, "comma-separated hardware profiles (v100-pcie3, a100-pcie4, rtx4090-pcie4)")
+      ->delimiter(',')->capture_default_str();
+  sm->add_option("--profiles", so.profiles_file, "profiles file (default: src/moe/sim/profiles.json)");
+  sm->add_option("--device-mem", so.device_mem, "GPU memory for the model, e.g. 24GiB (default: the profile's)");
+  sm->add_option("--batch", so.batches, "comma-separated batch sizes")->delimiter(',')->capture_default_str();
+  sm->add_option("--policies", so.policies, "comma-separated policies")->delimiter(',')->capture_default_str();
+  sm->add_option("--predictor", so.predictor, "prescope's predictor (cooccurrence, previous-token, ...)")
+      ->capture_default_str();
+  sm->add_option("--window", so.window, "PreSched window in layers")->capture_default_str();
+  sm->add_option("--context", so.context_tokens, "KV-cache tokens per sequence")->capture_default_str();
+  sm->add_option("--out", sm_out, "output directory")->required();
+
   app.parse(argc, argv);
 
   if (*mk) return run_make_tiny(app, tiny, mk_out, mk_dtype);
@@ -315,6 +334,16 @@ int run_moe(int argc, char** argv) {
   if (*gen) return run_generate(gf);
   if (*bn) return run_bench_cmd(bo, bn_out, bn_threads, bn_overhead);
   if (*fit_predictor.app) return fit_predictor.run();
+  if (*sm) {
+    auto rows = run_simulate(so);
+    std::string header = "ferry moe simulate: trace " + so.trace + ", model " + so.model_shape + ", " +
+                         (so.device_mem.empty() ? std::string("the profile's GPU memory") : so.device_mem) +
+                         ", PreSched window " + std::to_string(so.window) + ", prescope predictor " + so.predictor;
+    write_simulate_outputs(rows, sm_out, header);
+    std::printf("%s\n\n%s\nwrote %s/simulate.csv, simulate.md, simulate.png\n", header.c_str(),
+                simulate_markdown(rows).c_str(), sm_out.c_str());
+    return 0;
+  }
   if (*tr) {
     torch::set_num_threads(1);
     if (tr_corpus.empty()) tr_corpus = default_corpus_path();

@@ -7,6 +7,7 @@ struct CostModel {
   double transfer_s = 0;       // one expert host -> device over the link, latency included
   double device_expert_s = 0;  // device compute of one expert at batch 1 (about flat for small batches)
   double host_token_s = 0;     // host compute per token routed to one expert (host cost is linear in tokens)
+  double device_layer_s = 0;   // device compute of one layer without its experts (attention, router); 0 = unknown
 
   double host_expert_s(int tokens) const { return host_token_s * tokens; }
 };

@@ -13,6 +13,9 @@ std::unique_ptr<Policy> make_lru_policy(const PolicyOptions&);
 std::unique_ptr<Policy> make_static_hot_policy(const PolicyOptions&);
 std::unique_ptr<Policy> make_next_gate_policy(const PolicyOptions&);
 std::unique_ptr<Policy> make_fiddler_policy(const PolicyOptions&);
+std::unique_ptr<Policy> make_moe_infinity_policy(const PolicyOptions&);
+std::unique_ptr<Policy> make_prescope_policy(const PolicyOptions&);
+std::unique_ptr<Policy> make_oracle_policy(const PolicyOptions&);
 
 namespace {
 std::mutex& registry_mutex() {
@@ -66,6 +69,9 @@ void register_builtin_policies() {
   register_policy("static-hot", make_static_hot_policy);
   register_policy("next-gate", make_next_gate_policy);
   register_policy("fiddler", make_fiddler_policy);
+  register_policy("moe-infinity", make_moe_infinity_policy);
+  register_policy("prescope", make_prescope_policy);
+  register_policy("oracle", make_oracle_policy);
 }
 
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyOptions& options) {

@@ -19,6 +19,8 @@
 
 namespace ferry::moe {
 
+struct FutureRouting;
+
 enum class Placement { kDevice, kHost };
 
 struct RouteInfo {
@@ -44,6 +46,11 @@ struct PolicyOptions {
   std::vector<std::uint64_t> expert_counts;  // static-hot, fiddler: routing counts [layer * E + e] of a calibration
                                              // run (empty: spread evenly over layers)
   int lookahead = 1;                         // next-gate: layers ahead to speculate
+  int window = 3;                            // prescope, oracle: layers PreSched plans ahead
+  // prescope: builds the predictor when the policy is attached; empty: next-gate from the model's
+  // routers (none in trace replay and the simulator, where the caller must give one)
+  std::function<std::unique_ptr<Predictor>(const PolicyContext&)> predictor;
+  const FutureRouting* future = nullptr;     // oracle: the recorded routing to come (simulator, replay); outlives the policy
 };
 
 class Policy : public EvictionAdvisor {
@@ -73,7 +80,7 @@ class Policy : public EvictionAdvisor {
 
 using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicyOptions&)>;
 void register_policy(const std::string& name, PolicyFactory factory);
-// ondemand, lru, static-hot, next-gate, fiddler. Idempotent.
+// ondemand, lru, static-hot, next-gate, fiddler, moe-infinity, prescope, oracle. Idempotent.
 void register_builtin_policies();
 // Throws InvalidArgument naming the unknown policy and listing the known ones.
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyOptions& options = {});

@@ -1,0 +1,312 @@
+#include "moe/sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+#include "moe/sched/prescope_policy.h"
+
+namespace ferry::moe {
+
+FutureRouting form_batches(const RoutingTrace& trace, int batch, bool include_prefill) {
+  FERRY_REQUIRE(batch >= 1, "batch of ", batch, ": expected at least 1");
+  std::vector<const TraceToken*> stream;
+  for (const auto& t : trace.tokens)
+    if (include_prefill || !t.prefill) stream.push_back(&t);
+  FERRY_REQUIRE(!stream.empty(), "trace '", trace.path, "' has no decode tokens");
+  const std::size_t N = stream.size();
+  FutureRouting f;
+  f.num_layers = trace.num_layers;
+  f.num_experts = trace.num_experts;
+  f.steps.resize(N);
+  std::vector<int> count(trace.num_experts);
+  for (std::size_t s = 0; s < N; ++s) {
+    f.steps[s].resize(trace.num_layers);
+    for (int l = 0; l < trace.num_layers; ++l) {
+      std::fill(count.begin(), count.end(), 0);
+      for (int j = 0; j < batch; ++j) {
+        const TraceToken& tok = *stream[(static_cast<std::size_t>(j) * N / batch + s) % N];
+        if (l >= static_cast<int>(tok.experts.size())) continue;
+        std::vector<int> seen;  // a token counts once per expert even if the trace repeats it
+        for (int e : tok.experts[l])
+          if (e >= 0 && e < trace.num_experts && std::find(seen.begin(), seen.end(), e) == seen.end()) {
+            seen.push_back(e);
+            ++count[e];
+          }
+      }
+      LayerRoute& r = f.steps[s][l];
+      for (int e = 0; e < trace.num_experts; ++e)
+        if (count[e]) r.experts.push_back(e), r.tokens.push_back(count[e]);
+    }
+  }
+  f.index();
+  return f;
+}
+
+namespace {
+
+// The device cache and the link, in simulated time. Slots are reserved when a transfer is queued
+// (as the ExpertStore does); the link serves queued transfers one at a time, lowest priority value
+// first, FIFO among equals, without pre-empting the one running. Jobs start lazily: the queue only
+// changes in policy callbacks, so starting them when time is advanced gives the same order.
+class SimCache : public ExpertCache {
+ public:
+  SimCache(std::uint64_t capacity, std::uint64_t expert_bytes, double transfer_s, double chunk_s)
+      : capacity_(capacity), expert_bytes_(expert_bytes), T_(transfer_s), chunk_s_(chunk_s) {}
+
+  bool contains(ExpertId id) const override { return entries_.count(id) > 0; }
+  bool prefetch(ExpertId id, int priority) override {
+    if (contains(id) || entries_.size() >= capacity_) return false;
+    add(id, priority, true);
+    ++prefetches;
+    return true;
+  }
+  bool evict(ExpertId id) override {
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.pins > 0) return false;
+    cancel(jobs_[it->second.job]);
+    entries_.erase(it);
+    return true;
+  }
+  std::vector<ExpertId> evictable() const override {
+    std::vector<ExpertId> out;
+    for (const auto& [id, e] : entries_)
+      if (e.pins == 0) out.push_back(id);
+    return out;  // std::map: sorted, as the ExpertStore returns them
+  }
+  std::uint64_t budget_bytes() const override { return capacity_ * expert_bytes_; }
+  std::uint64_t used_bytes() const override { return entries_.size() * expert_bytes_; }
+  std::uint64_t expert_bytes() const override { return expert_bytes_; }
+
+  // Moves simulated time to t: transfers the link could start by then start.
+  void set_now(double t) {
+    while (link_free_ <= t && !queue_.empty()) run_next();
+    now_ = t;
+  }
+  // Demand load: raises a queued transfer to demand priority, or makes room (resident victims first,
+  // then unpinned transfers) and queues one. False when every slot is pinned.
+  bool request(ExpertId id, EvictionAdvisor& advisor) {
+    auto it = entries_.find(id);
+    if (it != entries_.end()) {
+      Job& j = jobs_[it->second.job];
+      if (j.state == State::kQueued) j.priority = kPriorityDemand;
+      return true;
+    }
+    while (entries_.size() >= capacity_) {
+      std::vector<ExpertId> done, moving;
+      for (const auto& [eid, e] : entries_)
+        if (e.pins == 0) (done_by(jobs_[e.job], now_) ? done : moving).push_back(eid);
+      if (done.empty() && moving.empty()) return false;
+      auto& pool = done.empty() ? moving : done;
+      const ExpertId victim = advisor.choose_victim(pool, id);
+      FERRY_CHECK(std::find(pool.begin(), pool.end(), victim) != pool.end(), "policy chose a victim outside the candidates");
+      evict(victim);
+    }
+    add(id, kPriorityDemand, false);
+    ++loads;
+    return true;
+  }
+  // When the expert's bytes are in place (runs the link as far as needed).
+  double ready_s(ExpertId id) {
+    const std::size_t j = entries_.at(id).job;
+    while (jobs_[j].state == State::kQueued) run_next();
+    return jobs_[j].end_s;
+  }
+  void pin(ExpertId id) { ++entries_.at(id).pins; }
+  void unpin(ExpertId id) { --entries_.at(id).pins; }
+  // True the first time a prefetched expert is used.
+  bool take_prefetched(ExpertId id) {
+    auto& e = entries_.at(id);
+    const bool was = e.unused_prefetch;
+    e.unused_prefetch = false;
+    return was;
+  }
+  // Everything queued is in place at time 0 and not counted (the start-up fill of static placements).
+  void complete_all_at_zero() {
+    for (std::size_t j : queue_) jobs_[j].state = State::kStarted, jobs_[j].start_s = jobs_[j].end_s = 0;
+    queue_.clear();
+    for (auto& [id, e] : entries_) e.unused_prefetch = false;
+    prefetches = 0;
+  }
+
+  std::uint64_t prefetches = 0, loads = 0, cancelled = 0, bytes_moved = 0;
+  double busy_s = 0;
+
+ private:
+  enum class State { kQueued, kStarted, kCancelled };
+  struct Job {
+    ExpertId id;
+    int priority = 0;
+    std::uint64_t seq = 0;
+    double submit_s = 0, start_s = 0, end_s = 0;
+    State state = State::kQueued;
+  };
+  struct Entry {
+    int pins = 0;
+    std::size_t job = 0;
+    bool unused_prefetch = false;
+  };
+  static bool done_by(const Job& j, double t) { return j.state == State::kStarted && j.end_s <= t; }
+
+  void add(ExpertId id, int priority, bool prefetched) {
+    jobs_.push_back(Job{id, priority, jobs_.size(), now_, 0, 0, State::kQueued});
+    queue_.push_back(jobs_.size() - 1);
+    entries_[id] = Entry{0, jobs_.size() - 1, prefetched};
+  }
+  void run_next() {
+    auto best = std::min_element(queue_.begin(), queue_.end(), [&](std::size_t a, std::size_t b) {
+      return jobs_[a].priority != jobs_[b].priority ? jobs_[a].priority < jobs_[b].priority : jobs_[a].seq < jobs_[b].seq;
+    });
+    Job& j = jobs_[*best];
+    queue_.erase(best);
+    j.state = State::kStarted;
+    j.start_s = std::max(link_free_, j.submit_s);
+    j.end_s = j.start_s + T_;
+    link_free_ = j.end_s;
+    busy_s += T_;
+    bytes_moved += expert_bytes_;
+  }
+  // Queued: dropped. Running: stops at the next chunk boundary; the link is free from there.
+  void cancel(Job& j) {
+    if (j.state == State::kQueued) {
+      queue_.erase(std::find(queue_.begin(), queue_.end(), static_cast<std::size_t>(&j - jobs_.data())));
+      j.state = State::kCancelled;
+      ++cancelled;
+    } else if (j.state == State::kStarted && j.end_s > now_) {
+      const double into = std::max(0.0, now_ - j.start_s);
+      const double stop = std::min(j.end_s, j.start_s + std::ceil(into / chunk_s_) * chunk_s_);
+      const double undone = (j.end_s - stop) / T_;
+      bytes_moved -= static_cast<std::uint64_t>(undone * expert_bytes_);
+      busy_s -= j.end_s - stop;
+      if (link_free_ == j.end_s) link_free_ = stop;
+      j.end_s = stop;
+      j.state = State::kCancelled;
+      ++cancelled;
+    }
+  }
+
+  std::uint64_t capacity_, expert_bytes_;
+  double T_, chunk_s_;
+  double now_ = 0, link_free_ = 0;
+  std::vector<Job> jobs_;
+  std::vector<std::size_t> queue_;
+  std::map<ExpertId, Entry> entries_;
+};
+
+}  // namespace
+
+SimResult simulate(const FutureRouting& routing, Policy& policy, const TimeModel& time, const SimOptions& options) {
+  const ModelShape& shape = time.shape();
+  FERRY_REQUIRE(routing.num_layers == shape.layers, "the trace has ", routing.num_layers, " layers, model shape '",
+                shape.name, "' ", shape.layers);
+  FERRY_REQUIRE(routing.num_experts <= shape.experts, "the trace routes to ", routing.num_experts,
+                " experts per layer, model shape '", shape.name, "' has ", shape.experts);
+  FERRY_REQUIRE(options.capacity_experts >= 1, "the device holds no expert (capacity 0)");
+  const double T = time.transfer_s();
+  const std::uint64_t expert_bytes = static_cast<std::uint64_t>(shape.expert_bytes());
+  SimCache cache(options.capacity_experts, expert_bytes, T,
+                 std::max(1e-9, T * static_cast<double>(options.chunk_bytes) / shape.expert_bytes()));
+  policy.attach(PolicyContext{&cache, nullptr, shape.layers, shape.experts, shape.top_k, time.cost_model(options.batch)});
+  if (options.warm_start) cache.complete_all_at_zero();
+
+  SimResult r;
+  r.policy = policy.name();
+  r.batch = options.batch;
+  r.capacity_experts = options.capacity_experts;
+  const double dense_s = time.device_layer_s(options.batch);
+  double device_free = 0, host_free = 0, device_compute = 0;
+  std::vector<Placement> placement;
+  std::vector<char> hit;
+  std::vector<ExpertId> pinned, missing;
+  struct Run {
+    double ready;
+    int tokens;
+  };
+  std::vector<Run> runs;
+  for (const auto& step : routing.steps) {
+    for (int l = 0; l < shape.layers; ++l) {
+      const LayerRoute& lr = step[l];
+      device_free += dense_s;
+      device_compute += dense_s;
+      const double start = device_free;
+      cache.set_now(start);
+      RouteInfo route{l, lr.experts, lr.tokens, nullptr, options.batch, 0};
+      placement.assign(lr.experts.size(), Placement::kDevice);
+      policy.on_route(route, placement);
+      pinned.clear();
+      missing.clear();
+      hit.assign(lr.experts.size(), 0);
+      double host_s = 0;
+      for (std::size_t i = 0; i < lr.experts.size(); ++i) {
+        ++r.accesses;
+        const ExpertId id{l, lr.experts[i]};
+        if (placement[i] == Placement::kHost) {
+          ++r.host_execs;
+          r.needed += !cache.contains(id);
+          host_s += time.host_expert_s(lr.tokens[i]);
+          continue;
+        }
+        hit[i] = cache.contains(id);
+        if (hit[i]) {
+          ++r.hits;
+          cache.pin(id);
+          pinned.push_back(id);
+          if (cache.take_prefetched(id)) ++r.prefetches_used, ++r.needed;
+        } else {
+          missing.push_back(id);
+        }
+      }
+      for (std::size_t i = 0; i < lr.experts.size(); ++i)
+        if (placement[i] == Placement::kDevice) policy.on_access({l, lr.experts[i]}, hit[i]);
+      for (ExpertId id : missing) {
+        ++r.needed;
+        if (cache.request(id, policy)) {
+          cache.take_prefetched(id);
+          cache.pin(id);
+          pinned.push_back(id);
+        } else {  // every slot pinned by this layer: the expert runs on the host
+          ++r.host_execs;
+          host_s += time.host_expert_s(route.tokens_per_expert[std::lower_bound(lr.experts.begin(), lr.experts.end(),
+                                                                                id.expert) - lr.experts.begin()]);
+        }
+      }
+      policy.on_dispatched(route);
+      // Device: experts in the order their bytes arrive; host: in parallel, one expert after another.
+      runs.clear();
+      for (ExpertId id : pinned) {
+        const auto at = std::lower_bound(lr.experts.begin(), lr.experts.end(), id.expert) - lr.experts.begin();
+        runs.push_back({cache.ready_s(id), lr.tokens[at]});
+      }
+      std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.ready < b.ready; });
+      double dev = start;
+      for (const Run& run : runs) {
+        if (run.ready > dev) r.io_wait_s += run.ready - dev, dev = run.ready;
+        const double c = time.device_expert_s(run.tokens);
+        dev += c;
+        device_compute += c;
+      }
+      host_free = std::max(host_free, start) + host_s;
+      device_free = std::max(dev, host_s > 0 ? host_free : dev);
+      cache.set_now(device_free);  // the layer is done: what the policy drops now has arrived
+      for (ExpertId id : pinned) cache.unpin(id);
+      policy.on_layer_done(l);
+    }
+    device_free += time.step_s(options.batch);
+    policy.on_step_done();
+  }
+  r.steps = routing.steps.size();
+  r.tokens = r.steps * options.batch;
+  r.time_s = device_free;
+  r.loads = cache.loads;
+  r.prefetches = cache.prefetches;
+  r.cancelled = cache.cancelled;
+  r.bytes_moved = cache.bytes_moved;
+  r.link_busy_s = cache.busy_s;
+  r.device_layer_compute_s = r.steps ? device_compute / (r.steps * shape.layers) : 0;
+  if (auto* ps = dynamic_cast<PreScopePolicy*>(&policy); ps && ps->timing().plans)
+    r.planner_s_per_plan = ps->timing().solve_s / ps->timing().plans;
+  return r;
+}
+
+}  // namespace ferry::moe

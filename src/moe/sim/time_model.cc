@@ -1,0 +1,155 @@
+#include "moe/sim/time_model.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace ferry::moe {
+namespace fs = std::filesystem;
+
+std::vector<HardwareProfile> load_hardware_profiles(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) FERRY_THROW(IoError, "cannot read hardware profiles '", path, "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    FERRY_THROW(FormatError, "hardware profiles '", path, "': invalid JSON (", e.what(), ")");
+  }
+  if (!j.is_object() || !j.contains("profiles") || !j["profiles"].is_object())
+    FERRY_THROW(FormatError, "hardware profiles '", path, "': expected an object with \"profiles\"");
+  std::vector<HardwareProfile> out;
+  for (const auto& [name, p] : j["profiles"].items()) {
+    auto num = [&](const char* key, bool required = true, double dflt = 0) -> double {
+      if (!p.contains(key)) {
+        if (required) FERRY_THROW(FormatError, "hardware profiles '", path, "': profile '", name, "' lacks \"", key, "\"");
+        return dflt;
+      }
+      if (!p[key].is_number() || p[key].get<double>() < 0)
+        FERRY_THROW(FormatError, "hardware profiles '", path, "': ", name, ".", key, " must be a non-negative number");
+      return p[key].get<double>();
+    };
+    HardwareProfile h;
+    h.name = name;
+    h.description = p.value("description", "");
+    if (!p.contains("device_mem") || !p["device_mem"].is_string())
+      FERRY_THROW(FormatError, "hardware profiles '", path, "': profile '", name, "' lacks \"device_mem\" (e.g. \"40GiB\")");
+    h.device_mem_bytes = parse_bytes(p["device_mem"].get<std::string>());
+    h.hbm_Bps = num("hbm_GBps") * 1e9;
+    h.hbm_efficiency = num("hbm_efficiency", false, 0.8);
+    h.tensor_flops = num("tensor_TFLOPS") * 1e12;
+    h.tensor_efficiency = num("tensor_efficiency", false, 0.6);
+    h.launch_s = num("launch_us", false, 0) * 1e-6;
+    h.link_Bps = num("link_GBps") * 1e9;
+    h.link_latency_s = num("link_latency_us", false, 0) * 1e-6;
+    h.host_Bps = num("host_GBps") * 1e9;
+    h.host_flops = num("host_TFLOPS") * 1e12;
+    if (h.hbm_Bps <= 0 || h.tensor_flops <= 0 || h.link_Bps <= 0 || h.host_Bps <= 0 || h.host_flops <= 0 ||
+        h.hbm_efficiency <= 0 || h.tensor_efficiency <= 0)
+      FERRY_THROW(FormatError, "hardware profiles '", path, "': profile '", name, "' has a zero bandwidth or FLOP rate");
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::string find_hardware_profiles() {
+  std::vector<fs::path> roots;
+  if (const char* src = std::getenv("FERRY_SOURCE_DIR")) roots.emplace_back(src);
+  std::error_code ec;
+  for (fs::path p = fs::current_path(ec); !p.empty(); p = p.parent_path()) {
+    roots.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (const auto& r : roots) {
+    fs::path cand = r / "src" / "moe" / "sim" / "profiles.json";
+    if (fs::is_regular_file(cand, ec)) return cand.string();
+  }
+  return "";
+}
+
+const HardwareProfile& find_profile(const std::vector<HardwareProfile>& profiles, const std::string& name) {
+  std::string known;
+  for (const auto& p : profiles) {
+    if (p.name == name) return p;
+    known += (known.empty() ? "" : ", ") + p.name;
+  }
+  FERRY_THROW(InvalidArgument, "unknown hardware profile '", name, "' (known: ", known, ")");
+}
+
+namespace {
+std::vector<ModelShape> shapes() {
+  // From the models' config.json on the Hugging Face hub.
+  ModelShape mixtral{"mixtral-8x7b", 32, 8, 2, 4096, 14336, 32, 8, 128, 32000, 2};
+  ModelShape granite{"granite-3.0-1b-a400m", 24, 32, 8, 1024, 512, 16, 8, 64, 49155, 2};
+  return {mixtral, granite};
+}
+}  // namespace
+
+ModelShape model_shape(const std::string& name) {
+  for (const auto& s : shapes())
+    if (s.name == name) return s;
+  std::string known;
+  for (const auto& s : shapes()) known += (known.empty() ? "" : ", ") + s.name;
+  FERRY_THROW(InvalidArgument, "unknown model shape '", name, "' (known: ", known, ")");
+}
+
+std::vector<std::string> model_shape_names() {
+  std::vector<std::string> out;
+  for (const auto& s : shapes()) out.push_back(s.name);
+  return out;
+}
+
+TimeModel::TimeModel(HardwareProfile hw, ModelShape shape, int context_tokens)
+    : hw_(std::move(hw)), shape_(std::move(shape)), context_tokens_(context_tokens) {
+  FERRY_REQUIRE(context_tokens_ >= 1, "context of ", context_tokens_, " tokens: expected at least 1");
+}
+
+double TimeModel::kernel_s(double bytes, double flops) const {
+  return std::max(bytes / (hw_.hbm_Bps * hw_.hbm_efficiency), flops / (hw_.tensor_flops * hw_.tensor_efficiency));
+}
+
+double TimeModel::device_expert_s(int tokens) const {
+  return hw_.launch_s + kernel_s(shape_.expert_bytes(), 2.0 * shape_.expert_params() * std::max(1, tokens));
+}
+
+double TimeModel::device_layer_s(int batch) const {
+  const double dense = shape_.dense_layer_params();
+  const double kv = static_cast<double>(batch) * context_tokens_ * shape_.kv_bytes_per_token_layer();
+  return hw_.launch_s + kernel_s(dense * shape_.bytes_per_param, 2.0 * dense * batch) +
+         kv / (hw_.hbm_Bps * hw_.hbm_efficiency);
+}
+
+double TimeModel::step_s(int batch) const {
+  const double head = static_cast<double>(shape_.vocab) * shape_.hidden;
+  return kernel_s(head * shape_.bytes_per_param, 2.0 * head * batch);
+}
+
+double TimeModel::transfer_s() const { return hw_.link_latency_s + shape_.expert_bytes() / hw_.link_Bps; }
+
+double TimeModel::host_token_s() const {
+  return std::max(shape_.expert_bytes() / hw_.host_Bps, 2.0 * shape_.expert_params() / hw_.host_flops);
+}
+
+double TimeModel::expert_budget_bytes(std::uint64_t device_mem_bytes, int batch) const {
+  const double kv = static_cast<double>(batch) * context_tokens_ * shape_.layers * shape_.kv_bytes_per_token_layer();
+  return static_cast<double>(device_mem_bytes) - shape_.non_expert_bytes() - kv;
+}
+
+CostModel TimeModel::cost_model(int batch) const {
+  const int routed = batch * shape_.top_k;
+  const int active = std::min(shape_.experts, routed);
+  CostModel c;
+  c.transfer_s = transfer_s();
+  c.device_expert_s = device_expert_s((routed + active - 1) / std::max(1, active));
+  c.host_token_s = host_token_s();
+  c.device_layer_s = device_layer_s(batch);
+  return c;
+}
+
+}  // namespace ferry::moe

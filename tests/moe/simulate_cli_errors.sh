@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Bad input to `ferry moe simulate` gives exactly one clear line on stderr and exit code 2.
+set -u
+ferry="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# A two-token Mixtral-shaped trace (32 layers), so that the checks do not need the shared data.
+for tok in 0 1; do
+  for l in $(seq 0 31); do
+    echo "{\"problem_id\": 0, \"layer\": $l, \"token_idx\": $tok, \"experts\": [$((l % 8)), $(((l + 3) % 8))], \"gating_probs\": [0.6, 0.4]}"
+  done
+done >"$tmp/trace.jsonl"
+failures=0
+expect_error() {
+  local want="$1"; shift
+  "$ferry" moe simulate --out "$tmp/out" "$@" >/dev/null 2>"$tmp/err"
+  local rc=$? lines
+  lines=$(grep -c . "$tmp/err")
+  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$want" "$tmp/err"; then
+    echo "FAIL: ferry moe simulate $* -> rc=$rc, $lines lines, wanted '$want':"; cat "$tmp/err"
+    failures=$((failures + 1))
+  else
+    echo "ok: $* -> $(cat "$tmp/err")"
+  fi
+}
+t="$tmp/trace.jsonl"
+expect_error "unknown hardware profile 'h100'" --trace "$t" --profile h100
+expect_error "unknown model shape 'gpt'" --trace "$t" --model-shape gpt
+expect_error "unknown policy 'magic'" --trace "$t" --policies lru,magic
+expect_error "invalid --batch 0" --trace "$t" --batch 1,0
+expect_error "less than one mixtral-8x7b expert" --trace "$t" --device-mem 3GiB
+expect_error "does not fit model shape 'granite-3.0-1b-a400m'" --trace "$t" --model-shape granite-3.0-1b-a400m
+expect_error "$tmp/none.jsonl" --trace "$tmp/none.jsonl"
+# And a good run writes its three outputs.
+"$ferry" moe simulate --trace "$t" --batch 1,2 --policies lru,prescope,oracle --out "$tmp/good" >/dev/null 2>&1 \
+  && [ -s "$tmp/good/simulate.csv" ] && [ -s "$tmp/good/simulate.md" ] || { echo "FAIL: good run"; failures=$((failures + 1)); }
+exit $failures
