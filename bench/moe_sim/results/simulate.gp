@@ -1,0 +1,94 @@
+set terminal pngcairo size 1120,440 noenhanced
+set output '/work/main/bench/moe_sim/results/simulate.png'
+set multiplot layout 1,2
+set logscale x 2
+set logscale y
+set xlabel 'batch'
+set ylabel 'decode tokens/s (simulated)'
+set key top left font ',9'
+set grid
+set title 'v100-pcie3'
+plot '-' using 1:2 with linespoints title 'ondemand', '-' using 1:2 with linespoints title 'lru', '-' using 1:2 with linespoints title 'static-hot', '-' using 1:2 with linespoints title 'next-gate', '-' using 1:2 with linespoints title 'fiddler', '-' using 1:2 with linespoints title 'moe-infinity', '-' using 1:2 with linespoints title 'prescope', '-' using 1:2 with linespoints title 'oracle'
+1 0.526356
+4 0.781431
+16 2.17612
+64 8.4946
+e
+1 0.633767
+4 0.781431
+16 2.17612
+64 8.4946
+e
+1 6.47945
+4 6.75914
+16 6.65217
+64 6.25436
+e
+1 0.633767
+4 0.781431
+16 2.17612
+64 8.4946
+e
+1 6.47945
+4 6.75914
+16 6.53991
+64 9.33074
+e
+1 0.441114
+4 0.874419
+16 2.4544
+64 9.17799
+e
+1 6.47945
+4 6.75914
+16 9.52885
+64 11.3305
+e
+1 7.51672
+4 8.17578
+16 9.98839
+64 11.5319
+e
+set title 'a100-pcie4'
+plot '-' using 1:2 with linespoints title 'ondemand', '-' using 1:2 with linespoints title 'lru', '-' using 1:2 with linespoints title 'static-hot', '-' using 1:2 with linespoints title 'next-gate', '-' using 1:2 with linespoints title 'fiddler', '-' using 1:2 with linespoints title 'moe-infinity', '-' using 1:2 with linespoints title 'prescope', '-' using 1:2 with linespoints title 'oracle'
+1 1.05045
+4 1.56127
+16 4.34859
+64 16.9736
+e
+1 1.26435
+4 1.56127
+16 4.34859
+64 16.9736
+e
+1 9.77457
+4 10.1476
+16 9.98098
+64 9.38269
+e
+1 1.26435
+4 1.56127
+16 4.34859
+64 16.9736
+e
+1 9.77457
+4 10.1476
+16 10.0865
+64 17.7528
+e
+1 0.881341
+4 1.74805
+16 4.907
+64 18.3492
+e
+1 9.77457
+4 10.3614
+16 16.2253
+64 21.3346
+e
+1 12.0686
+4 12.4945
+16 16.5976
+64 21.6817
+e
+unset multiplot
