@@ -37,8 +37,7 @@ struct FitPredictorFlags {
   LlaporFitOptions o;
 };
 
-// Uniform scores: the random baseline (ties broken by expert id, so its hits are those of a fixed
-// guess; k / E is the expectation of a random one and is reported instead).
+// One predictor's scores: pooled per lookahead and per source layer.
 nlohmann::json score_json(const PredictorScore& s) {
   nlohmann::json layers = nlohmann::json::array();
   for (int l = 0; l + 1 < s.num_layers; ++l) {
@@ -68,6 +67,7 @@ int run_fit_predictor(FitPredictorFlags& f) {
   const std::string mode = o.mode == "auto" ? (t.has_hidden() ? "hidden" : "history") : o.mode;
   o.share_layers = f.share == "on" || (f.share == "auto" && mode == "history");
   const auto split = llapor_split(t, o);
+  FERRY_REQUIRE(f.model.empty() || t.has_hidden(), "--model (next-gate baseline) needs a trace with hidden states");
   std::printf("trace %s: %zu tokens, %d layers, %d experts (top-%d), %s; mode %s, lookahead %d; train sequences %zu, "
               "test %zu\n",
               f.trace.c_str(), t.trace.tokens.size(), t.trace.num_layers, t.trace.num_experts, t.trace.top_k,
@@ -102,7 +102,6 @@ int run_fit_predictor(FitPredictorFlags& f) {
   DenseWeights dw;
   RouterView rv;
   if (!f.model.empty()) {
-    FERRY_REQUIRE(t.has_hidden(), "--model (next-gate baseline) needs a trace with hidden states");
     ck = Checkpoint::open(f.model);
     dw = load_dense_weights(*ck);
     const auto& c = dw.config;
