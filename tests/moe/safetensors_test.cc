@@ -162,5 +162,23 @@ TEST(Checkpoint, ConfigErrorsAreClear) {
   EXPECT_THROW(Checkpoint::open(dir / "absent"), IoError);
 }
 
+// Found by UBSan while writing the fuzz seeds: an empty F32 tensor made the dtype conversion
+// call memcpy with a null buffer (undefined even for 0 bytes).
+TEST(Safetensors, EmptyTensorRoundTrip) {
+  TempDir dir;
+  const float one = 2.0f;
+  SafetensorsWriter w;
+  w.add_f32("empty", DType::kF32, {0, 3}, nullptr);
+  w.add_f32("one", DType::kF32, {1}, &one);
+  w.write(dir / "e.safetensors");
+  auto f = SafetensorsFile::open(dir / "e.safetensors");
+  EXPECT_EQ(f.at("empty").numel(), 0);
+  EXPECT_EQ(f.at("empty").nbytes(), 0u);
+  float back = 0;
+  convert_to_f32(DType::kF32, f.data(f.at("one")), &back, 1);
+  EXPECT_EQ(back, 2.0f);
+  convert_to_f32(DType::kF32, nullptr, nullptr, 0);  // nothing to convert: no access at all
+}
+
 }  // namespace
 }  // namespace ferry::moe
