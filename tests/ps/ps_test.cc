@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -60,7 +62,31 @@ struct PsSetup {
   int workers;
   int servers;
   ServerMode mode;
+  bool compressed_pulls = false;
 };
+
+// A lossy pull codec for the tests: values rounded to multiples of 1/64, sent as int16, with
+// error feedback per (key, worker) as ServerOptions::pull_encoder requires.
+constexpr float kPullStep = 1.0f / 64;
+PullEncoder rounding_pull_encoder() {
+  auto residual = std::make_shared<std::map<std::pair<int, int>, std::vector<float>>>();
+  return [residual](int key, int worker, std::span<const float> change, std::vector<std::byte>& payload) {
+    auto& r = (*residual)[{key, worker}];
+    r.resize(change.size(), 0.0f);
+    payload.resize(change.size() * sizeof(std::int16_t));
+    auto* q = reinterpret_cast<std::int16_t*>(payload.data());
+    for (std::size_t i = 0; i < change.size(); ++i) {
+      const float v = change[i] + r[i];
+      q[i] = static_cast<std::int16_t>(std::lround(v / kPullStep));
+      r[i] = v - q[i] * kPullStep;
+    }
+  };
+}
+void rounding_pull_decode(int, std::span<const std::byte> payload, std::span<float> acc) {
+  ASSERT_EQ(payload.size(), acc.size() * sizeof(std::int16_t));
+  const auto* q = reinterpret_cast<const std::int16_t*>(payload.data());
+  for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += q[i] * kPullStep;
+}
 
 // Runs `steps` rounds of push/pull through the servers and returns worker 0's final weights.
 std::vector<float> run_ps(PsSetup s, const std::vector<std::size_t>& sizes, int steps, SgdOptions sgd) {
@@ -72,11 +98,13 @@ std::vector<float> run_ps(PsSetup s, const std::vector<std::size_t>& sizes, int 
       o.mode = s.mode;
       o.num_workers = s.workers;
       o.sgd = sgd;
+      if (s.compressed_pulls) o.pull_encoder = rounding_pull_encoder();
       KVServer server(&c, &layout, c.rank() - s.workers, o);
       server.run();
       return;
     }
     KVWorker kv(&c, &layout, s.workers);
+    if (s.compressed_pulls) kv.compress_pulls(rounding_pull_decode);
     std::vector<float> w(layout.total_elements());
     for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.001f * i;
     if (c.rank() == 0) kv.init(w);
@@ -118,6 +146,32 @@ TEST(KVServer, SyncEqualsSgdOnTheMeanGradientBitForBit) {
       ref.step(w, g);
     }
     for (std::size_t i = 0; i < w.size(); ++i) ASSERT_EQ(got[i], w[i]) << "element " << i << ", " << s.workers << " workers";
+  }
+}
+
+// Gradients here do not depend on the weights, so the servers' weights are the same with and
+// without compressed pulls; a worker's replica then differs from them by the encoder's residual,
+// at most half a rounding step, while the first pull (fp32) is exact.
+TEST(KVServer, CompressedPullsKeepTheReplicaWithinTheResidual) {
+  std::vector<std::size_t> sizes = {5, 17, 33, 2};
+  SgdOptions sgd{0.05f, 0.9f, 1e-3f, 1.0f};
+  for (ServerMode mode : {ServerMode::kSync, ServerMode::kAsync}) {
+    auto exact = run_ps({3, 2, mode}, sizes, 0, sgd);
+    auto exact_first = run_ps({3, 2, mode, true}, sizes, 0, sgd);
+    EXPECT_EQ(exact, exact_first) << "the first pull is fp32";
+    if (mode == ServerMode::kAsync) continue;  // async interleavings make the weights differ
+    auto plain = run_ps({3, 2, mode}, sizes, 6, sgd);
+    auto coded = run_ps({3, 2, mode, true}, sizes, 6, sgd);
+    ASSERT_EQ(plain.size(), coded.size());
+    float worst = 0;
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+      worst = std::max(worst, std::abs(plain[i] - coded[i]));
+      // On the grid the replica walks in: the initial weights plus multiples of the step.
+      const float steps = (coded[i] - 0.001f * i) / kPullStep;
+      EXPECT_NEAR(steps, std::round(steps), 1e-3) << "element " << i;
+    }
+    EXPECT_GT(worst, 0.0f) << "rounding changed nothing: the codec was not used";
+    EXPECT_LE(worst, kPullStep / 2 + 1e-6f);
   }
 }
 

@@ -42,6 +42,7 @@ struct RunConfig {
   int workers = 4;
   int servers = 0;
   std::string codec = "none";
+  std::string pull_codec = "";
   int steps = 20;
   float lr = 0.05f;
   float momentum = 0.9f;
@@ -49,24 +50,31 @@ struct RunConfig {
 
 struct RunResult {
   std::vector<float> weights;              // worker 0's final weights
+  std::vector<float> weights1;             // worker 1's final weights (when there are two)
   std::vector<std::uint64_t> step_bytes;   // per worker: bytes sent between setup and finish
+  std::vector<std::uint64_t> step_recv;    // per worker: bytes received between setup and finish
   double test_acc = 0;                     // worker 0's model on the synthetic test set
 };
 
 RunResult run(const RunConfig& cfg) {
   RunResult result;
   result.step_bytes.assign(cfg.workers, 0);
-  std::vector<std::uint64_t> after_setup(cfg.workers, 0);
+  result.step_recv.assign(cfg.workers, 0);
+  std::vector<std::uint64_t> after_setup(cfg.workers, 0), recv_after_setup(cfg.workers, 0);
   std::mutex mu;
   StrategyOptions so{cfg.topology, WorldLayout{cfg.workers, cfg.servers}, ps::SgdOptions{cfg.lr, cfg.momentum, 0.0f, 1.0f},
-                     cfg.codec};
+                     cfg.codec, cfg.pull_codec};
   testing::run_strategy_locally(
       cfg.algo, so, train_data(), kBatch, cfg.steps,
       [&](comm::Communicator& c, int step, FlatParams& params, Strategy&, Model& model) {
-        const std::uint64_t sent = c.counters().bytes_sent;
+        const std::uint64_t sent = c.counters().bytes_sent, recv = c.counters().bytes_recv;
         std::lock_guard lock(mu);
-        if (step == testing::kAfterSetup) after_setup[c.rank()] = sent;
-        if (step == cfg.steps - 1) result.step_bytes[c.rank()] = sent - after_setup[c.rank()];
+        if (step == testing::kAfterSetup) after_setup[c.rank()] = sent, recv_after_setup[c.rank()] = recv;
+        if (step == cfg.steps - 1) {
+          result.step_bytes[c.rank()] = sent - after_setup[c.rank()];
+          result.step_recv[c.rank()] = recv - recv_after_setup[c.rank()];
+        }
+        if (step == testing::kAfterFinish && c.rank() == 1) result.weights1.assign(params.weights().begin(), params.weights().end());
         if (step == testing::kAfterFinish && c.rank() == 0) {
           result.weights.assign(params.weights().begin(), params.weights().end());
           result.test_acc = evaluate(model, test_data()).accuracy;
@@ -113,9 +121,8 @@ TEST(CompressedSsgd, IdentityCodecIsTheUncompressedPath) {
     // (payloads, headers, allgather + decode_add, server decoder) with a lossless codec.
     auto none = run(RunConfig{.topology = topology, .servers = servers, .codec = "none"});
     auto coded = run(RunConfig{.topology = topology, .servers = servers, .codec = "none:ef=1"});
-    // (A server sums the pushes in arrival order, so PS runs differ from each other in the last bit.)
-    EXPECT_LE(max_abs_diff(plain.weights, none.weights), topology == Topology::kAllreduce ? 0.0 : 1e-5)
-        << topology_name(topology);
+    // (A server sums a round in worker order, so PS runs are bit-reproducible too.)
+    EXPECT_EQ(max_abs_diff(plain.weights, none.weights), 0.0) << topology_name(topology);
     EXPECT_EQ(plain.step_bytes, none.step_bytes) << topology_name(topology);
     EXPECT_LT(max_abs_diff(plain.weights, coded.weights), 1e-5) << topology_name(topology);
   }
@@ -158,6 +165,64 @@ TEST(CompressedSsgd, WireBytesArePackedTwoBitCodes) {
   // A ring allreduce sends 2(N−1)/N of 4n bytes; the allgather of 2-bit codes (N−1)·n/4.
   double ar_ratio = double(ar.step_bytes[0]) / ar_plain.step_bytes[0];
   EXPECT_NEAR(ar_ratio, kWorkers / 32.0, 0.01);
+}
+
+// --compress-pull: the server sends each worker the 2-bit coded change of a key since that
+// worker's previous pull; workers decode into replicas.
+TEST(CompressedPulls, RepliesArePackedAndWorkersStayIdentical) {
+  constexpr int kSteps = 5;
+  const auto numels = mlp_numels();
+  RunConfig cfg{.topology = Topology::kParameterServer, .servers = 1, .steps = kSteps};
+  auto plain = run(cfg);
+  cfg.pull_codec = pull_codec_spec(kTwobit);
+  auto coded = run(cfg);
+  // One reply per key and step: fp32, or a 4-byte format tag and the 2-bit payload.
+  std::uint64_t fp32_step = 0, twobit_step = 0;
+  for (auto n : numels) fp32_step += 4 * n, twobit_step += 4 + twobit_bytes(n);
+  for (int w = 0; w < 4; ++w) {
+    EXPECT_EQ(plain.step_recv[w], kSteps * fp32_step) << "worker " << w;
+    EXPECT_EQ(coded.step_recv[w], kSteps * twobit_step) << "worker " << w;
+    EXPECT_EQ(plain.step_bytes[w], coded.step_bytes[w]) << "pushes stay fp32, worker " << w;
+  }
+  // Every worker decodes the same replies into the same replica.
+  ASSERT_FALSE(coded.weights1.empty());
+  EXPECT_EQ(max_abs_diff(coded.weights, coded.weights1), 0.0);
+  // Lossy but tracking: 2-bit pulls change the weights, by less than what training moved them.
+  const double moved = max_abs_diff(plain.weights, initial_weights());
+  const double error = max_abs_diff(plain.weights, coded.weights);
+  EXPECT_GT(error, 0.0);
+  EXPECT_LT(error, moved);
+}
+
+TEST(CompressedPulls, Fp16PullsFollowFp32Pulls) {
+  // fp16 with error feedback: a worker's replica is the server's weights up to fp16 rounding of
+  // the last change, so the run follows fp32 pulls closely.
+  RunConfig cfg{.topology = Topology::kParameterServer, .servers = 2};
+  auto plain = run(cfg);
+  cfg.pull_codec = pull_codec_spec("fp16");
+  auto coded = run(cfg);
+  EXPECT_LT(max_abs_diff(plain.weights, coded.weights), 1e-3);
+}
+
+TEST(CompressedPulls, BadCombinationsAreClearErrors) {
+  TrainOptions o;
+  o.pull_codec = "fp16";
+  o.topology = "allreduce";
+  EXPECT_THROW(
+      {
+        try {
+          validate(o);
+        } catch (const InvalidArgument& e) {
+          EXPECT_NE(std::string(e.what()).find("--compress-pull needs the parameter-server topology"), std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      InvalidArgument);
+  for (const char* spec : {"powersgd", "dgc", "none", "nosuch"}) {
+    EXPECT_THROW(pull_codec_spec(spec), InvalidArgument) << spec;
+  }
+  EXPECT_EQ(pull_codec_spec("topk:ratio=0.1"), compress::canonical_codec_spec("topk:ratio=0.1,ef=1"));
 }
 
 TEST(CompressedSsgd, EveryElementwiseCodecAgreesAcrossTopologies) {

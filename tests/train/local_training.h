@@ -50,7 +50,8 @@ inline void run_strategy_locally(const std::string& algo, const StrategyOptions&
     if (world.is_server(c->rank())) {
       std::vector<std::size_t> numels;
       for (const auto& p : model->parameters()) numels.push_back(p.numel());
-      run_parameter_server(*c, world, numels, info.server_mode, so.sgd, so.codec, shapes_of(model->parameters()));
+      run_parameter_server(*c, world, numels, info.server_mode, so.sgd, so.codec, shapes_of(model->parameters()),
+                           so.pull_codec);
       return;
     }
     DataLoader loader(data, DataLoaderOptions{batch, world.num_workers, c->rank(), 5, true});
