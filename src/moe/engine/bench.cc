@@ -16,6 +16,7 @@
 #include "moe/model/corpus.h"
 #include "moe/model/reference_model.h"
 #include "moe/model/tokenizer.h"
+#include "moe/predict/predictor_registry.h"
 
 namespace ferry::moe {
 
@@ -89,6 +90,18 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
       for (const auto& policy : o.policies) {
         EngineOptions eo;
         eo.policy = policy;
+        std::string label = policy;
+        if (auto colon = policy.find(':'); colon != std::string::npos) {  // prescope:PREDICTOR
+          const std::string spec = policy.substr(colon + 1);
+          eo.policy = policy.substr(0, colon);
+          FERRY_REQUIRE(eo.policy == "prescope" && !spec.empty(), "invalid --policies entry '", policy,
+                        "': only prescope takes a predictor (prescope:PREDICTOR)");
+          label = eo.policy + "+" + spec.substr(0, spec.find(':'));
+          eo.policy_options.predictor = [spec](const PolicyContext& ctx) {
+            register_builtin_predictors();
+            return make_predictor(spec, PredictorContext{ctx.routers, ctx.num_layers, ctx.num_experts, ctx.top_k});
+          };
+        }
         eo.device_mem = budget;
         eo.link = o.link;
         eo.compute = o.compute;
@@ -100,7 +113,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         auto g = generate(*eng, prompts, so);
         auto s = eng->stats();
         BenchRow r;
-        r.policy = policy;
+        r.policy = label;
         r.batch = batch;
         r.budget = budget;
         r.tokens_per_s = g.tokens_per_s();
@@ -114,6 +127,9 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         r.host_execs = s.host_execs;
         r.expert_accesses = s.expert_accesses;
         r.prefetch_accuracy = s.store.prefetches ? static_cast<double>(s.store.prefetches_used) / s.store.prefetches : 0;
+        const double generated = static_cast<double>(batch) * o.new_tokens;
+        r.predictor_us_per_token = s.predictor_s / generated * 1e6;
+        r.scheduler_us_per_token = std::max(0.0, s.policy_s - s.predictor_s) / generated * 1e6;
         rows.push_back(r);
         if (progress) progress(r, static_cast<int>(rows.size()), total);
       }
@@ -123,14 +139,16 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
 
 std::string bench_markdown(const std::vector<BenchRow>& rows) {
   std::ostringstream s;
-  s << "| budget | batch | policy | tokens/s | TPOT ms | TTFT ms | hit rate | moved MiB | io_wait | host execs | peak / budget MiB |\n"
-    << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  s << "| budget | batch | policy | tokens/s | TPOT ms | TTFT ms | hit rate | moved MiB | io_wait | host execs | "
+       "peak / budget MiB | predictor us/tok | scheduler us/tok |\n"
+    << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   char buf[512];
   for (const auto& r : rows) {
-    std::snprintf(buf, sizeof buf, "| %s | %d | %s | %.1f | %.2f | %.1f | %.3f | %.1f | %.2f | %llu | %.2f / %.2f |\n",
+    std::snprintf(buf, sizeof buf, "| %s | %d | %s | %.1f | %.2f | %.1f | %.3f | %.1f | %.2f | %llu | %.2f / %.2f | %.1f | %.1f |\n",
                   r.budget.c_str(), r.batch, r.policy.c_str(), r.tokens_per_s, r.tpot_ms, r.ttft_ms, r.hit_rate,
                   r.bytes_moved / 1048576.0, r.io_wait_fraction, static_cast<unsigned long long>(r.host_execs),
-                  r.device_mem_peak_bytes / 1048576.0, r.device_mem_budget_bytes / 1048576.0);
+                  r.device_mem_peak_bytes / 1048576.0, r.device_mem_budget_bytes / 1048576.0, r.predictor_us_per_token,
+                  r.scheduler_us_per_token);
     s << buf;
   }
   return s.str();
@@ -143,12 +161,14 @@ void write_bench_outputs(const std::vector<BenchRow>& rows, const std::string& o
     std::ofstream csv(dir / "bench.csv");
     if (!csv) FERRY_THROW(IoError, "cannot write '", (dir / "bench.csv").string(), "'");
     csv << "policy,batch,budget,tokens_per_s,tpot_ms,ttft_ms,hit_rate,bytes_moved,io_wait_fraction,"
-           "device_mem_peak_bytes,device_mem_budget_bytes,host_execs,expert_accesses,prefetch_accuracy\n";
+           "device_mem_peak_bytes,device_mem_budget_bytes,host_execs,expert_accesses,prefetch_accuracy,"
+           "predictor_us_per_token,scheduler_us_per_token\n";
     for (const auto& r : rows)
       csv << r.policy << ',' << r.batch << ',' << r.budget << ',' << r.tokens_per_s << ',' << r.tpot_ms << ','
           << r.ttft_ms << ',' << r.hit_rate << ',' << r.bytes_moved << ',' << r.io_wait_fraction << ','
           << r.device_mem_peak_bytes << ',' << r.device_mem_budget_bytes << ',' << r.host_execs << ','
-          << r.expert_accesses << ',' << r.prefetch_accuracy << '\n';
+          << r.expert_accesses << ',' << r.prefetch_accuracy << ',' << r.predictor_us_per_token << ','
+          << r.scheduler_us_per_token << '\n';
   }
   {
     std::ofstream md(dir / "bench.md");

@@ -14,6 +14,8 @@ namespace ferry::moe {
 
 struct BenchOptions {
   std::string model_dir;                     // checkpoint directory
+  // Policy names; "prescope:PREDICTOR" gives prescope that predictor (a make_predictor() spec such
+  // as llapor:DIR), reported as "prescope+NAME".
   std::vector<std::string> policies = {"ondemand", "lru", "static-hot", "next-gate", "fiddler"};
   std::vector<int> batches = {1, 4, 16};     // sequences decoded together
   std::vector<std::string> budgets = {"25%", "50%"};  // --device-mem values
@@ -37,6 +39,11 @@ struct BenchRow {
   std::uint64_t device_mem_peak_bytes = 0, device_mem_budget_bytes = 0;
   std::uint64_t host_execs = 0, expert_accesses = 0;
   double prefetch_accuracy = 0;  // prefetched experts later used / prefetches
+  // Overhead per generated token (batch x new tokens; the prompt's share included), steady clock:
+  // the predictor the policy was given, and the rest of the policy's time (placement, planning,
+  // prefetch and victim choices). Policies that build their own predictor (next-gate) count it
+  // as scheduler time.
+  double predictor_us_per_token = 0, scheduler_us_per_token = 0;
 };
 
 // Called after each run with its row and (done, total).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <sstream>
 
 #include <torch/torch.h>
@@ -56,6 +57,53 @@ torch::Tensor swiglu(const torch::Tensor& x, const torch::Tensor& w1, const torc
   return torch::matmul(torch::silu(torch::matmul(x, w1.t())) * torch::matmul(x, w3.t()), w2.t());
 }
 
+// Accumulates steady-clock time into *total while alive.
+class ScopedTimer {
+ public:
+  explicit ScopedTimer(double* total) : total_(total), t0_(now_s()) {}
+  ~ScopedTimer() { *total_ += now_s() - t0_; }
+  ScopedTimer(const ScopedTimer&) = delete;
+  ScopedTimer& operator=(const ScopedTimer&) = delete;
+
+ private:
+  double* total_;
+  double t0_;
+};
+
+// The predictor a policy was given, timed (the engine's per-token overhead report).
+class TimedPredictor : public Predictor {
+ public:
+  TimedPredictor(std::unique_ptr<Predictor> inner, double* total) : inner_(std::move(inner)), total_(total) {}
+  std::string name() const override { return inner_->name(); }
+  void predict(const PredictInput& in, int lookahead, std::vector<std::vector<float>>& out) override {
+    ScopedTimer t(total_);
+    inner_->predict(in, lookahead, out);
+  }
+  void observe(int layer, std::span<const int> experts, std::span<const float> weights) override {
+    ScopedTimer t(total_);
+    inner_->observe(layer, experts, weights);
+  }
+  void reset_sequence() override { inner_->reset_sequence(); }
+
+ private:
+  std::unique_ptr<Predictor> inner_;
+  double* total_;
+};
+
+// The policy's victim choices, timed (they run inside the store's demand loads).
+class TimedAdvisor : public EvictionAdvisor {
+ public:
+  TimedAdvisor(EvictionAdvisor* inner, double* total) : inner_(inner), total_(total) {}
+  ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId incoming) override {
+    ScopedTimer t(total_);
+    return inner_->choose_victim(candidates, incoming);
+  }
+
+ private:
+  EvictionAdvisor* inner_;
+  double* total_;
+};
+
 // Tokens routed to one expert in one layer.
 struct ExpertWork {
   int expert = 0;
@@ -81,6 +129,8 @@ struct MoeEngine::Impl {
   std::int64_t pos = 0, batch = 0;
   EngineStats stats;
   RouteObserver observer;
+  std::unique_ptr<TimedAdvisor> advisor;
+  std::vector<const TraceToken*> forced;  // routing replay: the trace's decode tokens, in order
 
   void attention(int l, torch::Tensor& x, std::int64_t B, std::int64_t T);
   torch::Tensor moe(int l, const torch::Tensor& x);
@@ -100,9 +150,41 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   Impl& m = *eng->impl_;
   m.options = options;
   m.profile = parse_compute_profile(options.compute);
-  m.policy = make_policy(options.policy, options.policy_options);  // early: a bad name fails before loading
+  // The predictor the policy is given (prescope; next-gate on the model's routers unless the caller
+  // chose one) is timed into stats.predictor_s. Policies that do not take one ignore the factory.
+  PolicyOptions po = options.policy_options;
+  {
+    auto inner = po.predictor;
+    double* total = &m.stats.predictor_s;
+    po.predictor = [inner, total](const PolicyContext& ctx) -> std::unique_ptr<Predictor> {
+      std::unique_ptr<Predictor> p = inner ? inner(ctx) : (ctx.routers ? make_next_gate_predictor(ctx.routers) : nullptr);
+      if (!p) return nullptr;
+      return std::make_unique<TimedPredictor>(std::move(p), total);
+    };
+  }
+  m.policy = make_policy(options.policy, po);  // early: a bad name fails before loading
   m.ck = Checkpoint::open(model_dir);
   const MoeConfig& c = m.ck->config();
+  if (const RoutingTrace* t = options.forced_routing) {
+    FERRY_REQUIRE(t->num_layers == c.num_layers && t->num_experts <= c.num_experts && t->top_k == c.top_k,
+                  "routing trace '", t->path, "' (", t->num_layers, " layers, ", t->num_experts, " experts, top-",
+                  t->top_k, ") does not match the model (", c.num_layers, " layers, ", c.num_experts, " experts, top-",
+                  c.top_k, ")");
+    for (const auto& tok : t->tokens) {
+      if (tok.prefill) continue;
+      FERRY_REQUIRE(static_cast<int>(tok.experts.size()) == c.num_layers, "routing trace '", t->path,
+                    "': a token without every layer");
+      for (const auto& ex : tok.experts) {
+        FERRY_REQUIRE(static_cast<int>(ex.size()) == c.top_k, "routing trace '", t->path, "': a token routed to ",
+                      ex.size(), " experts, expected ", c.top_k);
+        for (std::size_t k = 0; k < ex.size(); ++k)
+          FERRY_REQUIRE(ex[k] >= 0 && ex[k] < c.num_experts && std::find(ex.begin(), ex.begin() + k, ex[k]) == ex.begin() + k,
+                        "routing trace '", t->path, "': expert ", ex[k], " out of range or repeated in a token");
+      }
+      m.forced.push_back(&tok);
+    }
+    FERRY_REQUIRE(!m.forced.empty(), "routing trace '", t->path, "' has no decode tokens");
+  }
   m.w = load_dense_weights(*m.ck);
   m.pool = HostPool::load(*m.ck);
   const std::uint64_t eb = m.pool->layout().bytes();
@@ -136,7 +218,8 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   auto link = make_link(spec, LinkSource{m.pool.get(), m.ck.get()});
   m.cost.transfer_s = link->estimate_s(eb);
   m.store = std::make_unique<ExpertStore>(m.pool.get(), std::move(link), ExpertStoreOptions{m.budget});
-  m.store->set_advisor(m.policy.get());
+  m.advisor = std::make_unique<TimedAdvisor>(m.policy.get(), &m.stats.policy_s);
+  m.store->set_advisor(m.advisor.get());
 
   m.routers.num_layers = c.num_layers;
   m.routers.num_experts = c.num_experts;
@@ -154,6 +237,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
     m.store->preload(all);
   }
   m.policy->attach(PolicyContext{m.store.get(), &m.routers, c.num_layers, c.num_experts, c.top_k, m.cost});
+  m.stats.policy_s = m.stats.predictor_s = 0;  // set-up is not per-token work
 
   const std::int64_t D = c.head_dim;
   auto inv_freq = 1.0 / torch::pow(c.rope_theta, torch::arange(0, D, 2, torch::kFloat64) / static_cast<double>(D));
@@ -189,7 +273,7 @@ EngineStats MoeEngine::stats() const {
 
 void MoeEngine::reset_stats() {
   auto counts = impl_->stats.expert_counts;
-  impl_->stats = EngineStats{};
+  impl_->stats = EngineStats{};  // keeps its address: the timed predictor and advisor add into it
   impl_->stats.expert_counts.assign(counts.size(), 0);
   impl_->stats.budget_bytes = impl_->budget;
   impl_->store->reset_stats();
@@ -288,6 +372,22 @@ torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
   if (c.norm_topk_prob) topw = topw / topw.sum(-1, true);
   topw = topw.contiguous();
   topi = topi.contiguous();
+  if (!forced.empty()) {  // routing replay: sequence j at position p takes stream token (floor(j N / B) + p) mod N
+    const std::size_t Ntr = forced.size();
+    const std::int64_t T = N / batch;
+    auto* pi = topi.data_ptr<std::int64_t>();
+    auto* pw = topw.data_ptr<float>();
+    for (std::int64_t t = 0; t < N; ++t) {
+      const std::int64_t j = t / T, p = pos + t % T;
+      const TraceToken& tok = *forced[(static_cast<std::size_t>(j) * Ntr / static_cast<std::size_t>(batch) +
+                                       static_cast<std::size_t>(p)) % Ntr];
+      const bool has_w = l < static_cast<int>(tok.weights.size()) && tok.weights[l].size() == tok.experts[l].size();
+      for (int k = 0; k < c.top_k; ++k) {
+        pi[t * c.top_k + k] = tok.experts[l][k];
+        pw[t * c.top_k + k] = has_w ? tok.weights[l][k] : 1.f / static_cast<float>(c.top_k);
+      }
+    }
+  }
   const auto* ti = topi.data_ptr<std::int64_t>();
   const auto* tw = topw.data_ptr<float>();
   if (observer) observer(l, static_cast<int>(N), c.top_k, ti, tw, m.data_ptr<float>(), c.hidden_size);
@@ -316,7 +416,10 @@ torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
   auto xc = x.contiguous();
   RouteInfo route{l, experts, counts, xc.data_ptr<float>(), static_cast<int>(N), c.hidden_size};
   std::vector<Placement> placement(work.size(), Placement::kDevice);
-  policy->on_route(route, placement);
+  {
+    ScopedTimer t(&stats.policy_s);
+    policy->on_route(route, placement);
+  }
 
   // Dispatch: pin what is there, queue demand loads for the rest (in expert order).
   enum class State { kHost, kResident, kLoading, kDeferred };
@@ -336,8 +439,11 @@ torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
       state[i] = State::kResident;
     }
   }
-  for (std::size_t i = 0; i < work.size(); ++i)
-    if (placement[i] == Placement::kDevice) policy->on_access({l, work[i].expert}, hit[i]);
+  {
+    ScopedTimer t(&stats.policy_s);
+    for (std::size_t i = 0; i < work.size(); ++i)
+      if (placement[i] == Placement::kDevice) policy->on_access({l, work[i].expert}, hit[i]);
+  }
   for (std::size_t i = 0; i < work.size(); ++i) {
     if (placement[i] != Placement::kDevice || state[i] == State::kResident) continue;
     ExpertId id{l, work[i].expert};
@@ -348,7 +454,10 @@ torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
       state[i] = State::kDeferred;
     }
   }
-  policy->on_dispatched(route);
+  {
+    ScopedTimer t(&stats.policy_s);
+    policy->on_dispatched(route);
+  }
 
   // Compute: bytes already in place first, host experts while transfers run, then in load order.
   auto out = torch::zeros_like(m);
@@ -395,7 +504,10 @@ torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
     if (lw.sgate.defined()) s = s * torch::sigmoid(torch::matmul(m, lw.sgate.t()));
     out = out + s;
   }
-  policy->on_layer_done(l);
+  {
+    ScopedTimer t(&stats.policy_s);
+    policy->on_layer_done(l);
+  }
   return out;
 }
 
@@ -430,7 +542,10 @@ std::vector<float> MoeEngine::forward(const TokenBatch& tokens, bool all_positio
   m.pos += T;
   auto h = rms_norm(all_positions ? x : x.slice(1, T - 1, T), m.w.final_norm, c.rms_norm_eps);
   auto logits = torch::matmul(h, m.w.lm_head.t()).contiguous();
-  m.policy->on_step_done();
+  {
+    ScopedTimer t(&m.stats.policy_s);
+    m.policy->on_step_done();
+  }
   ++m.stats.forwards;
   m.stats.tokens += static_cast<std::uint64_t>(B * T);
   m.stats.forward_s += now_s() - t_start;

@@ -12,6 +12,7 @@
 
 #include "moe/model/language_model.h"
 #include "moe/sched/policy.h"
+#include "moe/sched/routing_trace.h"
 #include "moe/store/expert_store.h"
 
 namespace ferry::moe {
@@ -40,6 +41,13 @@ struct EngineOptions {
   std::string compute = "none";    // see parse_compute_profile()
   std::uint64_t chunk_bytes = 1u << 20;  // transfer chunk (cancellation granularity)
   bool preload = false;            // fill the device budget before the first step (all-resident runs)
+  // Routing replay (tests: the engine against the simulator): when set, each layer's top-k is the
+  // trace's instead of the router's. Sequence j of a batch of B walks the trace's decode tokens from
+  // token floor(j N / B), cyclically, one per position (as form_batches() forms batches), so decode
+  // steps after reset() see exactly the routing the simulator sees for the same batch. Weights
+  // come from the trace (1/top_k when it has none). The trace must match the model's layers,
+  // experts and top_k; it outlives the engine.
+  const RoutingTrace* forced_routing = nullptr;
 };
 
 struct EngineStats {
@@ -51,6 +59,8 @@ struct EngineStats {
   double forward_s = 0;               // wall time inside forward()
   double host_compute_s = 0;          // time in host expert calls (padded)
   double device_compute_s = 0;        // time in device expert calls (padded)
+  double policy_s = 0;                // steady-clock time in the policy: its callbacks and victim choices
+  double predictor_s = 0;             // ... of which in the predictor the policy was given (prescope)
   StoreStats store;                   // bytes moved, peak, io_wait ...
   std::uint64_t budget_bytes = 0;
   std::vector<std::uint64_t> expert_counts;  // routing counts [layer * E + e] (calibration for static policies)
