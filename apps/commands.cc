@@ -17,7 +17,7 @@ const std::vector<Command>& commands() {
       {"train", "distributed data-parallel training (S-SGD, ASGD, ...) over MPI", run_train},
       {"compare", "run several training algorithms under one setting; csv, table and plots", run_compare},
       {"units", "parse and print a quantity (bandwidth, duration, size)", run_units},
-      {"moe", "MoE inference with expert offloading: make-tiny, pretrain, generate, bench, trace, demo", run_moe},
+      {"moe", "MoE inference with expert offloading: make-tiny, pretrain, generate, bench, trace, demo, simulate, fit-predictor", run_moe},
   };
   return kCommands;
 }
