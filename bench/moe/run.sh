@@ -4,7 +4,7 @@
 # by bench/moe_predict/run.sh when runs/moe-predict/tiny-hidden exists) at batch 1, 4, 16 and
 # budgets 25% and 50% with the Mixtral/A100 transfer:compute ratio, reporting per policy the
 # predictor and scheduler time per generated token; plus the engine's own cost against the
-# reference forward.
+# reference forward. Copies bench.csv, bench.md, overhead.json and bench.png to bench/moe/results.
 #   bench/moe/run.sh [ferry binary] [output dir]      (TOKENS=32 for a shorter run; default 64)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,5 +23,9 @@ fi
 "$FERRY" moe bench --model "$MODEL" --policies "$POLICIES" \
   --batch 1,4,16 --device-mem 25%,50% --tokens "$TOKENS" --prompt-tokens 32 \
   --link mixtral-a100 --compute a100 --out "$OUT" --overhead
+RES=bench/moe/results  # the table and plot of bench/RESULTS.md
+mkdir -p "$RES"
+cp "$OUT/bench.csv" "$OUT/bench.md" "$OUT/overhead.json" "$RES/"
+if [ -f "$OUT/bench.png" ]; then cp "$OUT/bench.png" "$RES/"; fi
 "$FERRY" moe generate --model "$MODEL" --prompt "def parse_args(" --policy next-gate --device-mem 25% \
   --link mixtral-a100 --compute a100 --tokens 200 --temperature 0.7 --top-k 20
