@@ -38,6 +38,7 @@ struct WorkerStats {
   double bytes_sent = 0;
   double steps = 0;
   double bad_steps = 0;  // iterations whose gradient was not finite (skipped)
+  double bytes_recv = 0;
 };
 
 bool all_finite(std::span<const float> values) {
@@ -248,7 +249,8 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
   if (progress) progress->finish();
 
   WorkerStats mine{train_s, strategy->comm_wait_s(), static_cast<double>(comm->counters().bytes_sent),
-                   static_cast<double>(it - start_it), static_cast<double>(bad_steps)};
+                   static_cast<double>(it - start_it), static_cast<double>(bad_steps),
+                   static_cast<double>(comm->counters().bytes_recv)};
   if (rank != 0) {
     raw_comm.send(0, kTagStats, std::as_bytes(std::span(&mine, 1)));
     return {};
@@ -261,12 +263,13 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
     std::memcpy(&s, m.data.data(), sizeof s);
     all.push_back(s);
   }
-  double max_train = 0, wait_frac = 0, bytes = 0, all_bad = 0;
+  double max_train = 0, wait_frac = 0, bytes = 0, bytes_recv = 0, all_bad = 0;
   for (const auto& s : all) {
     all_bad += s.bad_steps;
     max_train = std::max(max_train, s.train_s);
     wait_frac += s.comm_wait_s / std::max(s.train_s, 1e-9) / all.size();
     bytes += s.bytes_sent / all.size();
+    bytes_recv += s.bytes_recv / all.size();
   }
   EvalResult final_eval = evaluate(*model, test_set);
   nlohmann::json summary = {
@@ -295,6 +298,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
       {"final_train_loss", loss_ema},
       {"wall_s", max_train},
       {"bytes_sent_per_worker", bytes},
+      {"bytes_recv_per_worker", bytes_recv},
       {"comm_wait_fraction", wait_frac},
   };
   if (!o.out_dir.empty()) write_json_file(o.out_dir + "/summary.json", summary);
