@@ -14,6 +14,7 @@
 #include "moe/model/checkpoint.h"
 #include "moe/model/reference_model.h"
 #include "moe/sched/lru_policy.h"
+#include "engine_test_util.h"
 #include "moe_test_util.h"
 
 namespace ferry::moe {
@@ -129,35 +130,9 @@ class WrongPrefetchPolicy : public LruPolicy {
   std::vector<std::vector<int>> predicted_;  // [layer] experts predicted for it since it last ran
 };
 
-TokenBatch random_tokens(int batch, int len, std::uint64_t seed) {
-  std::mt19937 rng(static_cast<std::uint32_t>(seed));
-  TokenBatch t(batch, std::vector<std::int32_t>(len));
-  for (auto& row : t)
-    for (auto& v : row) v = static_cast<std::int32_t>(rng() % 256);
-  return t;
-}
-
-// Prompt, then one token per step; the largest difference from `expect` ([B][T][V]).
+using testing::random_tokens;
 double max_diff_vs(MoeEngine& eng, const TokenBatch& seqs, const std::vector<float>& expect) {
-  const int B = static_cast<int>(seqs.size()), T = static_cast<int>(seqs[0].size());
-  const int V = eng.config().vocab_size;
-  eng.reset();
-  TokenBatch prompt(B);
-  for (int b = 0; b < B; ++b) prompt[b].assign(seqs[b].begin(), seqs[b].begin() + kPrompt);
-  double worst = 0;
-  auto got = eng.forward(prompt, true);
-  for (int b = 0; b < B; ++b)
-    for (int t = 0; t < kPrompt; ++t)
-      for (int v = 0; v < V; ++v)
-        worst = std::max<double>(worst, std::abs(got[(b * kPrompt + t) * V + v] - expect[(b * T + t) * V + v]));
-  for (int t = kPrompt; t < T; ++t) {
-    TokenBatch step(B);
-    for (int b = 0; b < B; ++b) step[b] = {seqs[b][t]};
-    auto g = eng.forward(step);
-    for (int b = 0; b < B; ++b)
-      for (int v = 0; v < V; ++v) worst = std::max<double>(worst, std::abs(g[b * V + v] - expect[(b * T + t) * V + v]));
-  }
-  return worst;
+  return testing::max_diff_vs(eng, seqs, expect, kPrompt);
 }
 
 TEST(MoeReliability, AlwaysWrongPredictorKeepsBudgetAndLogits) {

@@ -1,0 +1,47 @@
+// Shared by the engine tests: random token batches, and running the engine over them against
+// the reference forward's logits.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "moe/engine/engine.h"
+
+namespace ferry::moe::testing {
+
+inline TokenBatch random_tokens(int batch, int len, std::uint64_t seed) {
+  std::mt19937 rng(static_cast<std::uint32_t>(seed));
+  TokenBatch t(batch, std::vector<std::int32_t>(len));
+  for (auto& row : t)
+    for (auto& v : row) v = static_cast<std::int32_t>(rng() % 256);
+  return t;
+}
+
+// Runs the engine over `seqs` (the first `prompt` tokens as one prompt, then one token per step)
+// and compares with `expect` ([B][T][V]); returns the largest absolute difference.
+inline double max_diff_vs(MoeEngine& eng, const TokenBatch& seqs, const std::vector<float>& expect, int prompt) {
+  const int B = static_cast<int>(seqs.size()), T = static_cast<int>(seqs[0].size());
+  const int V = eng.config().vocab_size;
+  eng.reset();
+  TokenBatch first(B);
+  for (int b = 0; b < B; ++b) first[b].assign(seqs[b].begin(), seqs[b].begin() + prompt);
+  double worst = 0;
+  auto got = eng.forward(first, true);
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < prompt; ++t)
+      for (int v = 0; v < V; ++v)
+        worst = std::max<double>(worst, std::abs(got[(b * prompt + t) * V + v] - expect[(b * T + t) * V + v]));
+  for (int t = prompt; t < T; ++t) {
+    TokenBatch step(B);
+    for (int b = 0; b < B; ++b) step[b] = {seqs[b][t]};
+    auto g = eng.forward(step);
+    for (int b = 0; b < B; ++b)
+      for (int v = 0; v < V; ++v) worst = std::max<double>(worst, std::abs(g[b * V + v] - expect[(b * T + t) * V + v]));
+  }
+  return worst;
+}
+
+}  // namespace ferry::moe::testing
