@@ -143,7 +143,7 @@ StateReader StateReader::parse(std::span<const std::byte> bytes, const std::stri
   std::size_t pos = sizeof kMagic;
   auto take = [&](void* out, std::size_t n) {
     if (pos + n > body_end) bad("corrupt (record past the end)");
-    std::memcpy(out, bytes.data() + pos, n);
+    if (n > 0) std::memcpy(out, bytes.data() + pos, n);  // an empty record may have no buffer
     pos += n;
   };
   for (std::uint64_t i = 0; i < count; ++i) {
