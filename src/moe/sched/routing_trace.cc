@@ -1,8 +1,6 @@
 #include "moe/sched/routing_trace.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <type_traits>
@@ -10,11 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/paths.h"
 
 namespace ferry::moe {
 namespace {
 
-namespace fs = std::filesystem;
 
 std::ifstream open_or_throw(const std::string& path) {
   std::ifstream in(path);
@@ -276,19 +274,6 @@ RoutingTrace read_routing_trace(const std::string& path) {
   FERRY_THROW(FormatError, "trace '", path, "': unknown format (expected Mixtral JSONL, granite JSON or layer-0 JSONL)");
 }
 
-std::string find_shared_traces_dir() {
-  std::vector<fs::path> roots;
-  if (const char* src = std::getenv("FERRY_SOURCE_DIR")) roots.emplace_back(src);
-  std::error_code ec;
-  for (fs::path p = fs::current_path(ec); !p.empty(); p = p.parent_path()) {
-    roots.push_back(p);
-    if (p == p.parent_path()) break;
-  }
-  for (const auto& r : roots) {
-    fs::path cand = r / ".." / "shared" / "data" / "moe-traces";
-    if (fs::is_directory(cand, ec)) return fs::weakly_canonical(cand, ec).string();
-  }
-  return "";
-}
+std::string find_shared_traces_dir() { return find_upward("../shared/data/moe-traces", true); }
 
 }  // namespace ferry::moe

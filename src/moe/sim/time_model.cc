@@ -1,17 +1,15 @@
 #include "moe/sim/time_model.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/paths.h"
 #include "core/units.h"
 
 namespace ferry::moe {
-namespace fs = std::filesystem;
 
 std::vector<HardwareProfile> load_hardware_profiles(const std::string& path) {
   std::ifstream in(path);
@@ -58,20 +56,7 @@ std::vector<HardwareProfile> load_hardware_profiles(const std::string& path) {
   return out;
 }
 
-std::string find_hardware_profiles() {
-  std::vector<fs::path> roots;
-  if (const char* src = std::getenv("FERRY_SOURCE_DIR")) roots.emplace_back(src);
-  std::error_code ec;
-  for (fs::path p = fs::current_path(ec); !p.empty(); p = p.parent_path()) {
-    roots.push_back(p);
-    if (p == p.parent_path()) break;
-  }
-  for (const auto& r : roots) {
-    fs::path cand = r / "src" / "moe" / "sim" / "profiles.json";
-    if (fs::is_regular_file(cand, ec)) return cand.string();
-  }
-  return "";
-}
+std::string find_hardware_profiles() { return find_upward("src/moe/sim/profiles.json", false); }
 
 const HardwareProfile& find_profile(const std::vector<HardwareProfile>& profiles, const std::string& name) {
   std::string known;
