@@ -64,7 +64,7 @@ inline std::uint32_t quantize16_sse2(const float* g, float* r, float t) {
 #endif
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define FERRY_TWOBIT_AVX2 1
+#define FERRY_TWOBIT_X86_DISPATCH 1
 // The same with AVX2 (8 lanes), compiled for AVX2 only in this function and chosen at run time
 // when the CPU has it: at 1M elements (cache-resident) SSE2 is compute-bound.
 __attribute__((target("avx2"))) void quantize_blocks_avx2(const float* g, float* r, float t,
@@ -93,6 +93,41 @@ __attribute__((target("avx2"))) void quantize_blocks_avx2(const float* g, float*
 
 bool cpu_has_avx2() {
   static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+// Bit j of m moves to bit 4(j/4) + 3 - j%4: MXNet puts value 0 of each byte in its top bits.
+inline std::uint32_t reverse_nibbles16(std::uint32_t m) {
+  m = ((m & 0x5555u) << 1) | ((m >> 1) & 0x5555u);
+  return ((m & 0x3333u) << 2) | ((m >> 2) & 0x3333u);
+}
+
+// AVX-512 (16 lanes): the compares give 16-bit masks directly (no movemask), the residual is
+// two masked subtracts, and the word is built by scattering the masks into the code bits with
+// pdep (BMI2): the high bit of a code is "sent" (>= t or <= -t), the low bit "positive".
+// Same arithmetic as the SSE2/AVX2 paths, so codes and residuals are bit-identical.
+__attribute__((target("avx512f,avx512bw,bmi2"))) void quantize_blocks_avx512(
+    const float* g, float* r, float t, std::size_t blocks, std::byte* words) {
+  const __m512 tv = _mm512_set1_ps(t);
+  const __m512 ntv = _mm512_set1_ps(-t);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t off = 16 * b;
+    const __m512 v = _mm512_add_ps(_mm512_loadu_ps(r + off), _mm512_loadu_ps(g + off));
+    const __mmask16 pm = _mm512_cmp_ps_mask(v, tv, _CMP_GE_OQ);
+    const __mmask16 nm = _mm512_cmp_ps_mask(v, ntv, _CMP_LE_OQ);
+    __m512 res = _mm512_mask_sub_ps(v, pm, v, tv);
+    res = _mm512_mask_sub_ps(res, nm, v, ntv);
+    _mm512_storeu_ps(r + off, res);
+    const std::uint32_t p = reverse_nibbles16(pm);
+    const std::uint32_t s = reverse_nibbles16(static_cast<std::uint32_t>(pm | nm));
+    store_le<std::uint32_t>(words + 4 * b,
+                            _pdep_u32(p, 0x55555555u) | _pdep_u32(s, 0xaaaaaaaau));
+  }
+}
+
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("bmi2");
   return has;
 }
 #endif
@@ -127,8 +162,11 @@ void TwobitCodec::encode(std::span<const float> grad, std::vector<std::byte>& ou
   float* r = residual_.data();
   const std::size_t full = n / 16;
   std::size_t b = 0;
-#if defined(FERRY_TWOBIT_AVX2)
-  if (cpu_has_avx2()) {
+#if defined(FERRY_TWOBIT_X86_DISPATCH)
+  if (cpu_has_avx512()) {
+    quantize_blocks_avx512(g, r, t, full, words);
+    b = full;
+  } else if (cpu_has_avx2()) {
     quantize_blocks_avx2(g, r, t, full, words);
     b = full;
   }

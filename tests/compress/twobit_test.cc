@@ -1,7 +1,10 @@
 // twobit against a transcription of MXNet's quantize_2bit / dequantize_2bit kernels.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <iterator>
+#include <limits>
 
 #include "compress/twobit_codec.h"
 #include "compress/wire_format.h"
@@ -90,6 +93,31 @@ TEST(Twobit, BitForBitWithMxnetSmallSizes) {
 }
 
 TEST(Twobit, BitForBitWithMxnetLarge) { check_against_mxnet(1000003, 0.25f, 3); }
+
+// Values on the decision boundaries and IEEE specials, spread over whole 16-value blocks so the
+// vector paths (SSE2 / AVX2 / AVX-512, whichever this CPU runs) see them in every lane.
+TEST(Twobit, BitForBitWithMxnetSpecialValues) {
+  const float t = 0.5f;
+  const float specials[] = {t, -t, std::nextafter(t, 0.0f), -std::nextafter(t, 0.0f), 0.0f, -0.0f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::denorm_min(), 1e30f, -1e30f, 0.25f};
+  const std::size_t n = 16 * 37 + 5;
+  TwobitCodec c({.threshold = t}, testing::info_1d(n));
+  std::vector<float> ref_residual(n, 0.0f);
+  std::vector<std::uint32_t> ref_words;
+  std::vector<std::byte> payload;
+  for (int s = 0; s < 6; ++s) {
+    std::vector<float> g(n);
+    for (std::size_t i = 0; i < n; ++i) g[i] = specials[(i * 7 + s * 3) % std::size(specials)];
+    c.encode(g, payload);
+    mxnet_quantize(ref_words, g, ref_residual, -t, t);
+    ASSERT_EQ(std::memcmp(payload.data() + kHeaderBytes, ref_words.data(), 4 * ref_words.size()), 0)
+        << "step " << s;
+    ASSERT_EQ(std::memcmp(c.residual().data(), ref_residual.data(), 4 * n), 0) << "step " << s;
+  }
+}
 
 TEST(Twobit, HeaderCarriesThresholdAndSizeFormula) {
   for (std::size_t n : testing::edge_sizes()) {
