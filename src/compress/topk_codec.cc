@@ -25,8 +25,6 @@ std::size_t TopkCodec::encoded_size_bytes() const { return sparse_size_bytes(k_)
 
 void TopkCodec::encode(std::span<const float> grad, std::vector<std::byte>& out) {
   check_numel(grad.size(), "gradient");
-  selector_.reset();
-  selector_.count(grad);
   selector_.select(grad, k_, idx_);
   write_sparse(out, CodecId::kTopk, grad.size(), idx_, grad.data());
 }
@@ -35,18 +33,9 @@ void TopkCodec::encode_with_feedback(std::span<const float> grad, std::span<floa
                                      std::vector<std::byte>& out, std::vector<float>&) {
   check_numel(grad.size(), "gradient");
   check_numel(residual.size(), "residual");
-  const std::size_t n = grad.size();
-  const float* g = grad.data();
   float* e = residual.data();
-  selector_.reset();
-  constexpr std::size_t kChunk = 4096;  // 16 KiB: still in L1 when the histogram reads it
-  for (std::size_t lo = 0; lo < n; lo += kChunk) {
-    const std::size_t hi = std::min(n, lo + kChunk);
-    for (std::size_t i = lo; i < hi; ++i) e[i] += g[i];
-    selector_.count(residual.subspan(lo, hi - lo));
-  }
-  selector_.select(residual, k_, idx_);
-  write_sparse(out, CodecId::kTopk, n, idx_, e);
+  selector_.add_and_select(grad, residual, k_, idx_);  // e += g fused into the selection pass
+  write_sparse(out, CodecId::kTopk, grad.size(), idx_, e);
   for (std::uint32_t i : idx_) e[i] = 0.0f;  // e - decode(payload): sent values are exact
 }
 

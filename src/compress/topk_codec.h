@@ -5,7 +5,7 @@
 
 #include "compress/codec.h"
 #include "compress/codec_spec.h"
-#include "compress/topk_select.h"
+#include "compress/topk_sampled_select.h"
 
 namespace ferry::compress {
 
@@ -18,7 +18,8 @@ TopkOptions parse_topk_options(SpecReader& spec);
 // Descent", EMNLP 2017; with memory: Stich, Cordonnier, Jaggi, "Sparsified SGD with Memory",
 // NeurIPS 2018):  C(x)_i = x_i if |x_i| is among the k largest |x_j|, else 0.
 // Used with error feedback by default (spec ef=1): e += g; send top_k(e); e -= sent, so the
-// sent entries of e become exactly zero. Selection: TopkSelector (exact, O(n)).
+// sent entries of e become exactly zero. Selection: SampledTopkSelector (exact; one pass
+// with a sampled threshold, TopkSelector's two-pass radix select as its fallback).
 // Wire: sparse_payload.h, size 16 + 8k bytes.
 class TopkCodec final : public Codec {
  public:
@@ -29,7 +30,7 @@ class TopkCodec final : public Codec {
   void decode(std::span<const std::byte> payload, std::span<float> out) const override;
   void decode_add(std::span<const std::byte> payload, std::span<float> acc) const override;
   std::size_t encoded_size_bytes() const override;
-  // Fused: (e += g, histogram) in one pass over cache-sized chunks, select, zero sent entries.
+  // Fused: e += g and candidate collection in one pass, select, zero sent entries.
   void encode_with_feedback(std::span<const float> grad, std::span<float> residual,
                             std::vector<std::byte>& out, std::vector<float>& scratch) override;
 
@@ -38,7 +39,7 @@ class TopkCodec final : public Codec {
  private:
   TopkOptions options_;
   std::size_t k_;
-  TopkSelector selector_;
+  SampledTopkSelector selector_;
   std::vector<std::uint32_t> idx_;
 };
 
