@@ -101,6 +101,10 @@ inline std::uint32_t reverse_nibbles16(std::uint32_t m) {
   m = ((m & 0x5555u) << 1) | ((m >> 1) & 0x5555u);
   return ((m & 0x3333u) << 2) | ((m >> 2) & 0x3333u);
 }
+inline std::uint32_t reverse_nibbles32(std::uint32_t m) {
+  m = ((m & 0x55555555u) << 1) | ((m >> 1) & 0x55555555u);
+  return ((m & 0x33333333u) << 2) | ((m >> 2) & 0x33333333u);
+}
 
 // AVX-512 (16 lanes): the compares give 16-bit masks directly (no movemask), the residual is
 // two masked subtracts, and the word is built by scattering the masks into the code bits with
@@ -110,7 +114,25 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) void quantize_blocks_avx512(
     const float* g, float* r, float t, std::size_t blocks, std::byte* words) {
   const __m512 tv = _mm512_set1_ps(t);
   const __m512 ntv = _mm512_set1_ps(-t);
-  for (std::size_t b = 0; b < blocks; ++b) {
+  std::size_t b = 0;
+  // Two blocks per iteration: 32-bit masks, one 64-bit pdep pair for two words.
+  for (; b + 2 <= blocks; b += 2) {
+    const std::size_t off = 16 * b;
+    const __m512 v0 = _mm512_add_ps(_mm512_loadu_ps(r + off), _mm512_loadu_ps(g + off));
+    const __m512 v1 = _mm512_add_ps(_mm512_loadu_ps(r + off + 16), _mm512_loadu_ps(g + off + 16));
+    const __mmask16 pm0 = _mm512_cmp_ps_mask(v0, tv, _CMP_GE_OQ);
+    const __mmask16 nm0 = _mm512_cmp_ps_mask(v0, ntv, _CMP_LE_OQ);
+    const __mmask16 pm1 = _mm512_cmp_ps_mask(v1, tv, _CMP_GE_OQ);
+    const __mmask16 nm1 = _mm512_cmp_ps_mask(v1, ntv, _CMP_LE_OQ);
+    _mm512_storeu_ps(r + off, _mm512_mask_sub_ps(_mm512_mask_sub_ps(v0, pm0, v0, tv), nm0, v0, ntv));
+    _mm512_storeu_ps(r + off + 16,
+                     _mm512_mask_sub_ps(_mm512_mask_sub_ps(v1, pm1, v1, tv), nm1, v1, ntv));
+    const std::uint64_t p = reverse_nibbles32(pm0 | (static_cast<std::uint32_t>(pm1) << 16));
+    const std::uint64_t s = reverse_nibbles32((pm0 | nm0) | (static_cast<std::uint32_t>(pm1 | nm1) << 16));
+    store_le<std::uint64_t>(words + 4 * b, _pdep_u64(p, 0x5555555555555555ull) |
+                                               _pdep_u64(s, 0xaaaaaaaaaaaaaaaaull));
+  }
+  for (; b < blocks; ++b) {
     const std::size_t off = 16 * b;
     const __m512 v = _mm512_add_ps(_mm512_loadu_ps(r + off), _mm512_loadu_ps(g + off));
     const __mmask16 pm = _mm512_cmp_ps_mask(v, tv, _CMP_GE_OQ);
