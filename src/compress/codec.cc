@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "compress/codec_state.h"
 #include "core/error.h"
 
 namespace ferry::compress {
@@ -30,6 +31,12 @@ void Codec::decode_add(std::span<const std::byte> payload, std::span<float> acc)
   std::vector<float> tmp(acc.size());
   decode(payload, tmp);
   for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += tmp[i];
+}
+
+void Codec::save_state(std::vector<std::byte>& out) const { CodecStateWriter(*this, out); }
+
+void Codec::load_state(std::span<const std::byte> state) {
+  CodecStateReader(*this, state).finish();
 }
 
 bool Codec::custom_allreduce(std::span<float>, const AllreduceSumFn&, std::size_t) {

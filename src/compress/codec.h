@@ -65,6 +65,16 @@ class Codec {
   // The error-feedback memory (residual) this codec keeps, empty if none. For tests and logs.
   virtual std::span<const float> residual() const { return {}; }
 
+  // Exact resume (checkpoints): appends this codec's mutable state (residual, random stream
+  // position, step counter, PowerSGD's Q, DGC's momentum and velocity) to `out`, in the format
+  // of codec_state.h. A codec built from the same spec and TensorInfo that load_state()s it
+  // then produces the same payloads bit for bit. Stateless codecs write the header only.
+  virtual void save_state(std::vector<std::byte>& out) const;
+  // Restores what save_state wrote. FormatError naming the codec when the blob was saved by
+  // another codec or tensor size, has another version, is truncated or malformed; the codec is
+  // unchanged then.
+  virtual void load_state(std::span<const std::byte> state);
+
   // One error-feedback step, used by ErrorFeedbackCodec (Karimireddy et al. 2019):
   //   residual += grad; out = encode(residual); residual -= decode(out).
   // The default does exactly that with `scratch` for the decode; sparse codecs override it to

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compress/codec_state.h"
 #include "compress/sparse_payload.h"
 #include "core/error.h"
 
@@ -83,6 +84,25 @@ void DgcCodec::decode(std::span<const std::byte> payload, std::span<float> out) 
 void DgcCodec::decode_add(std::span<const std::byte> payload, std::span<float> acc) const {
   check_numel(acc.size(), "decode_add accumulator");
   decode_sparse(payload, CodecId::kDgc, acc, true);
+}
+
+void DgcCodec::save_state(std::vector<std::byte>& out) const {
+  CodecStateWriter w(*this, out);
+  w.put_u64(step_);
+  w.put_floats(momentum_);
+  w.put_floats(velocity_);
+}
+
+void DgcCodec::load_state(std::span<const std::byte> state) {
+  CodecStateReader in(*this, state);
+  const std::uint64_t step = in.u64("step counter");
+  std::vector<float> momentum(momentum_.size()), velocity(velocity_.size());
+  in.floats_into(momentum, "momentum");
+  in.floats_into(velocity, "velocity");
+  in.finish();
+  step_ = step;
+  momentum_.swap(momentum);
+  velocity_.swap(velocity);
 }
 
 }  // namespace ferry::compress

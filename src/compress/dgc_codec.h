@@ -43,6 +43,8 @@ class DgcCodec final : public Codec {
   std::size_t encoded_size_bytes() const override;
   // The accumulated velocity v (the unsent gradient mass).
   std::span<const float> residual() const override { return velocity_; }
+  void save_state(std::vector<std::byte>& out) const override;  // step, momentum, velocity
+  void load_state(std::span<const std::byte> state) override;
 
   // Density used by the encode call number `step` (0-based).
   double density_at(std::uint64_t step) const;

@@ -1,5 +1,6 @@
 #include "compress/error_feedback_codec.h"
 
+#include "compress/codec_state.h"
 #include "core/error.h"
 
 namespace ferry::compress {
@@ -16,6 +17,24 @@ void ErrorFeedbackCodec::encode(std::span<const float> grad, std::vector<std::by
 
 std::unique_ptr<Codec> with_error_feedback(std::unique_ptr<Codec> inner) {
   return std::make_unique<ErrorFeedbackCodec>(std::move(inner));
+}
+
+void ErrorFeedbackCodec::save_state(std::vector<std::byte>& out) const {
+  std::vector<std::byte> inner;
+  inner_->save_state(inner);
+  CodecStateWriter w(*this, out);
+  w.put_floats(residual_);
+  w.put_bytes(inner);
+}
+
+void ErrorFeedbackCodec::load_state(std::span<const std::byte> state) {
+  CodecStateReader in(*this, state);
+  std::vector<float> residual(residual_.size());
+  in.floats_into(residual, "residual");
+  const auto inner = in.bytes("inner codec state");
+  in.finish();
+  inner_->load_state(inner);  // all or nothing: throws before changing anything
+  residual_.swap(residual);
 }
 
 }  // namespace ferry::compress

@@ -30,6 +30,9 @@ class ErrorFeedbackCodec final : public Codec {
   }
   std::size_t encoded_size_bytes() const override { return inner_->encoded_size_bytes(); }
   std::span<const float> residual() const override { return residual_; }
+  // The residual, then the inner codec's own state as a nested blob.
+  void save_state(std::vector<std::byte>& out) const override;
+  void load_state(std::span<const std::byte> state) override;
 
   const Codec& inner() const { return *inner_; }
 

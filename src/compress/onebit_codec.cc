@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compress/codec_state.h"
 #include "compress/wire_format.h"
 #include "core/error.h"
 
@@ -94,6 +95,18 @@ void OnebitCodec::decode_add(std::span<const std::byte> payload, std::span<float
     float* ab = a + 32 * w;
     for (std::size_t j = 0; j < m; ++j) ab[j] += bits_float(s | (((bits >> j) & 1u) << 31));
   }
+}
+
+void OnebitCodec::save_state(std::vector<std::byte>& out) const {
+  CodecStateWriter(*this, out).put_floats(residual_);
+}
+
+void OnebitCodec::load_state(std::span<const std::byte> state) {
+  CodecStateReader in(*this, state);
+  std::vector<float> residual(residual_.size());
+  in.floats_into(residual, "residual");
+  in.finish();
+  residual_.swap(residual);
 }
 
 }  // namespace ferry::compress

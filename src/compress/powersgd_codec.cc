@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numbers>
 
+#include "compress/codec_state.h"
 #include "compress/low_rank.h"
 #include "compress/rng.h"
 #include "compress/wire_format.h"
@@ -168,6 +169,25 @@ void PowersgdCodec::decode(std::span<const std::byte> payload, std::span<float> 
 void PowersgdCodec::decode_add(std::span<const std::byte> payload, std::span<float> acc) const {
   check_numel(acc.size(), "decode_add accumulator");
   decode_into<true>(payload, acc);
+}
+
+void PowersgdCodec::save_state(std::vector<std::byte>& out) const {
+  CodecStateWriter w(*this, out);
+  w.put_u64(step_);  // decides the warm-up
+  w.put_floats(residual_);
+  w.put_floats(q_);  // the warm start of the next step; P is recomputed from it
+}
+
+void PowersgdCodec::load_state(std::span<const std::byte> state) {
+  CodecStateReader in(*this, state);
+  const std::uint64_t step = in.u64("step counter");
+  std::vector<float> residual(residual_.size()), q(q_.size());
+  in.floats_into(residual, "residual");
+  in.floats_into(q, "Q");
+  in.finish();
+  step_ = step;
+  residual_.swap(residual);
+  q_.swap(q);
 }
 
 }  // namespace ferry::compress

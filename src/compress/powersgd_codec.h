@@ -46,6 +46,8 @@ class PowersgdCodec final : public Codec {
   bool custom_allreduce(std::span<float> grad_inout, const AllreduceSumFn& allreduce_sum,
                         std::size_t world_size) override;
   std::span<const float> residual() const override { return residual_; }
+  void save_state(std::vector<std::byte>& out) const override;  // step, residual, Q
+  void load_state(std::span<const std::byte> state) override;
 
   bool compresses() const { return compressed_; }  // false: this tensor always goes raw
   std::size_t rows() const { return rows_; }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "compress/bit_stream.h"
+#include "compress/codec_state.h"
 #include "compress/wire_format.h"
 #include "core/error.h"
 
@@ -134,6 +135,17 @@ void QsgdCodec::decode_add(std::span<const std::byte> payload, std::span<float> 
   check_numel(acc.size(), "decode_add accumulator");
   Parsed p = check(payload);
   unpack<true>(payload, p, acc.data());
+}
+
+void QsgdCodec::save_state(std::vector<std::byte>& out) const {
+  CodecStateWriter(*this, out).put_u64(rng_.state());
+}
+
+void QsgdCodec::load_state(std::span<const std::byte> state) {
+  CodecStateReader in(*this, state);
+  const std::uint64_t rng_state = in.u64("random stream");
+  in.finish();
+  rng_.set_state(rng_state);
 }
 
 }  // namespace ferry::compress

@@ -2,6 +2,7 @@
 
 #include <bit>
 
+#include "compress/codec_state.h"
 #include "compress/sparse_payload.h"
 #include "core/error.h"
 
@@ -76,6 +77,17 @@ void RandomkCodec::decode(std::span<const std::byte> payload, std::span<float> o
 void RandomkCodec::decode_add(std::span<const std::byte> payload, std::span<float> acc) const {
   check_numel(acc.size(), "decode_add accumulator");
   decode_sparse(payload, CodecId::kRandomk, acc, true);
+}
+
+void RandomkCodec::save_state(std::vector<std::byte>& out) const {
+  CodecStateWriter(*this, out).put_u64(rng_.state());
+}
+
+void RandomkCodec::load_state(std::span<const std::byte> state) {
+  CodecStateReader in(*this, state);
+  const std::uint64_t rng_state = in.u64("random stream");
+  in.finish();
+  rng_.set_state(rng_state);
 }
 
 }  // namespace ferry::compress

@@ -26,6 +26,8 @@ class RandomkCodec final : public Codec {
   RandomkCodec(RandomkOptions options, TensorInfo info);
 
   std::string name() const override { return "randomk"; }
+  void save_state(std::vector<std::byte>& out) const override;  // the random stream's position
+  void load_state(std::span<const std::byte> state) override;
   void encode(std::span<const float> grad, std::vector<std::byte>& out) override;
   void decode(std::span<const std::byte> payload, std::span<float> out) const override;
   void decode_add(std::span<const std::byte> payload, std::span<float> acc) const override;

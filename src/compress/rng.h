@@ -30,6 +30,8 @@ class SplitMix64 {
     return static_cast<std::uint64_t>((static_cast<unsigned __int128>(next()) * bound) >> 64);
   }
   std::uint64_t state() const { return state_; }
+  // Continues the stream saved by state() (checkpoints).
+  void set_state(std::uint64_t state) { state_ = state; }
 
  private:
   std::uint64_t state_;

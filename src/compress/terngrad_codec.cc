@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compress/codec_state.h"
 #include "compress/ternary_pack.h"
 #include "compress/wire_format.h"
 #include "core/error.h"
@@ -71,6 +72,17 @@ void TerngradCodec::decode_add(std::span<const std::byte> payload, std::span<flo
   check_numel(acc.size(), "decode_add accumulator");
   const float s = check(payload);
   unpack_ternary_add(payload.data() + kHeaderBytes, acc.size(), s, -s, acc.data());
+}
+
+void TerngradCodec::save_state(std::vector<std::byte>& out) const {
+  CodecStateWriter(*this, out).put_u64(rng_.state());
+}
+
+void TerngradCodec::load_state(std::span<const std::byte> state) {
+  CodecStateReader in(*this, state);
+  const std::uint64_t rng_state = in.u64("random stream");
+  in.finish();
+  rng_.set_state(rng_state);
 }
 
 }  // namespace ferry::compress

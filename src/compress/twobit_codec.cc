@@ -6,6 +6,7 @@
 #include <immintrin.h>
 #endif
 
+#include "compress/codec_state.h"
 #include "compress/ternary_pack.h"
 #include "compress/wire_format.h"
 #include "core/error.h"
@@ -229,6 +230,18 @@ void TwobitCodec::decode_add(std::span<const std::byte> payload, std::span<float
   check_numel(acc.size(), "decode_add accumulator");
   float t = check(payload);
   unpack_ternary_add(payload.data() + kHeaderBytes, acc.size(), t, -t, acc.data());
+}
+
+void TwobitCodec::save_state(std::vector<std::byte>& out) const {
+  CodecStateWriter(*this, out).put_floats(residual_);
+}
+
+void TwobitCodec::load_state(std::span<const std::byte> state) {
+  CodecStateReader in(*this, state);
+  std::vector<float> residual(residual_.size());
+  in.floats_into(residual, "residual");
+  in.finish();
+  residual_.swap(residual);
 }
 
 }  // namespace ferry::compress

@@ -32,6 +32,8 @@ class TwobitCodec final : public Codec {
   void decode_add(std::span<const std::byte> payload, std::span<float> acc) const override;
   std::size_t encoded_size_bytes() const override { return size_bytes(info_.numel); }
   std::span<const float> residual() const override { return residual_; }
+  void save_state(std::vector<std::byte>& out) const override;  // the residual
+  void load_state(std::span<const std::byte> state) override;
 
   static std::size_t size_bytes(std::size_t numel);
 
