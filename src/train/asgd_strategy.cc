@@ -35,13 +35,13 @@ void AsgdStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t
   }
   out.put("weights", params.weights());
   out.put_u64("pushes", static_cast<std::uint64_t>(pushes_));
-  if (push_codecs_) out.put("residuals", push_codecs_->residuals());
+  if (push_codecs_) push_codecs_->save_state(out);
 }
 
 void AsgdStrategy::load_state(const StateReader& in, FlatParams& params) {
   // params already hold the server's restored weights (pulled by setup()).
   pushes_ = static_cast<std::int64_t>(in.u64("pushes"));
-  if (push_codecs_) push_codecs_->restore_residuals(in.floats("residuals"));
+  if (push_codecs_) push_codecs_->load_state(in);
 }
 
 void AsgdStrategy::finish(FlatParams& params) {

@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'F', 'E', 'R', 'R', 'Y', 'S', 'T', '1'};
 constexpr char kEndMagic[8] = {'F', 'E', 'R', 'R', 'Y', 'E', 'N', 'D'};
-constexpr std::uint32_t kFloats = 0, kU64 = 1, kF64 = 2;
+constexpr std::uint32_t kFloats = 0, kU64 = 1, kF64 = 2, kBytes = 3;
 constexpr std::size_t kTrailerBytes = 8 + 8 + 8;  // end magic, record count, hash
 
 void append(std::vector<std::byte>& out, const void* data, std::size_t n) {
@@ -102,6 +102,9 @@ void StateWriter::put(const std::string& name, std::span<const float> values) {
 }
 void StateWriter::put_u64(const std::string& name, std::uint64_t value) { record(name, kU64, 1, &value, sizeof value); }
 void StateWriter::put_f64(const std::string& name, double value) { record(name, kF64, 1, &value, sizeof value); }
+void StateWriter::put_bytes(const std::string& name, std::span<const std::byte> bytes) {
+  record(name, kBytes, bytes.size(), bytes.data(), bytes.size());
+}
 
 std::vector<std::byte> StateWriter::bytes() const {
   std::vector<std::byte> out;
@@ -154,8 +157,8 @@ StateReader StateReader::parse(std::span<const std::byte> bytes, const std::stri
     take(name.data(), len);
     take(&type, sizeof type);
     take(&n, sizeof n);
-    const std::size_t elem = type == kFloats ? 4 : 8;
-    if (type > kF64 || n > (body_end - pos) / elem) bad("corrupt (bad record)");
+    const std::size_t elem = type == kFloats ? 4 : type == kBytes ? 1 : 8;
+    if (type > kBytes || n > (body_end - pos) / elem) bad("corrupt (bad record)");
     Record rec{type, std::vector<std::byte>(n * elem), n};
     take(rec.data.data(), rec.data.size());
     r.records_[name] = std::move(rec);
@@ -198,6 +201,8 @@ double StateReader::f64(const std::string& name) const {
   std::memcpy(&v, get(name, kF64).data.data(), sizeof v);
   return v;
 }
+
+std::vector<std::byte> StateReader::bytes(const std::string& name) const { return get(name, kBytes).data; }
 
 // ---- directories ---------------------------------------------------------------------------
 

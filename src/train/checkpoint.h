@@ -26,12 +26,14 @@
 
 namespace ferry::train {
 
-// Named records (float vectors, integers, doubles) serialised to one file with a hash trailer.
+// Named records (float vectors, integers, doubles, byte blobs) serialised to one file with a
+// hash trailer.
 class StateWriter {
  public:
   void put(const std::string& name, std::span<const float> values);
   void put_u64(const std::string& name, std::uint64_t value);
   void put_f64(const std::string& name, double value);
+  void put_bytes(const std::string& name, std::span<const std::byte> bytes);
   // Writes path.part, fsyncs it and renames it to `path` (IoError naming the path on failure).
   void write_file(const std::string& path) const;
   // The serialised bytes (for tests).
@@ -56,6 +58,9 @@ class StateReader {
   std::vector<float> floats(const std::string& name) const;
   std::uint64_t u64(const std::string& name) const;
   double f64(const std::string& name) const;
+  std::vector<std::byte> bytes(const std::string& name) const;
+  // The file (or text) this was read from, for error messages.
+  const std::string& what() const { return what_; }
 
  private:
   struct Record {

@@ -136,7 +136,7 @@ void DelayedPsStrategy::save_state(StateWriter& out, FlatParams& params, std::in
   out.put("glu_dir", glu_dir_);
   out.put_u64("have_glu", have_glu_ ? 1 : 0);
   out.put_u64("steps", static_cast<std::uint64_t>(steps_));
-  if (push_codecs_) out.put("residuals", push_codecs_->residuals());
+  if (push_codecs_) push_codecs_->save_state(out);
 }
 
 void DelayedPsStrategy::load_state(const StateReader& in, FlatParams& params) {
@@ -151,7 +151,7 @@ void DelayedPsStrategy::load_state(const StateReader& in, FlatParams& params) {
   glu_dir_ = in.floats("glu_dir");
   have_glu_ = in.u64("have_glu") != 0;
   steps_ = static_cast<std::int64_t>(in.u64("steps"));
-  if (push_codecs_) push_codecs_->restore_residuals(in.floats("residuals"));
+  if (push_codecs_) push_codecs_->load_state(in);
 }
 
 void DelayedPsStrategy::finish(FlatParams& params) {

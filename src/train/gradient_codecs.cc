@@ -7,37 +7,65 @@
 #include "compress/codec_registry.h"
 #include "compress/codec_spec.h"
 #include "core/error.h"
+#include "train/checkpoint.h"
 
 namespace ferry::train {
 
 namespace {
 
-// Checkpoints of codec state: the error-feedback residual of each codec (Codec::residual()),
-// concatenated in codec order. The residual is the state that matters for continuing exactly
-// with twobit, onebit, topk/randomk+ef, fp16+ef; codecs with further state (a random stream,
-// PowerSGD's Q, DGC's momentum) resume with their residual only (docs/reliability.md).
-std::vector<float> concat_residuals(const std::vector<const compress::Codec*>& codecs) {
-  std::vector<float> out;
+// Checkpoints of codec state: one record "codec_state" holding u64 codec count, then per codec
+// (key or tensor order) u64 length + Codec::save_state blob. With it every codec resumes bit
+// for bit: residuals, random streams, step counters, PowerSGD's Q, DGC's momentum.
+constexpr const char* kCodecStateRecord = "codec_state";
+
+void save_codec_states(const std::vector<const compress::Codec*>& codecs, StateWriter& out) {
+  std::vector<std::byte> blob, one;
+  auto put_u64 = [&blob](std::uint64_t v) {
+    const auto* p = reinterpret_cast<const std::byte*>(&v);
+    blob.insert(blob.end(), p, p + sizeof v);
+  };
+  put_u64(codecs.size());
   for (const auto* c : codecs) {
-    auto r = c->residual();
-    out.insert(out.end(), r.begin(), r.end());
+    one.clear();
+    c->save_state(one);
+    put_u64(one.size());
+    blob.insert(blob.end(), one.begin(), one.end());
   }
-  return out;
+  out.put_bytes(kCodecStateRecord, blob);
 }
 
-void restore_concat_residuals(const std::vector<const compress::Codec*>& codecs, std::span<const float> values) {
-  std::size_t total = 0;
-  for (const auto* c : codecs) total += c->residual().size();
-  FERRY_REQUIRE(values.size() == total, "checkpoint holds ", values.size(), " codec residual values, the codecs keep ",
-                total, " (another --codec?)");
-  std::size_t at = 0;
-  for (const auto* c : codecs) {
-    auto r = c->residual();
-    // residual() views the codec's own non-const buffer; Codec has no setter, so the restore
-    // writes through that view (the codec object itself is not const).
-    std::copy(values.begin() + at, values.begin() + at + r.size(), const_cast<float*>(r.data()));
-    at += r.size();
+void load_codec_states(const std::vector<compress::Codec*>& codecs, const StateReader& in, const char* unit) {
+  if (!in.has(kCodecStateRecord) && in.has("residuals"))
+    FERRY_THROW(FormatError, "checkpoint file ", in.what(),
+                " holds codec residuals only (written by an older ferry); it cannot resume the codecs exactly: "
+                "start the run afresh or resume with the version that wrote it");
+  const std::vector<std::byte> blob = in.bytes(kCodecStateRecord);
+  std::size_t pos = 0;
+  auto get_u64 = [&](const char* what) {
+    std::uint64_t v = 0;
+    if (blob.size() - pos < sizeof v)
+      FERRY_THROW(FormatError, "checkpoint file ", in.what(), ": codec state truncated in ", what);
+    std::memcpy(&v, blob.data() + pos, sizeof v);
+    pos += sizeof v;
+    return v;
+  };
+  const std::uint64_t count = get_u64("the codec count");
+  if (count != codecs.size())
+    FERRY_THROW(FormatError, "checkpoint file ", in.what(), " holds the state of ", count, " codecs, this run has ",
+                codecs.size(), " (another model or --codec?)");
+  for (std::size_t i = 0; i < codecs.size(); ++i) {
+    const std::uint64_t len = get_u64("a codec's length");
+    if (blob.size() - pos < len)
+      FERRY_THROW(FormatError, "checkpoint file ", in.what(), ": codec state of ", unit, " ", i, " runs past the end");
+    try {
+      codecs[i]->load_state(std::span(blob).subspan(pos, len));
+    } catch (const FormatError& e) {
+      FERRY_THROW(FormatError, "checkpoint file ", in.what(), ", ", unit, " ", i, ": ", e.what());
+    }
+    pos += len;
   }
+  if (pos != blob.size())
+    FERRY_THROW(FormatError, "checkpoint file ", in.what(), ": ", blob.size() - pos, " trailing bytes of codec state");
 }
 
 }  // namespace
@@ -199,28 +227,28 @@ void TensorAllreduceCodecs::allreduce_sum(comm::Communicator& comm, std::span<fl
 
 namespace ferry::train {
 
-std::vector<float> KeyPushCodecs::residuals() const {
+void KeyPushCodecs::save_state(StateWriter& out) const {
   std::vector<const compress::Codec*> c;
   for (const auto& p : codecs_) c.push_back(p.get());
-  return concat_residuals(c);
+  save_codec_states(c, out);
 }
 
-void KeyPushCodecs::restore_residuals(std::span<const float> values) {
-  std::vector<const compress::Codec*> c;
+void KeyPushCodecs::load_state(const StateReader& in) {
+  std::vector<compress::Codec*> c;
   for (const auto& p : codecs_) c.push_back(p.get());
-  restore_concat_residuals(c, values);
+  load_codec_states(c, in, "key");
 }
 
-std::vector<float> TensorAllreduceCodecs::residuals() const {
+void TensorAllreduceCodecs::save_state(StateWriter& out) const {
   std::vector<const compress::Codec*> c;
   for (const auto& t : tensors_) c.push_back(t.codec.get());
-  return concat_residuals(c);
+  save_codec_states(c, out);
 }
 
-void TensorAllreduceCodecs::restore_residuals(std::span<const float> values) {
-  std::vector<const compress::Codec*> c;
+void TensorAllreduceCodecs::load_state(const StateReader& in) {
+  std::vector<compress::Codec*> c;
   for (const auto& t : tensors_) c.push_back(t.codec.get());
-  restore_concat_residuals(c, values);
+  load_codec_states(c, in, "tensor");
 }
 
 }  // namespace ferry::train

@@ -29,6 +29,9 @@
 
 namespace ferry::train {
 
+class StateReader;  // train/checkpoint.h
+class StateWriter;
+
 // Shape of every model tensor, in model order.
 using TensorShapes = std::vector<std::vector<std::int64_t>>;
 
@@ -50,9 +53,11 @@ class KeyPushCodecs {
   KeyPushCodecs(const std::string& codec_spec, const ps::KeyLayout& layout, const TensorShapes& shapes, int rank);
   // Encodes every key's slice of flat_grad and pushes it with push_encoded; one ticket for all.
   comm::Ticket push_all(ps::KVWorker& kv, std::span<const float> flat_grad);
-  // Checkpoints: every key's error-feedback residual, concatenated.
-  std::vector<float> residuals() const;
-  void restore_residuals(std::span<const float> values);
+  // Checkpoints: every key's codec state (Codec::save_state), as the record "codec_state".
+  void save_state(StateWriter& out) const;
+  // FormatError naming the file and the key when the record is missing (a checkpoint of an
+  // older version), belongs to other codecs or keys, or is malformed.
+  void load_state(const StateReader& in);
 
  private:
   const ps::KeyLayout* layout_;  // see constructor
@@ -84,9 +89,9 @@ class TensorAllreduceCodecs {
   // flat_grads holds this worker's gradient on entry and the SUM over the `comm` ranks of the
   // decoded gradients on return. Collective: every rank calls it with the same spec.
   void allreduce_sum(comm::Communicator& comm, std::span<float> flat_grads);
-  // Checkpoints: every tensor's error-feedback residual, concatenated.
-  std::vector<float> residuals() const;
-  void restore_residuals(std::span<const float> values);
+  // Checkpoints: every tensor's codec state, as KeyPushCodecs does per key.
+  void save_state(StateWriter& out) const;
+  void load_state(const StateReader& in);
 
  private:
   struct Tensor {

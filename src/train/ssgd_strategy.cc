@@ -51,16 +51,16 @@ void SsgdStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t
   }
   out.put("weights", params.weights());
   if (optimizer_) out.put("velocity", optimizer_->velocity());
-  if (allreduce_codecs_) out.put("residuals", allreduce_codecs_->residuals());
-  if (push_codecs_) out.put("residuals", push_codecs_->residuals());
+  if (allreduce_codecs_) allreduce_codecs_->save_state(out);
+  if (push_codecs_) push_codecs_->save_state(out);
 }
 
 void SsgdStrategy::load_state(const StateReader& in, FlatParams& params) {
   // With a parameter server setup() pulled the restored global weights; they equal the saved ones.
   in.floats_into("weights", params.weights());
   if (optimizer_) in.floats_into("velocity", optimizer_->mutable_velocity());
-  if (allreduce_codecs_) allreduce_codecs_->restore_residuals(in.floats("residuals"));
-  if (push_codecs_) push_codecs_->restore_residuals(in.floats("residuals"));
+  if (allreduce_codecs_) allreduce_codecs_->load_state(in);
+  if (push_codecs_) push_codecs_->load_state(in);
 }
 
 void SsgdStrategy::finish(FlatParams& params) {

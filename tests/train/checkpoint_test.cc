@@ -1,7 +1,8 @@
 // Checkpoints (src/train/checkpoint.h): the state file format rejects truncated and corrupted
 // files, an incomplete checkpoint directory is never picked up, a mismatched resume is refused,
 // and every checkpointable strategy continued from a checkpoint ends with exactly (bit for bit)
-// the weights of the uninterrupted run. Threads as ranks, the mlp on synthetic data.
+// the weights of the uninterrupted run, with stateful codecs too. Threads as ranks, the mlp on
+// synthetic data.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -17,6 +18,7 @@
 #include "train/data/data_loader.h"
 #include "train/data/synthetic_dataset.h"
 #include "train/flat_params.h"
+#include "train/gradient_codecs.h"
 #include "train/models/model.h"
 #include "train/ps_setup.h"
 #include "train/strategy.h"
@@ -41,7 +43,13 @@ TEST(StateFile, RoundTripsRecords) {
   w.put("empty", std::span<const float>());
   w.put_u64("steps", 42);
   w.put_f64("loss", 0.125);
+  const std::vector<std::byte> blob = {std::byte{1}, std::byte{0}, std::byte{255}};
+  w.put_bytes("codec_state", blob);
+  w.put_bytes("no_bytes", {});
   StateReader r = StateReader::parse(w.bytes(), "test");
+  EXPECT_EQ(r.bytes("codec_state"), blob);
+  EXPECT_TRUE(r.bytes("no_bytes").empty());
+  EXPECT_THROW(r.bytes("steps"), FormatError);  // wrong type
   EXPECT_EQ(r.floats("weights"), v);
   EXPECT_TRUE(r.floats("empty").empty());
   EXPECT_EQ(r.u64("steps"), 42u);
@@ -200,6 +208,38 @@ TEST(CheckpointOptions, ValidationNamesTheFlag) {
   EXPECT_EQ(o.inject_nan_count, 2);
 }
 
+// Codec state records: a checkpoint of other codecs, of an older version (residuals only) or
+// without the record is refused with one FormatError naming the file and what differs.
+TEST(CodecStateRecord, MismatchedOrOldRecordsAreRefused) {
+  torch::manual_seed(1);
+  auto model = make_model("mlp", 3);
+  FlatParams params(model->parameters());
+  TensorAllreduceCodecs twobit("twobit", params, 0);
+  StateWriter w;
+  twobit.save_state(w);
+  const StateReader saved = StateReader::parse(w.bytes(), "worker-0.state");
+  TensorAllreduceCodecs same("twobit", params, 0);
+  EXPECT_NO_THROW(same.load_state(saved));
+  auto refused = [](TensorAllreduceCodecs& c, const StateReader& in, const std::string& expect) {
+    try {
+      c.load_state(in);
+      ADD_FAILURE() << "accepted; expected an error containing: " << expect;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("worker-0.state"), std::string::npos) << e.what();
+    }
+  };
+  TensorAllreduceCodecs qsgd("qsgd:ef=1", params, 0);
+  refused(qsgd, saved, "saved by codec 'twobit'");
+  StateWriter old;
+  old.put("residuals", std::vector<float>(params.weights().size(), 0.0f));
+  TensorAllreduceCodecs again("twobit", params, 0);
+  refused(again, StateReader::parse(old.bytes(), "worker-0.state"), "residuals only");
+  StateWriter none;
+  none.put_u64("steps", 3);
+  refused(again, StateReader::parse(none.bytes(), "worker-0.state"), "no record 'codec_state'");
+}
+
 // ---- resume equals the uninterrupted run, bit for bit ----------------------------------------
 
 constexpr int kSteps = 12;
@@ -304,7 +344,15 @@ TEST_P(ResumeTest, ContinuesBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, ResumeTest,
                          ::testing::Values(ResumeCase{"ssgd", 3, 0, "none"}, ResumeCase{"ssgd", 2, 2, "none"},
-                                           ResumeCase{"ssgd", 2, 0, "twobit"}, ResumeCase{"asgd", 1, 1, "none"},
+                                           ResumeCase{"ssgd", 2, 0, "twobit"},
+                                           // Codecs with more state than a residual (Codec::save_state):
+                                           // random streams, PowerSGD's Q and a warm-up that ends after
+                                           // the cut, DGC's momentum and its density schedule.
+                                           ResumeCase{"ssgd", 2, 0, "qsgd"},
+                                           ResumeCase{"ssgd", 2, 0, "powersgd:rank=2,warmup=9"},
+                                           ResumeCase{"ssgd", 2, 0, "dgc:ratio=0.05,warmup=10"},
+                                           ResumeCase{"ssgd", 2, 1, "randomk:ratio=0.1"},
+                                           ResumeCase{"asgd", 1, 1, "none"},
                                            ResumeCase{"odsgd", 2, 1, "none"}, ResumeCase{"ssdsgd", 3, 1, "none"},
                                            ResumeCase{"cdsgd", 2, 1, "twobit:threshold=0.01"},
                                            ResumeCase{"localsgd", 3, 0, "none"},
@@ -312,7 +360,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ResumeTest,
                          [](const auto& info) {
                            std::string n = info.param.algo + "_" + std::to_string(info.param.workers) + "w" +
                                            std::to_string(info.param.servers) + "s" +
-                                           (info.param.codec == "none" ? "" : "_codec");
+                                           (info.param.codec == "none" ? "" : "_" + info.param.codec);
                            for (auto& ch : n)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return n;
