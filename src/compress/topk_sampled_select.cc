@@ -162,7 +162,8 @@ bool SampledTopkSelector::run(const float* g, Target<kAdd> e, std::size_t n, std
     sample_[j] = abs_key(v);
   }
   const double ks = static_cast<double>(k) * static_cast<double>(m) / static_cast<double>(n);
-  const auto r = std::min<std::size_t>(m, static_cast<std::size_t>(std::ceil(ks + 4.0 * std::sqrt(ks) + 2.0)));
+  const auto r_est = static_cast<std::size_t>(std::ceil(ks + 4.0 * std::sqrt(ks) + 2.0));
+  const std::size_t r = std::min(m, r_est);
   std::nth_element(sample_.begin(), sample_.begin() + (r - 1), sample_.end(), std::greater<>());
   const auto est = static_cast<std::int32_t>(sample_[r - 1]);  // keys < 2^31: signed compare ok
   // 2. One pass: update, and append every key >= est in index order. About n r / m qualify;

@@ -24,8 +24,9 @@ struct SampledTopkOptions {
 //      the true k-th largest T is Binomial(m, k/n) for an input in random order, so r exceeds
 //      it (T_est <= T) unless that count lands 4 standard deviations above its mean;
 //   2. one pass over x (fused with e += g for error feedback) appends every element with
-//      |x| >= T_est, in index order, to a candidate list (about 1.7k for k = 1 % of 1 M); with AVX-512 (chosen
-//      at run time) a compare mask and vpcompressd per 16 values, without branches;
+//      |x| >= T_est, in index order, to a candidate list (about 1.7k for k = 1 % of 1 M);
+//      with AVX-512 (chosen at run time) a compare mask and vpcompressd per 16 values, without
+//      branches;
 //   3. exact selection inside the candidates: nth_element gives T, then keys > T and the
 //      first (k - #greater) keys == T in index order, as TopkSelector does.
 // Every element with |x| >= T is a candidate whenever there are >= k candidates, so the result

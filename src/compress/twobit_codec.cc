@@ -125,11 +125,13 @@ __attribute__((target("avx512f,avx512bw,bmi2"))) void quantize_blocks_avx512(
     const __mmask16 nm0 = _mm512_cmp_ps_mask(v0, ntv, _CMP_LE_OQ);
     const __mmask16 pm1 = _mm512_cmp_ps_mask(v1, tv, _CMP_GE_OQ);
     const __mmask16 nm1 = _mm512_cmp_ps_mask(v1, ntv, _CMP_LE_OQ);
-    _mm512_storeu_ps(r + off, _mm512_mask_sub_ps(_mm512_mask_sub_ps(v0, pm0, v0, tv), nm0, v0, ntv));
+    _mm512_storeu_ps(r + off,
+                     _mm512_mask_sub_ps(_mm512_mask_sub_ps(v0, pm0, v0, tv), nm0, v0, ntv));
     _mm512_storeu_ps(r + off + 16,
                      _mm512_mask_sub_ps(_mm512_mask_sub_ps(v1, pm1, v1, tv), nm1, v1, ntv));
     const std::uint64_t p = reverse_nibbles32(pm0 | (static_cast<std::uint32_t>(pm1) << 16));
-    const std::uint64_t s = reverse_nibbles32((pm0 | nm0) | (static_cast<std::uint32_t>(pm1 | nm1) << 16));
+    const std::uint64_t s =
+        reverse_nibbles32((pm0 | nm0) | (static_cast<std::uint32_t>(pm1 | nm1) << 16));
     store_le<std::uint64_t>(words + 4 * b, _pdep_u64(p, 0x5555555555555555ull) |
                                                _pdep_u64(s, 0xaaaaaaaaaaaaaaaaull));
   }
