@@ -103,7 +103,7 @@ int run_train(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-bad-steps", o.max_bad_steps, "abort after this many non-finite gradients in a row")
       ->capture_default_str();
-  app.add_option("--inject-nan-at", inject_nan, "testing aid: worker 0's gradient is NaN at STEP[,COUNT] iterations");
+  app.add_option("--inject-nan-at", inject_nan, "testing aid: worker 0's loss and gradient are NaN at STEP[,COUNT] iterations");
   app.parse(argc, argv);
   if (!inject_nan.empty()) train::parse_inject_nan(inject_nan, o);
   o.link = comm::parse_link_spec(link_spec);

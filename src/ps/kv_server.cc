@@ -4,17 +4,21 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/finite.h"
 
 namespace ferry::ps {
-
 
 // One sync round of a key. Pushes are folded into `sum` in worker order 0, 1, ..., N-1 whatever
 // order they arrive in (an early push waits in `parked`), so the sum - and the run - is the same
 // bit for bit on every execution; memory beyond one sum is used only for out-of-order arrivals.
+// A round with a skip push (a worker whose gradient was not finite) or whose sum is not finite
+// applies no update: weights and optimizer state stay as they were, the version still advances.
 struct Round {
   std::vector<float> sum;
   int next = 0;                                    // workers folded so far
   std::map<int, std::vector<float>> parked;        // worker -> its decoded push, arrived early
+                                                   // (empty: a skip push)
+  bool skip = false;                               // a worker sent a skip push
 };
 
 struct KVServer::KeyState {
@@ -98,6 +102,9 @@ void KVServer::on_init(int worker, int key, std::span<const std::byte> payload) 
 void KVServer::on_push(int worker, int key, const RequestHeader& h, std::span<const std::byte> payload) {
   KeyState& k = state(key, worker);
   FERRY_REQUIRE(k.initialized, "worker rank ", worker, " pushed key ", key, " before it was initialised");
+  const bool skip = h.format == PayloadFormat::kSkip;
+  if (skip && !payload.empty())
+    FERRY_THROW(FormatError, "skip push for key ", key, " from rank ", worker, " carries ", payload.size(), " bytes");
   auto add = [&](std::span<float> acc) {
     if (h.format == PayloadFormat::kFloat32) {
       add_floats(payload, acc, key, worker);
@@ -107,9 +114,16 @@ void KVServer::on_push(int worker, int key, const RequestHeader& h, std::span<co
     }
   };
   if (options_.mode == ServerMode::kAsync) {
-    std::vector<float> g(k.range->length, 0.0f);
-    add(g);
-    k.optimizer->step(k.weights, g);
+    if (!skip) {
+      std::vector<float> g(k.range->length, 0.0f);
+      add(g);
+      if (all_finite(g))
+        k.optimizer->step(k.weights, g);
+      else
+        ++skipped_updates_;
+    } else {
+      ++skipped_updates_;
+    }
     ++k.version;
     answer_pulls(k);
     return;
@@ -119,15 +133,19 @@ void KVServer::on_push(int worker, int key, const RequestHeader& h, std::span<co
   std::uint64_t round = k.pushes[w]++;
   Round& r = k.rounds[round];
   if (r.sum.empty()) r.sum.assign(k.range->length, 0.0f);
+  r.skip = r.skip || skip;
   if (w != r.next) {
-    std::vector<float> g(k.range->length, 0.0f);
-    add(g);
+    std::vector<float> g;
+    if (!skip) {
+      g.assign(k.range->length, 0.0f);
+      add(g);
+    }
     r.parked.emplace(w, std::move(g));
   } else {
-    add(r.sum);
+    if (!skip) add(r.sum);
     ++r.next;
     for (auto it = r.parked.find(r.next); it != r.parked.end(); it = r.parked.find(r.next)) {
-      for (std::size_t i = 0; i < r.sum.size(); ++i) r.sum[i] += it->second[i];
+      for (std::size_t i = 0; i < it->second.size(); ++i) r.sum[i] += it->second[i];
       r.parked.erase(it);
       ++r.next;
     }
@@ -140,7 +158,10 @@ void KVServer::apply_ready_rounds(KeyState& k) {
   for (;;) {
     auto it = k.rounds.find(k.version);
     if (it == k.rounds.end() || it->second.next < options_.num_workers) break;
-    k.optimizer->step(k.weights, it->second.sum);
+    if (!it->second.skip && all_finite(it->second.sum))
+      k.optimizer->step(k.weights, it->second.sum);
+    else
+      ++skipped_updates_;
     k.rounds.erase(it);
     ++k.version;
   }

@@ -40,6 +40,16 @@ comm::Ticket KVWorker::push_encoded(int key, std::vector<std::byte> payload) {
   return send_request(key, Op::kPush, 0, PayloadFormat::kCodec, payload);
 }
 
+comm::Ticket KVWorker::push_skip(int key) {
+  return send_request(key, Op::kPush, 0, PayloadFormat::kSkip, {});
+}
+
+comm::Ticket KVWorker::push_skip_all() {
+  std::vector<comm::Ticket> sends;
+  for (const auto& k : layout_->keys()) sends.push_back(push_skip(k.key));
+  return comm::when_all(std::move(sends));
+}
+
 void KVWorker::compress_pulls(PayloadDecoder decoder) {
   FERRY_CHECK(decoder, "compressed pulls need a decoder");
   pull_decoder_ = std::move(decoder);

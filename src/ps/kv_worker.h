@@ -25,6 +25,11 @@ class KVWorker {
   comm::Ticket push(int key, std::span<const float> grad);
   // Pushes an already encoded payload for `key`.
   comm::Ticket push_encoded(int key, std::vector<std::byte> payload);
+  // A push that carries no gradient: this worker's gradient was not finite, so the server
+  // applies no update for this push (async) or for the whole round it belongs to (sync).
+  // Counts as a push (versions advance), so nobody waits for it.
+  comm::Ticket push_skip(int key);
+  comm::Ticket push_skip_all();
   // Pulls the key's weights into `out` (must stay valid until the ticket is waited for), once the
   // server has applied at least `min_version` updates to it.
   comm::Ticket pull(int key, std::span<float> out, std::uint64_t min_version);

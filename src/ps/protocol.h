@@ -30,6 +30,8 @@ enum class Op : std::uint32_t {
 enum class PayloadFormat : std::uint32_t {
   kFloat32 = 0,  // raw fp32 values
   kCodec = 1,    // packed by the key's codec (compress module)
+  kSkip = 2,     // no payload: this worker's gradient was not finite (NaN or Inf); the server
+                 // applies no update for this push (async) or for the whole round (sync)
 };
 
 struct RequestHeader {

@@ -28,6 +28,13 @@ void AsgdStrategy::step(FlatParams& params, std::int64_t iteration) {
   kv_->pull_all(params.weights(), 0).wait();
 }
 
+void AsgdStrategy::skip_step(FlatParams& params, std::int64_t iteration) {
+  ScopedTimer wait(&comm_wait_s_);
+  kv_->push_skip_all().wait();  // counts as a push: the final pull's version stays right
+  ++pushes_;
+  kv_->pull_all(params.weights(), 0).wait();
+}
+
 void AsgdStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) {
   {
     ScopedTimer wait(&comm_wait_s_);

@@ -20,6 +20,7 @@ class AsgdStrategy final : public Strategy {
   std::string name() const override { return "asgd"; }
   void setup(FlatParams& params) override;
   void step(FlatParams& params, std::int64_t iteration) override;
+  void skip_step(FlatParams& params, std::int64_t iteration) override;
   void finish(FlatParams& params) override;
   void save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) override;
   void load_state(const StateReader& in, FlatParams& params) override;

@@ -22,4 +22,6 @@ void ComputeOnlyStrategy::load_state(const StateReader& in, FlatParams& params) 
 
 void ComputeOnlyStrategy::step(FlatParams& params, std::int64_t) { optimizer_->step(params.weights(), params.grads()); }
 
+void ComputeOnlyStrategy::skip_step(FlatParams&, std::int64_t) {}
+
 }  // namespace ferry::train

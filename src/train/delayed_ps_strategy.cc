@@ -39,24 +39,30 @@ void DelayedPsStrategy::setup(FlatParams& params) {
   thread_.start();
 }
 
-void DelayedPsStrategy::step(FlatParams& params, std::int64_t iteration) {
+void DelayedPsStrategy::step(FlatParams& params, std::int64_t iteration) { run_step(params, iteration, true); }
+
+// The push becomes a skip push (the servers drop the whole round); no local step is taken. A
+// healthy worker's local step of the same iteration stands until its next pull replaces it.
+void DelayedPsStrategy::skip_step(FlatParams& params, std::int64_t iteration) { run_step(params, iteration, false); }
+
+void DelayedPsStrategy::run_step(FlatParams& params, std::int64_t iteration, bool finite) {
   if (iteration < warmup_)
-    warmup_step(params, iteration);
+    warmup_step(params, iteration, finite);
   else
-    delayed_step(params, iteration);
+    delayed_step(params, iteration, finite);
   steps_ = iteration + 1;
 }
 
-void DelayedPsStrategy::warmup_step(FlatParams& params, std::int64_t t) {
+void DelayedPsStrategy::warmup_step(FlatParams& params, std::int64_t t, bool finite) {
   ScopedTimer wait(&comm_wait_s_);
-  launch_push(params.grads(), false);
+  launch_push(params.grads(), finite ? PushKind::kFull : PushKind::kSkip);
   const auto version = static_cast<std::uint64_t>(t) + 1;
   thread_.submit([this, version] { kv_->pull_all(pulled_, version).wait(); }).wait();
   std::copy(pulled_.begin(), pulled_.end(), params.weights().begin());
   record_pull(pulled_, version);
 }
 
-void DelayedPsStrategy::delayed_step(FlatParams& params, std::int64_t t) {
+void DelayedPsStrategy::delayed_step(FlatParams& params, std::int64_t t, bool finite) {
   if (pending_pull_) {
     {
       ScopedTimer wait(&comm_wait_s_);
@@ -68,12 +74,15 @@ void DelayedPsStrategy::delayed_step(FlatParams& params, std::int64_t t) {
   }
   const std::int64_t since = t - warmup_ + 1;  // 1-based index of this post-warm-up iteration
   const bool full = schedule_.full_precision_every > 0 && since % schedule_.full_precision_every == 0;
-  launch_push(params.grads(), push_codecs_ && !full);
+  launch_push(params.grads(), !finite                  ? PushKind::kSkip
+                             : push_codecs_ && !full ? PushKind::kCompressed
+                                                     : PushKind::kFull);
   if (since % schedule_.pull_every == 0) {
     pending_version_ = static_cast<std::uint64_t>(t) + 1;
     const auto version = pending_version_;
     pending_pull_ = thread_.submit([this, version] { kv_->pull_all(pulled_, version).wait(); });
   }
+  if (!finite) return;
   // The local step uses this worker's full-precision gradient.
   local_opt_->set_lr(local_lr(t));
   auto w = params.weights();
@@ -84,16 +93,20 @@ void DelayedPsStrategy::delayed_step(FlatParams& params, std::int64_t t) {
   }
 }
 
-void DelayedPsStrategy::launch_push(std::span<const float> grad, bool compressed) {
+void DelayedPsStrategy::launch_push(std::span<const float> grad, PushKind kind) {
   while (pushes_.size() >= kMaxPushesInFlight) {
     ScopedTimer wait(&comm_wait_s_);
     pushes_.front().wait();
     pushes_.pop_front();
   }
+  if (kind == PushKind::kSkip) {
+    pushes_.push_back(thread_.submit([this] { kv_->push_skip_all().wait(); }));
+    return;
+  }
   // The next backward overwrites the gradient buffer: the push sends a copy.
   std::vector<float> copy(grad.begin(), grad.end());
-  pushes_.push_back(thread_.submit([this, g = std::move(copy), compressed] {
-    (compressed ? push_codecs_->push_all(*kv_, g) : kv_->push_all(g)).wait();
+  pushes_.push_back(thread_.submit([this, g = std::move(copy), kind] {
+    (kind == PushKind::kCompressed ? push_codecs_->push_all(*kv_, g) : kv_->push_all(g)).wait();
   }));
 }
 

@@ -46,15 +46,19 @@ class DelayedPsStrategy : public Strategy {
   std::string name() const override { return name_; }
   void setup(FlatParams& params) override;
   void step(FlatParams& params, std::int64_t iteration) override;
+  void skip_step(FlatParams& params, std::int64_t iteration) override;
   void finish(FlatParams& params) override;
   void save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) override;
   void load_state(const StateReader& in, FlatParams& params) override;
 
  private:
-  void warmup_step(FlatParams& params, std::int64_t t);
-  void delayed_step(FlatParams& params, std::int64_t t);
-  // Queues a push of a copy of `grad`; at most kMaxPushesInFlight stay queued.
-  void launch_push(std::span<const float> grad, bool compressed);
+  enum class PushKind { kFull, kCompressed, kSkip };
+  void run_step(FlatParams& params, std::int64_t iteration, bool finite);
+  void warmup_step(FlatParams& params, std::int64_t t, bool finite);
+  void delayed_step(FlatParams& params, std::int64_t t, bool finite);
+  // Queues a push of a copy of `grad` (fp32, through the codec, or a skip push without it); at
+  // most kMaxPushesInFlight stay queued.
+  void launch_push(std::span<const float> grad, PushKind kind);
   // Remembers pulled global weights of `version` (for GLU).
   void record_pull(std::span<const float> weights, std::uint64_t version);
   float local_lr(std::int64_t t) const;

@@ -2,6 +2,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/finite.h"
 #include "train/checkpoint.h"
 
 namespace ferry::train {
@@ -28,14 +29,21 @@ void LocalSgdStrategy::step(FlatParams& params, std::int64_t iteration) {
       ScopedTimer wait(&comm_wait_s_);
       context_.comm->allreduce_sum(g);
     }
-    const float inv = 1.0f / static_cast<float>(context_.options.world.num_workers);
-    for (auto& x : g) x *= inv;
-    optimizer_->step(params.weights(), g);
+    // NaN and Inf survive the sum: a bad gradient anywhere skips the step everywhere.
+    if (all_finite(g)) {
+      const float inv = 1.0f / static_cast<float>(context_.options.world.num_workers);
+      for (auto& x : g) x *= inv;
+      optimizer_->step(params.weights(), g);
+    }
     last_average_ = steps_;
   } else {
-    optimizer_->step(params.weights(), g);
+    if (all_finite(g)) optimizer_->step(params.weights(), g);  // a local step: skipped alone
     if ((iteration - d.post_local + 1) % d.sync_every == 0) average_weights(params);
   }
+}
+
+void LocalSgdStrategy::skip_step(FlatParams& params, std::int64_t iteration) {
+  step(params, iteration);  // step() sees the non-finite gradient and skips the update itself
 }
 
 void LocalSgdStrategy::average_weights(FlatParams& params) {

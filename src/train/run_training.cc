@@ -12,6 +12,7 @@
 #include "comm/ordered_communicator.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/finite.h"
 #include "core/metrics.h"
 #include "core/progress.h"
 #include "train/checkpoint.h"
@@ -40,12 +41,6 @@ struct WorkerStats {
   double bad_steps = 0;  // iterations whose gradient was not finite (skipped)
   double bytes_recv = 0;
 };
-
-bool all_finite(std::span<const float> values) {
-  float acc = 0;  // NaN or Inf anywhere makes the product with 0 NaN
-  for (float v : values) acc += v * 0.0f;
-  return acc == 0.0f;
-}
 
 std::string hex64(std::uint64_t v) {
   char text[17];
@@ -185,15 +180,16 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
       Batch b = loader.batch(epoch, s);
       params.zero_grads();
       auto loss = torch::nn::functional::cross_entropy(model->forward(b.images), b.labels);
-      loss.backward();
-      params.gather_grads();
       if (rank == 0 && o.inject_nan_step >= 0 && it >= o.inject_nan_step &&
           it < o.inject_nan_step + o.inject_nan_count)
-        params.grads()[0] = NAN;  // testing aid (--inject-nan-at)
-      if (all_finite(params.grads())) {
+        loss = loss * NAN;  // testing aid (--inject-nan-at): every gradient of this step is NaN
+      loss.backward();
+      params.gather_grads();
+      const bool finite = all_finite(params.grads());
+      if (finite) {
         bad_in_row = 0;
       } else {
-        // Skip this worker's step: it contributes a zero gradient, so collectives stay matched.
+        // The strategy skips the step for everybody (Strategy::skip_step).
         ++bad_in_row;
         ++bad_steps;
         if (bad_in_row >= o.max_bad_steps)
@@ -204,9 +200,11 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
                      "ferry train: warning: rank %d iteration %lld: non-finite gradient (NaN or Inf), step skipped "
                      "(%lld in a row, abort at --max-bad-steps %d)\n",
                      rank, static_cast<long long>(it), static_cast<long long>(bad_in_row), o.max_bad_steps);
-        std::fill(params.grads().begin(), params.grads().end(), 0.0f);
       }
-      strategy->step(params, it);
+      if (finite)
+        strategy->step(params, it);
+      else
+        strategy->skip_step(params, it);
       watchdog.progress(it + 1);
       if (!ckpt_root.empty() && (it + 1) % o.checkpoint_every == 0 && it + 1 < total_steps) {
         Stopwatch sw;

@@ -4,6 +4,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/finite.h"
 #include "train/checkpoint.h"
 #include "train/ps_setup.h"
 
@@ -29,16 +30,32 @@ void SsgdStrategy::setup(FlatParams& params) {
   init_from_worker0(*kv_, comm, params);
 }
 
-void SsgdStrategy::step(FlatParams& params, std::int64_t iteration) {
+void SsgdStrategy::step(FlatParams& params, std::int64_t iteration) { exchange(params, iteration, true); }
+
+void SsgdStrategy::skip_step(FlatParams& params, std::int64_t iteration) { exchange(params, iteration, false); }
+
+void SsgdStrategy::exchange(FlatParams& params, std::int64_t iteration, bool finite) {
   ScopedTimer wait(&comm_wait_s_);
   if (optimizer_) {
-    if (allreduce_codecs_)
-      allreduce_codecs_->allreduce_sum(*context_.comm, params.grads());
-    else
+    bool apply = true;
+    if (allreduce_codecs_) {
+      // A non-finite gradient must not reach a codec (it would poison its residual): the
+      // workers first agree, with one summed flag, whether anybody's gradient is bad.
+      float bad = finite ? 0.0f : 1.0f;
+      context_.comm->allreduce_sum(std::span(&bad, 1));
+      apply = bad == 0.0f;
+      if (apply) allreduce_codecs_->allreduce_sum(*context_.comm, params.grads());
+    } else {
+      // NaN and Inf survive the sum, so every worker sees whether anybody's gradient was bad.
       context_.comm->allreduce_sum(params.grads());
-    optimizer_->step(params.weights(), params.grads());
+      apply = all_finite(params.grads());
+    }
+    if (apply) optimizer_->step(params.weights(), params.grads());
   } else {
-    (push_codecs_ ? push_codecs_->push_all(*kv_, params.grads()) : kv_->push_all(params.grads())).wait();
+    if (!finite)
+      kv_->push_skip_all().wait();
+    else
+      (push_codecs_ ? push_codecs_->push_all(*kv_, params.grads()) : kv_->push_all(params.grads())).wait();
     kv_->pull_all(params.weights(), static_cast<std::uint64_t>(iteration) + 1).wait();
   }
   ++steps_;

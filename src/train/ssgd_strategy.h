@@ -22,11 +22,14 @@ class SsgdStrategy final : public Strategy {
   std::string name() const override { return "ssgd"; }
   void setup(FlatParams& params) override;
   void step(FlatParams& params, std::int64_t iteration) override;
+  void skip_step(FlatParams& params, std::int64_t iteration) override;
   void finish(FlatParams& params) override;
   void save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) override;
   void load_state(const StateReader& in, FlatParams& params) override;
 
  private:
+  void exchange(FlatParams& params, std::int64_t iteration, bool finite);
+
   StrategyContext context_;
   std::unique_ptr<ps::SgdOptimizer> optimizer_;  // allreduce: the worker-side optimizer
   std::unique_ptr<ps::KeyLayout> layout_;        // ps

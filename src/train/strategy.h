@@ -48,6 +48,12 @@ class Strategy {
   // Called after the backward pass of iteration `iteration` (0-based), with params' gradients
   // complete: communicates and leaves the weights for the next iteration in params.
   virtual void step(FlatParams& params, std::int64_t iteration) = 0;
+  // Called instead of step() when this worker's gradient of `iteration` is not finite (NaN or
+  // Inf). Takes part in the iteration's communication, so nobody waits for this worker, and
+  // makes sure no global update is built from the iteration: synchronous algorithms skip the
+  // step on every worker (weights and optimizer state unchanged), asynchronous and local ones
+  // drop this worker's contribution (docs/reliability.md, "Non-finite gradients").
+  virtual void skip_step(FlatParams& params, std::int64_t iteration) = 0;
   // Leaves the final global weights in params and ends communication with servers.
   virtual void finish(FlatParams& params) = 0;
   // Checkpoints (checkpoint.h). Called on every worker after step() with the same `iterations`

@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/finite.h"
 #include "train/ps_setup.h"
 
 namespace ferry::train {
@@ -121,16 +122,26 @@ void WfbpStrategy::step(FlatParams& params, std::int64_t iteration) {
     }
     b.sent.reset();
     b.in_flight.reset();
+    b.pending = b.params.size();
+  }
+  // Allreduce: NaN and Inf survive the sum, so every worker sees whether anybody's gradient was
+  // bad and all skip the whole step. PS: the buckets left during backward, before this worker
+  // knew; the servers skip the round of each key whose sum is not finite (docs/reliability.md).
+  const bool apply = kv_ || all_finite(fused_);
+  for (Bucket& b : buckets_) {
     auto w = params.weights().subspan(b.begin, b.end - b.begin);
-    if (b.optimizer)
-      b.optimizer->step(w, std::span<const float>(fused_).subspan(b.begin, b.end - b.begin));
-    else
+    if (!b.optimizer)
       std::copy(pulled_.begin() + static_cast<std::ptrdiff_t>(b.begin),
                 pulled_.begin() + static_cast<std::ptrdiff_t>(b.end), w.begin());
-    b.pending = b.params.size();
+    else if (apply)
+      b.optimizer->step(w, std::span<const float>(fused_).subspan(b.begin, b.end - b.begin));
   }
   std::fill(ready_.begin(), ready_.end(), false);
   steps_ = iteration + 1;
+}
+
+void WfbpStrategy::skip_step(FlatParams& params, std::int64_t iteration) {
+  step(params, iteration);  // the gradient is already on its way; step() handles the skip
 }
 
 void WfbpStrategy::remove_hooks() {

@@ -35,6 +35,7 @@ class WfbpStrategy final : public Strategy {
   std::string name() const override { return "wfbp"; }
   void setup(FlatParams& params) override;
   void step(FlatParams& params, std::int64_t iteration) override;
+  void skip_step(FlatParams& params, std::int64_t iteration) override;
   void finish(FlatParams& params) override;
 
   // Number of fusion buckets (for tests and logs).

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <map>
 #include <memory>
@@ -58,11 +59,15 @@ TEST(SgdOptimizer, MatchesTheMxnetFormula) {
 // Gradient of worker w for step t, element i: a fixed function so the test can replay it.
 float grad_of(int w, int t, std::size_t i) { return std::sin(0.1f * (w + 1) * (t + 1) + 0.01f * i); }
 
+enum class PushFault { kFine, kSkip, kNaN };
+
 struct PsSetup {
   int workers;
   int servers;
   ServerMode mode;
   bool compressed_pulls = false;
+  // Worker rank, step -> what that push carries instead of the gradient (kFine by default).
+  std::function<PushFault(int, int)> fault = {};
 };
 
 // A lossy pull codec for the tests: values rounded to multiples of 1/64, sent as int16, with
@@ -112,9 +117,11 @@ std::vector<float> run_ps(PsSetup s, const std::vector<std::size_t>& sizes, int 
     std::vector<float> g(w.size());
     for (int t = 0; t < steps; ++t) {
       for (std::size_t i = 0; i < g.size(); ++i) g[i] = grad_of(c.rank(), t, i);
+      const PushFault fault = s.fault ? s.fault(c.rank(), t) : PushFault::kFine;
+      if (fault == PushFault::kNaN) g[g.size() / 2] = std::nanf("");
       // Later ranks push first, so pushes reach the servers out of worker order.
       std::this_thread::sleep_for(std::chrono::milliseconds(2 * (s.workers - 1 - c.rank())));
-      kv.push_all(g).wait();
+      (fault == PushFault::kSkip ? kv.push_skip_all() : kv.push_all(g)).wait();
       kv.pull_all(w, s.mode == ServerMode::kSync ? t + 1 : 0).wait();
     }
     // Async versions count applied pushes: wait for everybody's to see the final weights.
@@ -188,6 +195,77 @@ TEST(KVServer, AsyncAppliesEveryPush) {
       for (int t = 0; t < steps; ++t) all += grad_of(k, t, i);
     EXPECT_NEAR(got[i], 0.001f * i - 0.1f / workers * all, 1e-5) << i;
   }
+}
+
+// A skip push (a worker's gradient was not finite) drops the whole sync round on every key:
+// no optimizer step, so momentum does not move the weights either; a push holding a NaN drops
+// the round of the key it lands in. Every other round is applied as usual.
+TEST(KVServer, SyncRoundWithASkipOrNanPushAppliesNoUpdate) {
+  std::vector<std::size_t> sizes = {5, 17, 33, 2};
+  SgdOptions sgd{0.05f, 0.9f, 1e-3f, 1.0f};
+  const int workers = 3, steps = 6;
+  PsSetup s{workers, 2, ServerMode::kSync};
+  s.fault = [](int rank, int t) {
+    if (rank == 1 && t == 2) return PushFault::kSkip;
+    if (rank == 2 && t == 4) return PushFault::kNaN;
+    return PushFault::kFine;
+  };
+  auto got = run_ps(s, sizes, steps, sgd);
+  // The NaN sits in the middle element, which belongs to one key: only that key skips round 4.
+  KeyLayout layout(sizes, 2);
+  const std::size_t nan_at = layout.total_elements() / 2;
+  const KeyRange* nan_key = nullptr;
+  for (const auto& k : layout.keys())
+    if (nan_at >= k.offset && nan_at < k.offset + k.length) nan_key = &k;
+  ASSERT_NE(nan_key, nullptr);
+  std::vector<float> w(got.size());
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.001f * i;
+  SgdOptions ref_opts = sgd;
+  ref_opts.rescale = 1.0f / workers;
+  for (const auto& k : layout.keys()) {
+    SgdOptimizer ref(k.length, ref_opts);
+    std::span<float> wk(w.data() + k.offset, k.length);
+    std::vector<float> g(k.length);
+    for (int t = 0; t < steps; ++t) {
+      if (t == 2 || (t == 4 && &k == nan_key)) continue;
+      std::fill(g.begin(), g.end(), 0.0f);
+      for (int r = 0; r < workers; ++r)
+        for (std::size_t i = 0; i < g.size(); ++i) g[i] += grad_of(r, t, k.offset + i);
+      ref.step(wk, g);
+    }
+  }
+  for (std::size_t i = 0; i < w.size(); ++i) ASSERT_EQ(got[i], w[i]) << "element " << i;
+  auto plain = run_ps({workers, 2, ServerMode::kSync}, sizes, steps, sgd);
+  EXPECT_NE(plain, got) << "the faults changed nothing";
+}
+
+// Async: a skip push or a push with a NaN is dropped alone; the others are applied.
+TEST(KVServer, AsyncDropsSkipAndNanPushes) {
+  std::vector<std::size_t> sizes = {7, 9};
+  SgdOptions sgd{0.1f, 0.0f, 0.0f, 1.0f};
+  const int workers = 3, steps = 5;
+  PsSetup s{workers, 2, ServerMode::kAsync};
+  auto fault = [](int rank, int t) {
+    if (rank == 0 && t == 1) return PushFault::kSkip;
+    if (rank == 2 && t == 3) return PushFault::kNaN;
+    return PushFault::kFine;
+  };
+  s.fault = fault;
+  auto got = run_ps(s, sizes, steps, sgd);
+  KeyLayout layout(sizes, 2);
+  const std::size_t nan_at = layout.total_elements() / 2;
+  for (const auto& k : layout.keys())
+    for (std::size_t i = k.offset; i < k.offset + k.length; ++i) {
+      const bool nan_key = nan_at >= k.offset && nan_at < k.offset + k.length;
+      float all = 0;
+      for (int r = 0; r < workers; ++r)
+        for (int t = 0; t < steps; ++t) {
+          const PushFault f = fault(r, t);
+          if (f == PushFault::kSkip || (f == PushFault::kNaN && nan_key)) continue;
+          all += grad_of(r, t, i);
+        }
+      EXPECT_NEAR(got[i], 0.001f * i - 0.1f / workers * all, 1e-5) << i;
+    }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/local/local_communicator.h"
+#include "core/finite.h"
 #include "train/data/data_loader.h"
 #include "train/flat_params.h"
 #include "train/gradient_codecs.h"
@@ -34,11 +35,16 @@ using StepObserver = std::function<void(comm::Communicator& comm, int step, Flat
 // Wraps a rank's communicator in a decorator (to count or shape its traffic), owned by the rank.
 using CommWrapper = std::function<std::unique_ptr<comm::Communicator>(comm::Communicator& raw)>;
 
+// Worker rank, step -> whether that worker's loss (hence its gradient) is made NaN at that step.
+using GradientFault = std::function<bool(int rank, int step)>;
+
 // Runs `steps` iterations of `algo` with options `so` on so.world (servers serve with the same
 // codec), every worker training make_model(model_name, 3) on its shard of `data`, batch `batch`.
+// As `ferry train` does, a worker whose gradient is not finite calls skip_step() instead of step().
 inline void run_strategy_locally(const std::string& algo, const StrategyOptions& so, const Dataset& data,
                                  std::int64_t batch, int steps, const StepObserver& observe,
-                                 const std::string& model_name = "mlp", const CommWrapper& wrap = {}) {
+                                 const std::string& model_name = "mlp", const CommWrapper& wrap = {},
+                                 const GradientFault& fault = {}) {
   register_builtin_strategies();
   torch::set_num_threads(1);
   const WorldLayout world = so.world;
@@ -62,9 +68,14 @@ inline void run_strategy_locally(const std::string& algo, const StrategyOptions&
     for (int t = 0; t < steps; ++t) {
       Batch b = loader.batch(t / loader.steps_per_epoch(), t % loader.steps_per_epoch());
       params.zero_grads();
-      torch::nn::functional::cross_entropy(model->forward(b.images), b.labels).backward();
+      auto loss = torch::nn::functional::cross_entropy(model->forward(b.images), b.labels);
+      if (fault && fault(c->rank(), t)) loss = loss * std::nanf("");  // every gradient becomes NaN
+      loss.backward();
       params.gather_grads();
-      strategy->step(params, t);
+      if (all_finite(params.grads()))
+        strategy->step(params, t);
+      else
+        strategy->skip_step(params, t);
       if (observe) observe(*c, t, params, *strategy, *model);
     }
     strategy->finish(params);
