@@ -109,9 +109,11 @@ bool cpu_has_avx512f() {
 #endif
 
 std::size_t collect_blocks(const CollectArgs& a, std::size_t begin, std::size_t end,
-                           std::size_t& c) {
+                           std::size_t& c, bool allow_avx512) {
 #if defined(FERRY_TOPK_X86_DISPATCH)
-  if (cpu_has_avx512f()) return collect_avx512(a, begin, end, c);
+  if (allow_avx512 && cpu_has_avx512f()) return collect_avx512(a, begin, end, c);
+#else
+  (void)allow_avx512;
 #endif
   return collect_portable(a, begin, end, c);
 }
@@ -178,9 +180,10 @@ bool SampledTopkSelector::run(const float* g, Target<kAdd> e, std::size_t n, std
   const std::size_t full = n - n % kBlock;
   std::size_t i;
   if constexpr (kAdd) {
-    i = collect_blocks({g, e, e, est, ci, ck, cap}, 0, full, c);
+    i = collect_blocks({g, e, e, est, ci, ck, cap}, 0, full, c, options_.allow_avx512);
   } else {
-    i = collect_blocks({nullptr, nullptr, e, est, ci, ck, cap}, 0, full, c);
+    i = collect_blocks({nullptr, nullptr, e, est, ci, ck, cap}, 0, full, c,
+                       options_.allow_avx512);
   }
   const bool overflow = c > cap;
   if (overflow) {

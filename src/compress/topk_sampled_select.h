@@ -15,6 +15,7 @@ struct SampledTopkOptions {
   std::size_t min_numel = std::size_t{1} << 16;  // smaller tensors go straight to TopkSelector
   std::size_t sample_size = 4096;                // elements read (fixed stride) for the estimate
   double max_fraction = 1.0 / 16;                // k / n above this: straight to TopkSelector
+  bool allow_avx512 = true;  // false: the portable candidate loop (tests run both; same result)
 };
 
 // The same selection as TopkSelector (k largest |x|, ties: lower index first, NaN above

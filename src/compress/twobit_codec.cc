@@ -159,6 +159,21 @@ bool cpu_has_avx512() {
 
 }  // namespace
 
+bool twobit_kernel_supported(TwobitKernel kernel) {
+  switch (kernel) {
+#if defined(FERRY_TWOBIT_X86_DISPATCH)
+    case TwobitKernel::kAvx512: return cpu_has_avx512();
+    case TwobitKernel::kAvx2: return cpu_has_avx2();
+#else
+    case TwobitKernel::kAvx512:
+    case TwobitKernel::kAvx2: return false;
+#endif
+    case TwobitKernel::kAuto:
+    case TwobitKernel::kBaseline: return true;
+  }
+  return false;
+}
+
 TwobitOptions parse_twobit_options(SpecReader& spec) {
   TwobitOptions o;
   o.threshold = static_cast<float>(spec.get_double("threshold", o.threshold));
@@ -169,6 +184,12 @@ TwobitCodec::TwobitCodec(TwobitOptions options, TensorInfo info)
     : Codec(std::move(info)), options_(options), residual_(info_.numel, 0.0f) {
   FERRY_REQUIRE(options_.threshold > 0.0f && std::isfinite(options_.threshold),
                 "twobit: threshold must be a finite number > 0, got ", options_.threshold);
+  FERRY_REQUIRE(twobit_kernel_supported(options_.kernel),
+                "twobit: this CPU or build lacks the requested encoder kernel");
+  if (options_.kernel == TwobitKernel::kAuto)
+    options_.kernel = twobit_kernel_supported(TwobitKernel::kAvx512) ? TwobitKernel::kAvx512
+                      : twobit_kernel_supported(TwobitKernel::kAvx2) ? TwobitKernel::kAvx2
+                                                                     : TwobitKernel::kBaseline;
 }
 
 std::size_t TwobitCodec::size_bytes(std::size_t numel) {
@@ -188,10 +209,10 @@ void TwobitCodec::encode(std::span<const float> grad, std::vector<std::byte>& ou
   const std::size_t full = n / 16;
   std::size_t b = 0;
 #if defined(FERRY_TWOBIT_X86_DISPATCH)
-  if (cpu_has_avx512()) {
+  if (options_.kernel == TwobitKernel::kAvx512) {
     quantize_blocks_avx512(g, r, t, full, words);
     b = full;
-  } else if (cpu_has_avx2()) {
+  } else if (options_.kernel == TwobitKernel::kAvx2) {
     quantize_blocks_avx2(g, r, t, full, words);
     b = full;
   }

@@ -8,8 +8,14 @@
 
 namespace ferry::compress {
 
+// Encoder loops; all give the same bits. kAuto takes the widest the CPU has.
+enum class TwobitKernel { kAuto, kAvx512, kAvx2, kBaseline /* SSE2 on x86-64, else scalar */ };
+// Whether this build and CPU can run `kernel` (kAuto and kBaseline: always).
+bool twobit_kernel_supported(TwobitKernel kernel);
+
 struct TwobitOptions {
   float threshold = 0.5f;  // t > 0: values sent are +t, -t or 0 (spec key: threshold)
+  TwobitKernel kernel = TwobitKernel::kAuto;  // tests force each loop; not a spec key
 };
 TwobitOptions parse_twobit_options(SpecReader& spec);
 

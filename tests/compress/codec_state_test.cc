@@ -27,7 +27,9 @@ std::vector<std::string> specs() {
   return out;
 }
 
-TensorInfo matrix_info() { return TensorInfo{.numel = 37 * 29, .shape = {37, 29}, .tensor_id = 5, .rank = 1}; }
+TensorInfo matrix_info() {
+  return TensorInfo{.numel = 37 * 29, .shape = {37, 29}, .tensor_id = 5, .rank = 1};
+}
 
 std::vector<float> grad_at(std::size_t n, int step) {
   return testing::normal_vector(n, 1000 + static_cast<std::uint32_t>(step), 0.7f);
@@ -54,7 +56,8 @@ std::vector<std::byte> state_of(const Codec& c) {
 
 TEST(CodecState, EveryCodecResumesBitForBit) {
   for (const auto& spec : specs()) {
-    for (const TensorInfo& info : {matrix_info(), TensorInfo{.numel = 1, .tensor_id = 2, .rank = 3}}) {
+    const TensorInfo single{.numel = 1, .tensor_id = 2, .rank = 3};
+    for (const TensorInfo& info : {matrix_info(), single}) {
       SCOPED_TRACE(spec + " numel=" + std::to_string(info.numel));
       auto a = make_codec(spec, info);
       for (int s = 0; s < 7; ++s) step(*a, s);
@@ -69,7 +72,9 @@ TEST(CodecState, EveryCodecResumesBitForBit) {
         const auto pb = step(*b, s);
         ASSERT_EQ(pa, pb) << "step " << s;
         ASSERT_EQ(a->residual().size(), b->residual().size());
-        ASSERT_EQ(std::memcmp(a->residual().data(), b->residual().data(), a->residual().size_bytes()), 0)
+        ASSERT_EQ(std::memcmp(a->residual().data(), b->residual().data(),
+                              a->residual().size_bytes()),
+                  0)
             << "residual differs at step " << s;
         fresh_differs |= step(*fresh, s) != pa;
       }
@@ -148,7 +153,8 @@ TEST(CodecState, MessagesNameTheMismatch) {
     twobit->load_state(state_of(*qsgd));
     FAIL() << "accepted";
   } catch (const FormatError& e) {
-    EXPECT_NE(std::string(e.what()).find("saved by codec 'qsgd+ef'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("saved by codec 'qsgd+ef'"), std::string::npos)
+        << e.what();
   }
   auto small = make_codec("twobit", testing::info_1d(3));
   try {

@@ -66,43 +66,51 @@ std::vector<float> make_vector(Kind kind, std::size_t n, std::uint32_t seed) {
 }
 
 TEST(TopkSampled, MatchesPartialSortReferenceOnBothPaths) {
-  SampledTopkSelector sel({.min_numel = 1, .sample_size = 256, .max_fraction = 0.5});
-  std::vector<std::uint32_t> idx;
-  int sampled = 0, fallback = 0;
-  const Kind kinds[] = {Kind::kNormal, Kind::kHeavyTailed, Kind::kFewValues, Kind::kAllEqual,
-                        Kind::kSpecials};
-  for (std::size_t n : {1, 15, 16, 17, 100, 1000, 4099, 65537}) {
-    for (std::size_t k : {std::size_t{1}, std::size_t{3}, std::max<std::size_t>(1, n / 100),
-                          n / 16, n / 2, n}) {
-      if (k == 0 || k > n) continue;
-      for (Kind kind : kinds) {
-        for (std::uint32_t rep = 0; rep < 3; ++rep) {
-          const auto x = make_vector(kind, n, static_cast<std::uint32_t>(n * 31 + k * 7 + rep));
-          (sel.select(x, k, idx) ? sampled : fallback) += 1;
-          ASSERT_EQ(idx, reference_topk(x, k))
-              << "n=" << n << " k=" << k << " kind=" << static_cast<int>(kind) << " rep=" << rep;
+  // The AVX-512 candidate loop where the CPU has it, and the portable one.
+  for (bool avx512 : {true, false}) {
+    SCOPED_TRACE(avx512 ? "avx512 allowed" : "portable");
+    SampledTopkSelector sel(
+        {.min_numel = 1, .sample_size = 256, .max_fraction = 0.5, .allow_avx512 = avx512});
+    std::vector<std::uint32_t> idx;
+    int sampled = 0, fallback = 0;
+    const Kind kinds[] = {Kind::kNormal, Kind::kHeavyTailed, Kind::kFewValues, Kind::kAllEqual,
+                          Kind::kSpecials};
+    for (std::size_t n : {1, 15, 16, 17, 100, 1000, 4099, 65537}) {
+      for (std::size_t k : {std::size_t{1}, std::size_t{3}, std::max<std::size_t>(1, n / 100),
+                            n / 16, n / 2, n}) {
+        if (k == 0 || k > n) continue;
+        for (Kind kind : kinds) {
+          for (std::uint32_t rep = 0; rep < 3; ++rep) {
+            const auto x = make_vector(kind, n, static_cast<std::uint32_t>(n * 31 + k * 7 + rep));
+            (sel.select(x, k, idx) ? sampled : fallback) += 1;
+            ASSERT_EQ(idx, reference_topk(x, k))
+                << "n=" << n << " k=" << k << " kind=" << static_cast<int>(kind) << " rep=" << rep;
+          }
         }
       }
     }
+    // Both paths were exercised (all-equal inputs overflow the candidate cap, k > n/2 skips).
+    EXPECT_GT(sampled, 100);
+    EXPECT_GT(fallback, 20);
   }
-  // Both paths were exercised (all-equal inputs overflow the candidate cap, k > n/2 skips).
-  EXPECT_GT(sampled, 100);
-  EXPECT_GT(fallback, 20);
 }
 
 TEST(TopkSampled, AddAndSelectUpdatesAndSelects) {
-  SampledTopkSelector sel({.min_numel = 1, .sample_size = 512});
-  std::vector<std::uint32_t> idx;
-  for (std::size_t n : testing::edge_sizes()) {
-    const std::size_t k = std::max<std::size_t>(1, n / 100);
-    auto e = make_vector(Kind::kHeavyTailed, n, 5);
-    auto expect_e = e;
-    for (int step = 0; step < 3; ++step) {
-      const auto g = make_vector(step == 1 ? Kind::kSpecials : Kind::kNormal, n, 40 + step);
-      for (std::size_t i = 0; i < n; ++i) expect_e[i] += g[i];
-      sel.add_and_select(g, e, k, idx);
-      ASSERT_EQ(std::memcmp(e.data(), expect_e.data(), 4 * n), 0) << "n=" << n;
-      ASSERT_EQ(idx, reference_topk(expect_e, k)) << "n=" << n << " step " << step;
+  for (bool avx512 : {true, false}) {
+    SampledTopkSelector sel({.min_numel = 1, .sample_size = 512, .allow_avx512 = avx512});
+    std::vector<std::uint32_t> idx;
+    for (std::size_t n : testing::edge_sizes()) {
+      const std::size_t k = std::max<std::size_t>(1, n / 100);
+      auto e = make_vector(Kind::kHeavyTailed, n, 5);
+      auto expect_e = e;
+      for (int step = 0; step < 3; ++step) {
+        const auto g = make_vector(step == 1 ? Kind::kSpecials : Kind::kNormal, n, 40 + step);
+        for (std::size_t i = 0; i < n; ++i) expect_e[i] += g[i];
+        sel.add_and_select(g, e, k, idx);
+        ASSERT_EQ(std::memcmp(e.data(), expect_e.data(), 4 * n), 0) << "n=" << n;
+        ASSERT_EQ(idx, reference_topk(expect_e, k))
+            << "n=" << n << " step " << step << " avx512 " << avx512;
+      }
     }
   }
 }

@@ -63,8 +63,17 @@ void mxnet_dequantize(std::vector<float>& out, const std::vector<std::uint32_t>&
   }
 }
 
-void check_against_mxnet(std::size_t n, float t, int steps) {
-  TwobitCodec c({.threshold = t}, testing::info_1d(n));
+// Every encoder loop this CPU can run (AVX-512, AVX2, SSE2/scalar), each checked on its own.
+std::vector<TwobitKernel> kernels() {
+  std::vector<TwobitKernel> out;
+  for (auto k : {TwobitKernel::kAvx512, TwobitKernel::kAvx2, TwobitKernel::kBaseline})
+    if (twobit_kernel_supported(k)) out.push_back(k);
+  return out;
+}
+
+void check_against_mxnet(std::size_t n, float t, int steps, TwobitKernel kernel) {
+  SCOPED_TRACE("kernel " + std::to_string(static_cast<int>(kernel)));
+  TwobitCodec c({.threshold = t, .kernel = kernel}, testing::info_1d(n));
   std::vector<float> ref_residual(n, 0.0f), ref_decoded(n), decoded(n), acc(n, 1.0f);
   std::vector<std::uint32_t> ref_words;
   std::vector<std::byte> payload;
@@ -89,13 +98,15 @@ void check_against_mxnet(std::size_t n, float t, int steps) {
 
 TEST(Twobit, BitForBitWithMxnetSmallSizes) {
   for (std::size_t n : {1, 2, 3, 4, 5, 15, 16, 17, 31, 32, 33, 100})
-    check_against_mxnet(n, 0.5f, 20);
+    for (auto k : kernels()) check_against_mxnet(n, 0.5f, 20, k);
 }
 
-TEST(Twobit, BitForBitWithMxnetLarge) { check_against_mxnet(1000003, 0.25f, 3); }
+TEST(Twobit, BitForBitWithMxnetLarge) {
+  for (auto k : kernels()) check_against_mxnet(1000003, 0.25f, 3, k);
+}
 
 // Values on the decision boundaries and IEEE specials, spread over whole 16-value blocks so the
-// vector paths (SSE2 / AVX2 / AVX-512, whichever this CPU runs) see them in every lane.
+// vector paths (SSE2 / AVX2 / AVX-512, each that this CPU runs) see them in every lane.
 TEST(Twobit, BitForBitWithMxnetSpecialValues) {
   const float t = 0.5f;
   const float specials[] = {t, -t, std::nextafter(t, 0.0f), -std::nextafter(t, 0.0f), 0.0f, -0.0f,
@@ -104,18 +115,22 @@ TEST(Twobit, BitForBitWithMxnetSpecialValues) {
                             std::numeric_limits<float>::quiet_NaN(),
                             std::numeric_limits<float>::denorm_min(), 1e30f, -1e30f, 0.25f};
   const std::size_t n = 16 * 37 + 5;
-  TwobitCodec c({.threshold = t}, testing::info_1d(n));
-  std::vector<float> ref_residual(n, 0.0f);
-  std::vector<std::uint32_t> ref_words;
-  std::vector<std::byte> payload;
-  for (int s = 0; s < 6; ++s) {
-    std::vector<float> g(n);
-    for (std::size_t i = 0; i < n; ++i) g[i] = specials[(i * 7 + s * 3) % std::size(specials)];
-    c.encode(g, payload);
-    mxnet_quantize(ref_words, g, ref_residual, -t, t);
-    ASSERT_EQ(std::memcmp(payload.data() + kHeaderBytes, ref_words.data(), 4 * ref_words.size()), 0)
-        << "step " << s;
-    ASSERT_EQ(std::memcmp(c.residual().data(), ref_residual.data(), 4 * n), 0) << "step " << s;
+  for (auto kernel : kernels()) {
+    SCOPED_TRACE("kernel " + std::to_string(static_cast<int>(kernel)));
+    TwobitCodec c({.threshold = t, .kernel = kernel}, testing::info_1d(n));
+    std::vector<float> ref_residual(n, 0.0f);
+    std::vector<std::uint32_t> ref_words;
+    std::vector<std::byte> payload;
+    for (int s = 0; s < 6; ++s) {
+      std::vector<float> g(n);
+      for (std::size_t i = 0; i < n; ++i) g[i] = specials[(i * 7 + s * 3) % std::size(specials)];
+      c.encode(g, payload);
+      mxnet_quantize(ref_words, g, ref_residual, -t, t);
+      ASSERT_EQ(std::memcmp(payload.data() + kHeaderBytes, ref_words.data(), 4 * ref_words.size()),
+                0)
+          << "step " << s;
+      ASSERT_EQ(std::memcmp(c.residual().data(), ref_residual.data(), 4 * n), 0) << "step " << s;
+    }
   }
 }
 
