@@ -40,10 +40,10 @@ void SsgdStrategy::exchange(FlatParams& params, std::int64_t iteration, bool fin
     bool apply = true;
     if (allreduce_codecs_) {
       // A non-finite gradient must not reach a codec (it would poison its residual): the
-      // workers first agree, with one summed flag, whether anybody's gradient is bad.
-      float bad = finite ? 0.0f : 1.0f;
-      context_.comm->allreduce_sum(std::span(&bad, 1));
-      apply = bad == 0.0f;
+      // workers first agree, with a one-byte allgather, whether anybody's gradient is bad.
+      const std::byte mine{finite ? std::uint8_t{0} : std::uint8_t{1}};
+      for (const auto& flag : context_.comm->allgather(std::span(&mine, 1)))
+        if (flag.size() != 1 || flag[0] != std::byte{0}) apply = false;
       if (apply) allreduce_codecs_->allreduce_sum(*context_.comm, params.grads());
     } else {
       // NaN and Inf survive the sum, so every worker sees whether anybody's gradient was bad.

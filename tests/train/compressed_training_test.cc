@@ -155,9 +155,9 @@ TEST(CompressedSsgd, WireBytesArePackedTwoBitCodes) {
   EXPECT_GT(ratio, 1.0 / 16);
   EXPECT_LT(ratio, 1.0 / 15);  // ~1/16 of fp32 plus headers
 
-  // Allreduce: one allgather per step of all tensors' length-prefixed payloads; on a ring each
-  // rank forwards N−1 of them.
-  std::uint64_t packed = 0;
+  // Allreduce: one allgather per step of the one-byte "gradient finite" flags, one of all
+  // tensors' length-prefixed payloads; on a ring each rank forwards N−1 of each.
+  std::uint64_t packed = 1;
   for (auto n : numels) packed += 8 + twobit_bytes(n);
   auto ar = run(RunConfig{.workers = kWorkers, .codec = kTwobit, .steps = kSteps});
   auto ar_plain = run(RunConfig{.workers = kWorkers, .steps = kSteps});
