@@ -3,9 +3,12 @@
 #
 #   scripts/sanitize.sh asan [CTEST ARGS...]   the whole suite, AddressSanitizer + UBSan
 #                                              (preset asan: build/asan, Debug, gcc)
-#   scripts/sanitize.sh tsan [GTEST FILTER]    the threaded modules without libtorch, TSan
-#                                              (preset tsan: build/tsan): core (queues),
-#                                              comm (threads as ranks, link shaping), ps
+#   scripts/sanitize.sh tsan [GTEST FILTER]    the threaded modules, ThreadSanitizer (preset
+#                                              tsan: build/tsan): core (queues), comm (threads
+#                                              as ranks, link shaping), ps, the training
+#                                              strategies with their communication threads
+#                                              (threads as ranks) and MoE (the expert I/O
+#                                              thread, prefetching engine)
 #
 # libtorch and OpenMPI are not instrumented: their known false positives are suppressed by
 # tests/sanitizers/{lsan,tsan,ubsan}.supp. Any UBSan report fails the test (halt_on_error).
@@ -37,7 +40,8 @@ case "$mode" in
     bash scripts/setup.sh
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
     [ -f build/tsan/CMakeCache.txt ] || cmake --preset tsan >/dev/null
-    tests=(core/core_test comm/comm_test ps/ps_test)
+    tests=(core/core_test comm/comm_test ps/ps_test train/train_test train/train_delayed_test
+           train/train_checkpoint_test train/compressed_training_test moe/moe_test)
     targets=()
     for t in "${tests[@]}"; do targets+=("$(basename "$t")"); done
     cmake --build build/tsan -j "$jobs" --target "${targets[@]}"
