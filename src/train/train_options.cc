@@ -41,9 +41,6 @@ void validate(const TrainOptions& o) {
     FERRY_REQUIRE(!o.checkpoint_dir.empty() || !o.out_dir.empty(),
                   "--checkpoint-every needs --checkpoint-dir or --out (checkpoints go to <out>/checkpoints)");
   if (o.checkpoint_every > 0 || !o.resume.empty())
-    FERRY_REQUIRE(supports_checkpoints(o.algo), "--algo ", o.algo,
-                  " cannot be checkpointed (--checkpoint-every / --resume); every other algorithm can");
-  if (o.checkpoint_every > 0 || !o.resume.empty())
     FERRY_REQUIRE(o.pull_codec.empty(),
                   "--compress-pull cannot be checkpointed yet (its per-worker replicas are not saved)");
   if (o.deterministic)
@@ -54,8 +51,6 @@ void validate(const TrainOptions& o) {
   validate_algorithm_codec(o.algo, canonical_codec(o));
   canonical_pull_codec(o);
 }
-
-bool supports_checkpoints(const std::string& algo) { return algo != "wfbp"; }
 
 bool supports_determinism(const std::string& algo) { return algo != "asgd"; }
 

@@ -46,8 +46,6 @@ struct TrainOptions {
   std::int64_t inject_nan_count = 1;  // ...for this many iterations
 };
 
-// Algorithms whose state a checkpoint can hold (every one but wfbp).
-bool supports_checkpoints(const std::string& algo);
 // Algorithms that --deterministic makes bit-reproducible (the synchronous ones: not asgd).
 bool supports_determinism(const std::string& algo);
 // Parses --inject-nan-at STEP[,COUNT] into options (InvalidArgument naming the flag).

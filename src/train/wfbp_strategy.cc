@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/finite.h"
+#include "train/checkpoint.h"
 #include "train/ps_setup.h"
 
 namespace ferry::train {
@@ -142,6 +143,38 @@ void WfbpStrategy::step(FlatParams& params, std::int64_t iteration) {
 
 void WfbpStrategy::skip_step(FlatParams& params, std::int64_t iteration) {
   step(params, iteration);  // the gradient is already on its way; step() handles the skip
+}
+
+// Between iterations nothing is in flight (step() waited for every bucket): the state is the
+// weights, the iteration count (the PS pull version) and, with allreduce, each bucket's
+// optimizer velocity, stored in the flat layout.
+void WfbpStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) {
+  if (kv_) {
+    ScopedTimer wait(&comm_wait_s_);
+    const auto done = static_cast<std::uint64_t>(iterations);
+    thread_.submit([this, done] { kv_->checkpoint(done); }).wait();
+  }
+  out.put("weights", params.weights());
+  out.put_u64("steps", static_cast<std::uint64_t>(steps_));
+  if (kv_) return;
+  std::vector<float> velocity(params.size(), 0.0f);
+  for (const Bucket& b : buckets_) {
+    auto v = b.optimizer->velocity();
+    std::copy(v.begin(), v.end(), velocity.begin() + static_cast<std::ptrdiff_t>(b.begin));
+  }
+  out.put("velocity", velocity);
+}
+
+void WfbpStrategy::load_state(const StateReader& in, FlatParams& params) {
+  in.floats_into("weights", params.weights());
+  steps_ = static_cast<std::int64_t>(in.u64("steps"));
+  if (kv_) return;
+  std::vector<float> velocity(params.size());
+  in.floats_into("velocity", velocity);
+  for (Bucket& b : buckets_) {
+    auto v = b.optimizer->mutable_velocity();
+    std::copy_n(velocity.begin() + static_cast<std::ptrdiff_t>(b.begin), v.size(), v.begin());
+  }
 }
 
 void WfbpStrategy::remove_hooks() {

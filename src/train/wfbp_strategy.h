@@ -37,6 +37,8 @@ class WfbpStrategy final : public Strategy {
   void step(FlatParams& params, std::int64_t iteration) override;
   void skip_step(FlatParams& params, std::int64_t iteration) override;
   void finish(FlatParams& params) override;
+  void save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) override;
+  void load_state(const StateReader& in, FlatParams& params) override;
 
   // Number of fusion buckets (for tests and logs).
   std::size_t num_buckets() const { return buckets_.size(); }

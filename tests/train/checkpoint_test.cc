@@ -186,10 +186,11 @@ TEST(CheckpointDir, MismatchedResumeIsRefusedNamingTheSetting) {
 }
 
 TEST(CheckpointOptions, ValidationNamesTheFlag) {
-  TrainOptions o = options_for("wfbp", 2, 0);
+  TrainOptions o = options_for("ssgd", 2, 1);
   o.checkpoint_every = 5;
   o.out_dir = "/tmp/x";
-  EXPECT_THROW(validate(o), InvalidArgument);
+  o.pull_codec = "fp16";
+  EXPECT_THROW(validate(o), InvalidArgument);  // --compress-pull cannot be checkpointed yet
   o = options_for("ssgd", 2, 0);
   o.checkpoint_every = 5;
   EXPECT_THROW(validate(o), InvalidArgument);  // nowhere to write
@@ -356,6 +357,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ResumeTest,
                                            ResumeCase{"odsgd", 2, 1, "none"}, ResumeCase{"ssdsgd", 3, 1, "none"},
                                            ResumeCase{"cdsgd", 2, 1, "twobit:threshold=0.01"},
                                            ResumeCase{"localsgd", 3, 0, "none"},
+                                           ResumeCase{"wfbp", 3, 0, "none"}, ResumeCase{"wfbp", 2, 1, "none"},
                                            ResumeCase{"compute-only", 2, 0, "none"}),
                          [](const auto& info) {
                            std::string n = info.param.algo + "_" + std::to_string(info.param.workers) + "w" +
