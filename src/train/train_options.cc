@@ -40,9 +40,6 @@ void validate(const TrainOptions& o) {
   if (o.checkpoint_every > 0)
     FERRY_REQUIRE(!o.checkpoint_dir.empty() || !o.out_dir.empty(),
                   "--checkpoint-every needs --checkpoint-dir or --out (checkpoints go to <out>/checkpoints)");
-  if (o.checkpoint_every > 0 || !o.resume.empty())
-    FERRY_REQUIRE(o.pull_codec.empty(),
-                  "--compress-pull cannot be checkpointed yet (its per-worker replicas are not saved)");
   if (o.deterministic)
     FERRY_REQUIRE(supports_determinism(o.algo), "--deterministic: --algo ", o.algo,
                   " is asynchronous and cannot be bit-reproducible");

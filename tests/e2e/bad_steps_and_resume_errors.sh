@@ -59,7 +59,7 @@ expect_flag_error() {
   fi
 }
 expect_flag_error "--checkpoint-every needs --checkpoint-dir or --out" --checkpoint-every 5
-expect_flag_error "--compress-pull cannot be checkpointed yet" --topology ps --servers 1 --compress-pull=fp16 --checkpoint-every 5 --out "$tmp/w"
+expect_flag_error "--keep-checkpoints must be at least 1" --checkpoint-every 5 --keep-checkpoints 0 --out "$tmp/w"
 expect_flag_error "--deterministic: --algo asgd" --algo asgd --servers 1 --deterministic
 expect_flag_error "invalid --inject-nan-at 'x'" --inject-nan-at x
 expect_flag_error "--max-bad-steps must be at least 1" --max-bad-steps 0

@@ -186,12 +186,7 @@ TEST(CheckpointDir, MismatchedResumeIsRefusedNamingTheSetting) {
 }
 
 TEST(CheckpointOptions, ValidationNamesTheFlag) {
-  TrainOptions o = options_for("ssgd", 2, 1);
-  o.checkpoint_every = 5;
-  o.out_dir = "/tmp/x";
-  o.pull_codec = "fp16";
-  EXPECT_THROW(validate(o), InvalidArgument);  // --compress-pull cannot be checkpointed yet
-  o = options_for("ssgd", 2, 0);
+  TrainOptions o = options_for("ssgd", 2, 0);
   o.checkpoint_every = 5;
   EXPECT_THROW(validate(o), InvalidArgument);  // nowhere to write
   o.checkpoint_dir = "/tmp/x";
@@ -270,8 +265,8 @@ std::map<int, std::vector<float>> run_segment(const std::string& algo, const Str
       std::vector<std::size_t> numels;
       for (const auto& p : model->parameters()) numels.push_back(p.numel());
       // The server's hook writes into checkpoint_tmp_dir(root, iterations).
-      run_parameter_server(c, world, numels, info.server_mode, so.sgd, so.codec, shapes_of(model->parameters()), "",
-                           ServerCheckpointing{save_dir, resume_dir});
+      run_parameter_server(c, world, numels, info.server_mode, so.sgd, so.codec, shapes_of(model->parameters()),
+                           so.pull_codec, ServerCheckpointing{save_dir, resume_dir});
       return;
     }
     DataLoader loader(data(), DataLoaderOptions{kBatch, world.num_workers, c.rank(), 5, true});
@@ -341,6 +336,35 @@ TEST_P(ResumeTest, ContinuesBitForBit) {
     EXPECT_EQ(differ, 0u) << "worker " << rank << ": " << differ << " of " << w.size() << " weights differ";
   }
   fs::remove_all(root);
+}
+
+// --compress-pull: a checkpoint holds no pull-codec state (the servers' per-worker encoders and
+// last-pulled weights, the workers' replicas). After a resume the first pull of every key is
+// fp32, as at the start of a run, so the replicas equal the global weights again: training goes
+// on from the same weights up to the pull codec's residual at the cut, not bit for bit.
+TEST(ResumeCompressedPulls, ContinuesAfterOneFullPrecisionPull) {
+  for (const char* algo : {"ssgd", "ssdsgd"}) {
+    StrategyOptions so;
+    so.topology = Topology::kParameterServer;
+    so.world = WorldLayout{2, 1};
+    so.sgd = ps::SgdOptions{0.05f, 0.9f, 1e-4f, 1.0f};
+    so.pull_codec = pull_codec_spec("fp16");
+    so.delayed.warmup_steps = 3;
+    so.delayed.delay_steps = 2;
+    const int cut = 7;
+    auto whole = run_segment(algo, so, 0, kSteps, "", "", true);
+    fs::path root = temp_dir(std::string("resume_pull_") + algo);
+    run_segment(algo, so, 0, cut, "", root.string(), false);
+    auto resumed = run_segment(algo, so, cut, kSteps, checkpoint_tmp_dir(root.string(), cut), "", true);
+    ASSERT_EQ(resumed.size(), 2u);
+    EXPECT_EQ(resumed.at(0), resumed.at(1)) << algo << ": the workers' final weights differ";
+    ASSERT_EQ(resumed.at(0).size(), whole.at(0).size());
+    float worst = 0;
+    for (std::size_t i = 0; i < whole.at(0).size(); ++i)
+      worst = std::max(worst, std::abs(resumed.at(0)[i] - whole.at(0)[i]));
+    EXPECT_LT(worst, 1e-3f) << algo;
+    fs::remove_all(root);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, ResumeTest,
