@@ -44,11 +44,13 @@ TEST(LinkEmulation, OneTransferTakesBytesOverBandwidthPlusLatency) {
       double elapsed = 0;
       run_local_ranks(2, [&](Communicator& c) {
         ShapedCommunicator s(&c, link);
+        // The receiver's clock starts before the barrier, so before the send can start: a
+        // receiver scheduled late after the barrier cannot make the transfer look shorter.
+        const double t0 = now_s();
         s.barrier();
         if (s.rank() == 0) {
           s.send(1, 1, std::vector<std::byte>(bytes));
         } else {
-          double t0 = now_s();
           Message m = s.recv(0, 1);
           elapsed = now_s() - t0;
           EXPECT_EQ(m.data.size(), bytes);
@@ -57,7 +59,8 @@ TEST(LinkEmulation, OneTransferTakesBytesOverBandwidthPlusLatency) {
       EXPECT_GE(elapsed, bytes / link.bandwidth_bytes_per_s) << bytes;
       best = std::min(best, elapsed);
     }
-    EXPECT_LE(best, 1.2 * bytes / link.bandwidth_bytes_per_s + link.latency_s) << bytes;
+    // The barrier's own messages add a few latencies to the measured time.
+    EXPECT_LE(best, 1.2 * bytes / link.bandwidth_bytes_per_s + 3 * link.latency_s) << bytes;
   }
 }
 
