@@ -114,16 +114,15 @@ void KVServer::on_push(int worker, int key, const RequestHeader& h, std::span<co
     }
   };
   if (options_.mode == ServerMode::kAsync) {
+    std::vector<float> g;
     if (!skip) {
-      std::vector<float> g(k.range->length, 0.0f);
+      g.assign(k.range->length, 0.0f);
       add(g);
-      if (all_finite(g))
-        k.optimizer->step(k.weights, g);
-      else
-        ++skipped_updates_;
-    } else {
-      ++skipped_updates_;
     }
+    if (!skip && all_finite(g))
+      k.optimizer->step(k.weights, g);
+    else
+      ++skipped_updates_;
     ++k.version;
     answer_pulls(k);
     return;
