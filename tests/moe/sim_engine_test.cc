@@ -12,6 +12,7 @@
 #include "moe/engine/engine.h"
 #include "moe/predict/predictor_registry.h"
 #include "moe/sim/simulator.h"
+#include "random_trace.h"
 #include "moe_test_util.h"
 
 namespace ferry::moe {
@@ -19,41 +20,9 @@ namespace {
 
 using testing::TempDir;
 
-// Skewed, temporally correlated routing with the tiny model's shape; `sequences` x `tokens`
-// decode tokens, gate weights included.
+// Routing with the tiny model's shape (testing::random_trace).
 RoutingTrace random_trace(const MoeConfig& c, std::uint32_t seed, int tokens, int sequences) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  RoutingTrace t;
-  t.model = "random";
-  t.path = "random-trace";
-  t.num_layers = c.num_layers;
-  t.num_experts = c.num_experts;
-  t.top_k = c.top_k;
-  std::vector<std::vector<double>> weight(t.num_layers, std::vector<double>(t.num_experts));
-  for (auto& w : weight)
-    for (auto& x : w) x = std::pow(u(rng), 3) + 0.02;
-  std::vector<std::vector<int>> previous(t.num_layers);
-  for (int s = 0; s < sequences; ++s)
-    for (int i = 0; i < tokens; ++i) {
-      TraceToken tok;
-      tok.sequence = s;
-      tok.position = i;
-      for (int l = 0; l < t.num_layers; ++l) {
-        std::vector<int> pick;
-        if (!previous[l].empty() && u(rng) < 0.4) pick.push_back(previous[l][0]);
-        while (static_cast<int>(pick.size()) < t.top_k) {
-          std::discrete_distribution<int> d(weight[l].begin(), weight[l].end());
-          const int e = d(rng);
-          if (std::find(pick.begin(), pick.end(), e) == pick.end()) pick.push_back(e);
-        }
-        previous[l] = pick;
-        tok.experts.push_back(pick);
-        tok.weights.push_back(std::vector<float>(pick.size(), 1.f / static_cast<float>(pick.size())));
-      }
-      t.tokens.push_back(tok);
-    }
-  return t;
+  return testing::random_trace(seed, c.num_layers, c.num_experts, c.top_k, tokens, sequences);
 }
 
 // The tiny model as the simulator sees it: same layers, experts, top-k and expert bytes (fp32).

@@ -12,42 +12,14 @@
 #include "moe/sched/trace_replay.h"
 #include "moe/sim/simulate.h"
 #include "moe/sim/simulator.h"
+#include "random_trace.h"
 
 namespace ferry::moe {
 namespace {
 
-// Skewed, temporally correlated routing with Mixtral's shape (32 layers, top-2 of 8).
+// Routing with Mixtral's shape: 32 layers, top-2 of 8 (testing::random_trace).
 RoutingTrace random_trace(std::uint32_t seed, int tokens, int sequences = 2) {
-  std::mt19937 rng(seed);
-  RoutingTrace t;
-  t.model = "random";
-  t.num_layers = 32;
-  t.num_experts = 8;
-  t.top_k = 2;
-  std::vector<std::vector<double>> weight(t.num_layers, std::vector<double>(t.num_experts));
-  std::uniform_real_distribution<double> u(0, 1);
-  for (auto& w : weight)
-    for (auto& x : w) x = std::pow(u(rng), 3) + 0.02;
-  std::vector<std::vector<int>> previous(t.num_layers);
-  for (int s = 0; s < sequences; ++s)
-    for (int i = 0; i < tokens; ++i) {
-      TraceToken tok;
-      tok.sequence = s;
-      tok.position = i;
-      for (int l = 0; l < t.num_layers; ++l) {
-        std::vector<int> pick;
-        if (!previous[l].empty() && u(rng) < 0.4) pick.push_back(previous[l][0]);  // reuse across tokens
-        while (static_cast<int>(pick.size()) < t.top_k) {
-          std::discrete_distribution<int> d(weight[l].begin(), weight[l].end());
-          const int e = d(rng);
-          if (std::find(pick.begin(), pick.end(), e) == pick.end()) pick.push_back(e);
-        }
-        previous[l] = pick;
-        tok.experts.push_back(pick);
-      }
-      t.tokens.push_back(tok);
-    }
-  return t;
+  return testing::random_trace(seed, 32, 8, 2, tokens, sequences);
 }
 
 HardwareProfile a100() {
