@@ -12,6 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/../cli_expect.sh"
 base=(--algo ssgd --np 2 --model mlp --batch 32 --train-limit 2048 --test-limit 500 --threads 1 --no-progress)
 
 "$ferry" train "${base[@]}" --max-steps 20 --inject-nan-at 4,3 --out "$tmp/nan" >/dev/null 2>"$tmp/nan.err"; rc=$?
@@ -34,30 +35,14 @@ echo "ok: aborted after 5 bad steps (rc $rc): $(grep -m1 'in a row' "$tmp/abort.
 [ -f "$tmp/ck/checkpoints/ckpt-00000003/worker-1.state" ] || fail "no checkpoint ckpt-00000003"
 
 # expect_refused "<substring>" DIR flags...: exit code 2 and exactly one line on stderr.
-expect_refused() {
-  local want="$1" dir="$2"; shift 2
-  "$ferry" train "$@" --no-progress --resume "$dir" >/dev/null 2>"$tmp/err"; local rc=$?
-  if [ "$rc" -ne 2 ] || [ "$(grep -c . "$tmp/err")" -ne 1 ] || ! grep -qF -- "$want" "$tmp/err"; then
-    fail "resume with $* -> rc $rc:"; cat "$tmp/err"
-  else
-    echo "ok: refused: $(cat "$tmp/err")"
-  fi
-}
+expect_refused() { expect_cli_error "$1" "$ferry" train "${@:3}" --no-progress --resume "$2"; }
 expect_refused "world size" "$tmp/ck/checkpoints" --algo ssgd --np 3 --model mlp --batch 32
 expect_refused "--algo ssgd" "$tmp/ck/checkpoints" --algo localsgd --np 2 --model mlp --batch 32
 expect_refused "--model mlp" "$tmp/ck/checkpoints" --algo ssgd --np 2 --model cnn --batch 32
 expect_refused "no complete checkpoint" "$tmp" --algo ssgd --np 2 --model mlp --batch 32
 
 # Bad reliability flags: exit code 2, one line naming the flag, before any rank starts.
-expect_flag_error() {
-  local want="$1"; shift
-  "$ferry" train --max-steps 1 --no-progress "$@" >/dev/null 2>"$tmp/err"; local rc=$?
-  if [ "$rc" -ne 2 ] || [ "$(grep -c . "$tmp/err")" -ne 1 ] || ! grep -qF -- "$want" "$tmp/err"; then
-    fail "$* -> rc $rc:"; cat "$tmp/err"
-  else
-    echo "ok: $(cat "$tmp/err")"
-  fi
-}
+expect_flag_error() { expect_cli_error "$1" "$ferry" train --max-steps 1 --no-progress "${@:2}"; }
 expect_flag_error "--checkpoint-every needs --checkpoint-dir or --out" --checkpoint-every 5
 expect_flag_error "--keep-checkpoints must be at least 1" --checkpoint-every 5 --keep-checkpoints 0 --out "$tmp/w"
 expect_flag_error "--deterministic: --algo asgd" --algo asgd --servers 1 --deterministic

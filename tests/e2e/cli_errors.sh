@@ -5,21 +5,9 @@ ferry="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fmnist=/usr/share/datasets/fashion-mnist
-failures=0
-
+source "$(dirname "$0")/../cli_expect.sh"
 # expect_error "<substring of the message>" args...
-expect_error() {
-  local want="$1"; shift
-  "$ferry" train --max-steps 1 --no-progress "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$? lines
-  lines=$(grep -c . "$tmp/err")
-  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$want" "$tmp/err"; then
-    echo "FAIL: ferry train $* -> rc=$rc, $lines lines, wanted '$want':"; cat "$tmp/err"
-    failures=$((failures + 1))
-  else
-    echo "ok: $* -> $(cat "$tmp/err")"
-  fi
-}
+expect_error() { expect_cli_error "$1" "$ferry" train --max-steps 1 --no-progress "${@:2}"; }
 
 expect_error "unknown --algo 'sgdx'" --algo sgdx
 expect_error "unknown --model 'resnet'" --model resnet

@@ -4,20 +4,8 @@ set -u
 ferry="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-expect_error() {  # "<substring of the message>" args...
-  local want="$1"; shift
-  "$ferry" moe fit-predictor "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$? lines
-  lines=$(grep -c . "$tmp/err")
-  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$want" "$tmp/err"; then
-    echo "FAIL: fit-predictor $* -> rc=$rc, $lines lines, wanted '$want':"; cat "$tmp/err"
-    failures=$((failures + 1))
-  else
-    echo "ok: $* -> $(cat "$tmp/err")"
-  fi
-}
+source "$(dirname "$0")/../cli_expect.sh"
+expect_error() { expect_cli_error "$1" "$ferry" moe fit-predictor "${@:2}"; }  # "<substring>" args...
 
 # A small valid trace: 3 problems x 4 tokens x 4 layers, top-1 of 4.
 for p in 0 1 2; do for t in 0 1 2 3; do for l in 0 1 2 3; do

@@ -10,19 +10,8 @@ for tok in 0 1; do
     echo "{\"problem_id\": 0, \"layer\": $l, \"token_idx\": $tok, \"experts\": [$((l % 8)), $(((l + 3) % 8))], \"gating_probs\": [0.6, 0.4]}"
   done
 done >"$tmp/trace.jsonl"
-failures=0
-expect_error() {
-  local want="$1"; shift
-  "$ferry" moe simulate --out "$tmp/out" "$@" >/dev/null 2>"$tmp/err"
-  local rc=$? lines
-  lines=$(grep -c . "$tmp/err")
-  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$want" "$tmp/err"; then
-    echo "FAIL: ferry moe simulate $* -> rc=$rc, $lines lines, wanted '$want':"; cat "$tmp/err"
-    failures=$((failures + 1))
-  else
-    echo "ok: $* -> $(cat "$tmp/err")"
-  fi
-}
+source "$(dirname "$0")/../cli_expect.sh"
+expect_error() { expect_cli_error "$1" "$ferry" moe simulate --out "$tmp/out" "${@:2}"; }  # "<substring>" args...
 t="$tmp/trace.jsonl"
 expect_error "unknown hardware profile 'h100'" --trace "$t" --profile h100
 expect_error "unknown model shape 'gpt'" --trace "$t" --model-shape gpt
