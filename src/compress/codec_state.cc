@@ -129,4 +129,15 @@ void CodecStateReader::finish() {
   if (pos_ != state_.size()) fail(std::to_string(state_.size() - pos_) + " trailing bytes");
 }
 
+void save_random_stream(const Codec& codec, const SplitMix64& rng, std::vector<std::byte>& out) {
+  CodecStateWriter(codec, out).put_u64(rng.state());
+}
+
+void load_random_stream(const Codec& codec, SplitMix64& rng, std::span<const std::byte> state) {
+  CodecStateReader in(codec, state);
+  const std::uint64_t rng_state = in.u64("random stream");
+  in.finish();
+  rng.set_state(rng_state);
+}
+
 }  // namespace ferry::compress

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "compress/rng.h"
+
 namespace ferry::compress {
 
 class Codec;
@@ -55,5 +57,10 @@ class CodecStateReader {
   std::span<const std::byte> state_;
   std::size_t pos_ = 0;
 };
+
+// The whole state of a codec whose only mutable state is its random stream (qsgd, terngrad,
+// randomk): save_state / load_state of such codecs are these two calls.
+void save_random_stream(const Codec& codec, const SplitMix64& rng, std::vector<std::byte>& out);
+void load_random_stream(const Codec& codec, SplitMix64& rng, std::span<const std::byte> state);
 
 }  // namespace ferry::compress

@@ -79,15 +79,8 @@ void RandomkCodec::decode_add(std::span<const std::byte> payload, std::span<floa
   decode_sparse(payload, CodecId::kRandomk, acc, true);
 }
 
-void RandomkCodec::save_state(std::vector<std::byte>& out) const {
-  CodecStateWriter(*this, out).put_u64(rng_.state());
-}
+void RandomkCodec::save_state(std::vector<std::byte>& out) const { save_random_stream(*this, rng_, out); }
 
-void RandomkCodec::load_state(std::span<const std::byte> state) {
-  CodecStateReader in(*this, state);
-  const std::uint64_t rng_state = in.u64("random stream");
-  in.finish();
-  rng_.set_state(rng_state);
-}
+void RandomkCodec::load_state(std::span<const std::byte> state) { load_random_stream(*this, rng_, state); }
 
 }  // namespace ferry::compress

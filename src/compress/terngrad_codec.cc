@@ -74,15 +74,8 @@ void TerngradCodec::decode_add(std::span<const std::byte> payload, std::span<flo
   unpack_ternary_add(payload.data() + kHeaderBytes, acc.size(), s, -s, acc.data());
 }
 
-void TerngradCodec::save_state(std::vector<std::byte>& out) const {
-  CodecStateWriter(*this, out).put_u64(rng_.state());
-}
+void TerngradCodec::save_state(std::vector<std::byte>& out) const { save_random_stream(*this, rng_, out); }
 
-void TerngradCodec::load_state(std::span<const std::byte> state) {
-  CodecStateReader in(*this, state);
-  const std::uint64_t rng_state = in.u64("random stream");
-  in.finish();
-  rng_.set_state(rng_state);
-}
+void TerngradCodec::load_state(std::span<const std::byte> state) { load_random_stream(*this, rng_, state); }
 
 }  // namespace ferry::compress
