@@ -40,7 +40,7 @@ void add_delayed_flags(CLI::App& app, train::DelayedOptions& d) {
   app.add_option("--glu-coef", d.glu_coef, "ssdsgd: weight of the global update direction")->capture_default_str();
   app.add_option("--correction-steps", d.correction_steps, "cdsgd: full-precision push every k iterations")
       ->capture_default_str();
-  app.add_option("--threshold", d.threshold, "cdsgd: twobit threshold (when no --codec is given)")
+  app.add_option("--threshold", d.threshold, "cdsgd: twobit threshold (when no --codec is given; default 0.005)")
       ->capture_default_str();
   app.add_option("--sync-every", d.sync_every, "localsgd: average the models every H iterations")
       ->capture_default_str();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# S-SGD's comm_wait_fraction for cnn and fcnet under emulated links of 10Gbps, 1Gbps and
+# S-SGD's comm_wait_fraction for cnn and fcnet under emulated links from 10Gbps down to
 # 100Mbps (50us latency), on allreduce (4 workers) and on a parameter server (4 workers + 1
 # server). Picks the communication-bound regime later algorithms are judged in.
 # Usage: bench/training/comm_wait_sweep.sh [OUT=bench/training/results]
@@ -13,9 +13,10 @@ csv="$out/comm_wait.csv"
 echo "model,topology,link,iterations,samples_per_s,comm_wait_fraction,bytes_sent_per_worker" >"$csv"
 for model in cnn fcnet; do
   for topo in allreduce ps; do
-    for link in 10Gbps 1Gbps 100Mbps; do
-      steps=60
-      [ "$model" = fcnet ] && steps=16
+    for link in 10Gbps 3Gbps 1Gbps 300Mbps 100Mbps; do
+      steps=80
+      [ "$model" = fcnet ] && steps=30
+      [ "$model" = fcnet ] && [ "$link" = 300Mbps ] && steps=12
       [ "$model" = fcnet ] && [ "$link" = 100Mbps ] && steps=6
       servers=0; [ "$topo" = ps ] && servers=1
       dir="$out/sweep_${model}_${topo}_${link}"

@@ -16,7 +16,9 @@ struct DelayedOptions {
   std::string local_update = "glu";  // --local-update (ssdsgd): glu | sgd
   float glu_coef = 0.5f;           // --glu-coef (ssdsgd): weight of the global direction
   int correction_steps = 5;        // --correction-steps (cdsgd): full-precision push every k
-  float threshold = 0.5f;          // --threshold (cdsgd): twobit threshold of the default codec
+  float threshold = 0.005f;        // --threshold (cdsgd): twobit threshold of the default codec
+                                   // (near the built-in models' per-element gradient scale; 0.5,
+                                   // MXNet's twobit default, sends mostly zeros for them)
   int sync_every = 4;              // --sync-every (localsgd): average the models every H steps
   std::int64_t post_local = 0;     // --post-local (localsgd): S-SGD for the first K steps
   double bucket_mb = 4.0;          // --bucket-mb (wfbp): tensor-fusion bucket size in MB

@@ -2,10 +2,13 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "comm/recv_into.h"
 #include "core/error.h"
@@ -25,6 +28,44 @@ int checked_count(std::size_t bytes) {
   FERRY_REQUIRE(bytes <= static_cast<std::size_t>(INT_MAX), "MPI message of ", bytes,
                 " bytes exceeds the 2 GiB limit of one message");
   return static_cast<int>(bytes);
+}
+
+// How a rank waits for MPI. OpenMPI's blocking calls poll the shared-memory queues at full
+// speed; on a cluster each rank has its own cores and that is the fastest way to wait. When
+// more ranks share a machine than it has cores (a cluster emulated on one machine), a rank
+// that polls takes the CPU from the ranks that compute, and a rank blocked on communication
+// slows the computation it is waiting for. Then waits poll with MPI_Test, back to back for
+// the first polls and afterwards sleeping 5 µs, doubling up to 100 µs, between polls.
+// FERRY_MPI_WAIT=spin|sleep overrides the choice.
+bool sleep_while_waiting() {
+  static const bool sleep = [] {
+    if (const char* mode = std::getenv("FERRY_MPI_WAIT")) return std::strcmp(mode, "sleep") == 0;
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    return local != nullptr && static_cast<unsigned>(std::atoi(local)) > cores;
+  }();
+  return sleep;
+}
+
+// Calls `poll` until it returns true, pausing between calls as sleep_while_waiting() says.
+template <typename Poll>
+void wait_until(Poll poll) {
+  if (poll()) return;
+  const bool sleep = sleep_while_waiting();
+  auto pause = std::chrono::microseconds(5);
+  for (int polls = 1; !poll(); ++polls) {
+    if (!sleep || polls < 64) continue;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(100));
+  }
+}
+
+void wait_request(MPI_Request& request, MPI_Status* status, const char* what) {
+  wait_until([&] {
+    int done = 0;
+    check_mpi(MPI_Test(&request, &done, status), what);
+    return done != 0;
+  });
 }
 
 // Move-only owner of a duplicated MPI_Comm.
@@ -52,7 +93,7 @@ struct RequestState : Ticket::State {
   bool is_recv = false;
   void wait() override {
     MPI_Status status;
-    check_mpi(MPI_Wait(&request, &status), is_recv ? "Wait(recv)" : "Wait(send)");
+    wait_request(request, &status, is_recv ? "Wait(recv)" : "Wait(send)");
     if (is_recv) {
       int count = 0;
       MPI_Get_count(&status, MPI_BYTE, &count);
@@ -130,7 +171,10 @@ MpiCommunicator::MpiCommunicator() : impl_(std::make_unique<Impl>()) {
 MpiCommunicator::~MpiCommunicator() = default;
 
 void MpiCommunicator::send(int dst, int tag, std::span<const std::byte> data) {
-  check_mpi(MPI_Send(data.data(), checked_count(data.size()), MPI_BYTE, dst, tag, impl_->comm.get()), "Send");
+  MPI_Request request;
+  check_mpi(MPI_Isend(data.data(), checked_count(data.size()), MPI_BYTE, dst, tag, impl_->comm.get(), &request),
+            "Send");
+  wait_request(request, MPI_STATUS_IGNORE, "Send");
   impl_->count_send(data.size());
 }
 
@@ -138,12 +182,18 @@ Message MpiCommunicator::recv(int src, int tag) {
   MPI_Message handle;
   MPI_Status status;
   // Matched probe + receive: safe when several threads receive at once.
-  check_mpi(MPI_Mprobe(src == kAnySource ? MPI_ANY_SOURCE : src, tag, impl_->comm.get(), &handle, &status),
-            "Mprobe");
+  wait_until([&] {
+    int found = 0;
+    check_mpi(MPI_Improbe(src == kAnySource ? MPI_ANY_SOURCE : src, tag, impl_->comm.get(), &found, &handle, &status),
+              "Mprobe");
+    return found != 0;
+  });
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
   Message m{status.MPI_SOURCE, status.MPI_TAG, std::vector<std::byte>(static_cast<std::size_t>(count))};
-  check_mpi(MPI_Mrecv(m.data.data(), count, MPI_BYTE, &handle, MPI_STATUS_IGNORE), "Mrecv");
+  MPI_Request request;
+  check_mpi(MPI_Imrecv(m.data.data(), count, MPI_BYTE, &handle, &request), "Mrecv");
+  wait_request(request, MPI_STATUS_IGNORE, "Mrecv");
   impl_->count_recv(m.data.size());
   return m;
 }
@@ -170,9 +220,11 @@ Ticket MpiCommunicator::irecv(int src, int tag, std::span<std::byte> out) {
 }
 
 void MpiCommunicator::allreduce_sum(std::span<float> data) {
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, data.data(), checked_count(data.size()), MPI_FLOAT, MPI_SUM,
-                          impl_->comm.get()),
+  MPI_Request request;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data.data(), checked_count(data.size()), MPI_FLOAT, MPI_SUM,
+                           impl_->comm.get(), &request),
             "Allreduce");
+  wait_request(request, MPI_STATUS_IGNORE, "Allreduce");
   // Bandwidth-optimal algorithms send 2(N-1)/N of the buffer per rank.
   std::size_t wire = size_ > 1 ? data.size_bytes() * 2 * (size_ - 1) / size_ : 0;
   impl_->count_send(wire);
@@ -180,13 +232,18 @@ void MpiCommunicator::allreduce_sum(std::span<float> data) {
 }
 
 void MpiCommunicator::allreduce_sum(std::span<double> data) {
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, data.data(), checked_count(data.size()), MPI_DOUBLE, MPI_SUM,
-                          impl_->comm.get()),
+  MPI_Request request;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data.data(), checked_count(data.size()), MPI_DOUBLE, MPI_SUM,
+                           impl_->comm.get(), &request),
             "Allreduce");
+  wait_request(request, MPI_STATUS_IGNORE, "Allreduce");
 }
 
 void MpiCommunicator::broadcast(std::span<std::byte> data, int root) {
-  check_mpi(MPI_Bcast(data.data(), checked_count(data.size()), MPI_BYTE, root, impl_->comm.get()), "Bcast");
+  MPI_Request request;
+  check_mpi(MPI_Ibcast(data.data(), checked_count(data.size()), MPI_BYTE, root, impl_->comm.get(), &request),
+            "Bcast");
+  wait_request(request, MPI_STATUS_IGNORE, "Bcast");
   if (rank_ == root) impl_->count_send(data.size());
   else impl_->count_recv(data.size());
 }
@@ -194,16 +251,20 @@ void MpiCommunicator::broadcast(std::span<std::byte> data, int root) {
 std::vector<std::vector<std::byte>> MpiCommunicator::allgather(std::span<const std::byte> mine) {
   int my_count = checked_count(mine.size());
   std::vector<int> counts(size_), displs(size_);
-  check_mpi(MPI_Allgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, impl_->comm.get()), "Allgather");
+  MPI_Request request;
+  check_mpi(MPI_Iallgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, impl_->comm.get(), &request),
+            "Allgather");
+  wait_request(request, MPI_STATUS_IGNORE, "Allgather");
   std::size_t total = 0;
   for (int r = 0; r < size_; ++r) {
     displs[r] = checked_count(total);
     total += counts[r];
   }
   std::vector<std::byte> flat(total);
-  check_mpi(MPI_Allgatherv(mine.data(), my_count, MPI_BYTE, flat.data(), counts.data(), displs.data(), MPI_BYTE,
-                           impl_->comm.get()),
+  check_mpi(MPI_Iallgatherv(mine.data(), my_count, MPI_BYTE, flat.data(), counts.data(), displs.data(), MPI_BYTE,
+                            impl_->comm.get(), &request),
             "Allgatherv");
+  wait_request(request, MPI_STATUS_IGNORE, "Allgatherv");
   std::vector<std::vector<std::byte>> all(size_);
   for (int r = 0; r < size_; ++r) all[r].assign(flat.begin() + displs[r], flat.begin() + displs[r] + counts[r]);
   impl_->count_send(mine.size() * (size_ - 1));
@@ -211,7 +272,11 @@ std::vector<std::vector<std::byte>> MpiCommunicator::allgather(std::span<const s
   return all;
 }
 
-void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(impl_->comm.get()), "Barrier"); }
+void MpiCommunicator::barrier() {
+  MPI_Request request;
+  check_mpi(MPI_Ibarrier(impl_->comm.get(), &request), "Barrier");
+  wait_request(request, MPI_STATUS_IGNORE, "Barrier");
+}
 
 CommCounters MpiCommunicator::counters() const {
   return CommCounters{impl_->bytes_sent.load(), impl_->bytes_recv.load(), impl_->messages_sent.load(),
