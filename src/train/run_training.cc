@@ -119,6 +119,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
   StallWatchdog watchdog(o.stall_timeout_s, on_stall);
   watchdog.progress(start_it);
   strategy->setup(params);
+  model->set_layer_gate(strategy->layer_gate());
   double loss_ema = NAN;
   std::int64_t bad_in_row = 0, bad_steps = 0;
   if (!resume_dir.empty()) {
@@ -230,6 +231,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
     }
     if (o.eval_each_epoch && rank == 0) {
       Stopwatch sw;
+      strategy->complete(params);
       EvalResult r = evaluate(*model, test_set);
       eval_s += sw.elapsed_s();
       watchdog.progress(it);

@@ -46,8 +46,16 @@ class Strategy {
   // Makes every worker start from the same weights (worker 0's).
   virtual void setup(FlatParams& params) = 0;
   // Called after the backward pass of iteration `iteration` (0-based), with params' gradients
-  // complete: communicates and leaves the weights for the next iteration in params.
+  // complete: communicates and leaves the weights for the next iteration in params, or (a
+  // strategy with a layer_gate()) has each layer's weights in place before the next forward
+  // enters that layer.
   virtual void step(FlatParams& params, std::int64_t iteration) = 0;
+  // The gate the training loop installs on the model (Model::set_layer_gate); empty (the
+  // default) when step() leaves every weight in place.
+  virtual std::function<void(std::size_t first, std::size_t count)> layer_gate() { return {}; }
+  // Finishes the updates a layer gate would have waited for, so that params hold the weights
+  // for the next iteration; called before evaluating the model. Default: nothing is pending.
+  virtual void complete(FlatParams& params) { (void)params; }
   // Called instead of step() when this worker's gradient of `iteration` is not finite (NaN or
   // Inf). Takes part in the iteration's communication, so nobody waits for this worker, and
   // makes sure no global update is built from the iteration: synchronous algorithms skip the

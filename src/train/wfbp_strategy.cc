@@ -69,6 +69,7 @@ void WfbpStrategy::on_grad(std::size_t i, const at::Tensor& grad) {
   FERRY_CHECK(!ready_[i], "wfbp: parameter ", i, " received two gradients in one backward pass (a parameter "
               "used twice in the graph is not supported)");
   ready_[i] = true;
+  complete_bucket(bucket_of_[i]);  // the last step's transfer, if no forward gate completed it
   at::Tensor g = grad.contiguous();
   FERRY_CHECK(static_cast<std::size_t>(g.numel()) == params_->numels()[i] && g.scalar_type() == at::kFloat);
   std::memcpy(fused_.data() + params_->offset(i), g.data_ptr<float>(), params_->numels()[i] * sizeof(float));
@@ -104,6 +105,7 @@ void WfbpStrategy::step(FlatParams& params, std::int64_t iteration) {
   for (std::size_t bi = 0; bi < buckets_.size(); ++bi) {
     Bucket& b = buckets_[bi];
     if (b.pending == 0) continue;
+    complete_bucket(bi);
     for (std::size_t i : b.params) {
       if (ready_[i]) continue;
       auto g = params.grads().subspan(params.offset(i), params.numels()[i]);
@@ -113,42 +115,54 @@ void WfbpStrategy::step(FlatParams& params, std::int64_t iteration) {
     b.pending = 0;
     launch(bi);
   }
-  // Complete front layers first (the last bucket holds the first layers).
-  for (std::size_t bi = buckets_.size(); bi-- > 0;) {
-    Bucket& b = buckets_[bi];
-    {
-      ScopedTimer wait(&comm_wait_s_);
-      b.sent->wait();
-      if (b.in_flight) b.in_flight->wait();
-    }
-    b.sent.reset();
-    b.in_flight.reset();
-    b.pending = b.params.size();
-  }
-  // Allreduce: NaN and Inf survive the sum, so every worker sees whether anybody's gradient was
-  // bad and all skip the whole step. PS: the buckets left during backward, before this worker
-  // knew; the servers skip the round of each key whose sum is not finite (docs/reliability.md).
-  const bool apply = kv_ || all_finite(fused_);
-  for (Bucket& b : buckets_) {
-    auto w = params.weights().subspan(b.begin, b.end - b.begin);
-    if (!b.optimizer)
-      std::copy(pulled_.begin() + static_cast<std::ptrdiff_t>(b.begin),
-                pulled_.begin() + static_cast<std::ptrdiff_t>(b.end), w.begin());
-    else if (apply)
-      b.optimizer->step(w, std::span<const float>(fused_).subspan(b.begin, b.end - b.begin));
-  }
+  for (Bucket& b : buckets_) b.pending = b.params.size();
   std::fill(ready_.begin(), ready_.end(), false);
   steps_ = iteration + 1;
+  // The buckets complete when the next forward enters their first layer (layer_gate()), so the
+  // back layers' communication overlaps the front layers' forward; without a gate, now.
+  if (!gated_) complete(params);
+}
+
+std::function<void(std::size_t, std::size_t)> WfbpStrategy::layer_gate() {
+  gated_ = true;
+  return [this](std::size_t first, std::size_t count) {
+    for (std::size_t i = first; i < first + count; ++i) complete_bucket(bucket_of_[i]);
+  };
+}
+
+void WfbpStrategy::complete(FlatParams& params) {
+  FERRY_CHECK(&params == params_, "wfbp: complete() with other parameters than setup()");
+  // Front layers first (the last bucket holds the first layers), as the next forward needs them.
+  for (std::size_t bi = buckets_.size(); bi-- > 0;) complete_bucket(bi);
+}
+
+void WfbpStrategy::complete_bucket(std::size_t index) {
+  Bucket& b = buckets_[index];
+  if (!b.sent) return;
+  {
+    ScopedTimer wait(&comm_wait_s_);
+    b.sent->wait();
+    if (b.in_flight) b.in_flight->wait();
+  }
+  b.sent.reset();
+  b.in_flight.reset();
+  auto w = params_->weights().subspan(b.begin, b.end - b.begin);
+  const auto sum = std::span<const float>(fused_).subspan(b.begin, b.end - b.begin);
+  if (!b.optimizer)  // ps: the servers skipped the round of any key whose sum was not finite
+    std::copy(pulled_.begin() + static_cast<std::ptrdiff_t>(b.begin),
+              pulled_.begin() + static_cast<std::ptrdiff_t>(b.end), w.begin());
+  else if (all_finite(sum))  // allreduce: NaN and Inf survive the sum; every worker skips alike
+    b.optimizer->step(w, sum);
 }
 
 void WfbpStrategy::skip_step(FlatParams& params, std::int64_t iteration) {
   step(params, iteration);  // the gradient is already on its way; step() handles the skip
 }
 
-// Between iterations nothing is in flight (step() waited for every bucket): the state is the
-// weights, the iteration count (the PS pull version) and, with allreduce, each bucket's
-// optimizer velocity, stored in the flat layout.
+// Once the buckets in flight are complete, the state is the weights, the iteration count (the
+// PS pull version) and, with allreduce, each bucket's optimizer velocity, in the flat layout.
 void WfbpStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) {
+  complete(params);
   if (kv_) {
     ScopedTimer wait(&comm_wait_s_);
     const auto done = static_cast<std::uint64_t>(iterations);
@@ -182,7 +196,8 @@ void WfbpStrategy::remove_hooks() {
   hooks_.clear();
 }
 
-void WfbpStrategy::finish(FlatParams&) {
+void WfbpStrategy::finish(FlatParams& params) {
+  complete(params);
   remove_hooks();
   thread_.stop();
   if (kv_) kv_->shutdown();

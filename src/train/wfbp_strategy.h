@@ -5,9 +5,11 @@
 // ready, into buckets of about --bucket-mb MB; a full bucket is sent at once on the
 // communication thread (allreduce: an allreduce of the bucket; ps: a push of its keys and a
 // pull of their version t+1), overlapping the backward of the layers in front of it. step()
-// then completes the buckets front layers first and updates each as it completes, so the
-// first layers (which the next forward needs first) are ready first. The arithmetic is
-// S-SGD's: w ← w − η·Opt((1/N) Σ_i g_i), bucket by bucket.
+// sends what is left and returns; each bucket completes (wait, then update its weights) when
+// the next forward enters the first layer whose parameters it holds (layer_gate()), so the
+// communication of the back layers also overlaps the forward of the front layers, which come
+// first. The arithmetic is S-SGD's: w ← w − η·Opt((1/N) Σ_i g_i), bucket by bucket.
+// A bucket whose sum is not finite is skipped on every worker (allreduce; the PS skips per key).
 //
 // The hook sees each parameter's gradient once per backward (true of every model here); a
 // parameter whose hook did not fire (unused in the graph) is sent from the gradient buffer in
@@ -35,6 +37,8 @@ class WfbpStrategy final : public Strategy {
   std::string name() const override { return "wfbp"; }
   void setup(FlatParams& params) override;
   void step(FlatParams& params, std::int64_t iteration) override;
+  std::function<void(std::size_t, std::size_t)> layer_gate() override;
+  void complete(FlatParams& params) override;
   void skip_step(FlatParams& params, std::int64_t iteration) override;
   void finish(FlatParams& params) override;
   void save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) override;
@@ -55,6 +59,8 @@ class WfbpStrategy final : public Strategy {
   };
   void on_grad(std::size_t param, const at::Tensor& grad);
   void launch(std::size_t bucket);
+  // Waits for `bucket`'s communication of the last step, if any, and updates its weights.
+  void complete_bucket(std::size_t bucket);
   void remove_hooks();
 
   StrategyContext context_;
@@ -68,6 +74,7 @@ class WfbpStrategy final : public Strategy {
   std::unique_ptr<ps::KVWorker> kv_;
   std::vector<std::pair<at::Tensor, unsigned>> hooks_;  // (parameter, hook handle)
   std::int64_t steps_ = 0;
+  bool gated_ = false;  // layer_gate() was taken: buckets complete in the next forward
   CommThread thread_;  // last member: joined first
 };
 

@@ -91,7 +91,9 @@ StrategyOptions options_for(Topology topology, WorldLayout world) {
   return so;
 }
 
-RunResult run(const std::string& algo, StrategyOptions so, int steps = kSteps) {
+// complete_each_step = false: per_step holds the weights as step() left them, and wfbp's
+// updates finish in the next forward (its layer gate), as in `ferry train`.
+RunResult run(const std::string& algo, StrategyOptions so, int steps = kSteps, bool complete_each_step = true) {
   RunResult result;
   testing::run_strategy_locally(
       algo, so, data(), kBatch, steps,
@@ -106,7 +108,7 @@ RunResult run(const std::string& algo, StrategyOptions so, int steps = kSteps) {
         }
         if (c.rank() == 1) result.worker1_final = std::move(w);
       },
-      "mlp", [](comm::Communicator& raw) { return std::make_unique<PushCounter>(&raw); });
+      "mlp", [](comm::Communicator& raw) { return std::make_unique<PushCounter>(&raw); }, {}, complete_each_step);
   return result;
 }
 
@@ -220,6 +222,13 @@ TEST(Wfbp, EqualsSsgdOnAllreduceAndParameterServer) {
     EXPECT_GT(wfbp.buckets, 1u);
     expect_same_steps(wfbp, ssgd, 0, kSteps, topology_name(topology));
     EXPECT_LT(max_abs_diff(wfbp.final, ssgd.final), 1e-5);
+    // As in `ferry train`: step() returns before any bucket is updated, and the next forward
+    // completes each bucket as it enters the bucket's first layer; same arithmetic.
+    const RunResult gated = run("wfbp", so, kSteps, /*complete_each_step=*/false);
+    for (int t = 1; t < kSteps; ++t)
+      EXPECT_LT(max_abs_diff(gated.per_step[t], ssgd.per_step[t - 1]), 1e-5) << "after step " << t;
+    EXPECT_GT(max_abs_diff(gated.per_step[kSteps - 1], ssgd.per_step[kSteps - 1]), 1e-5);
+    EXPECT_LT(max_abs_diff(gated.final, ssgd.final), 1e-5) << topology_name(topology);
   }
 }
 

@@ -40,11 +40,14 @@ using GradientFault = std::function<bool(int rank, int step)>;
 
 // Runs `steps` iterations of `algo` with options `so` on so.world (servers serve with the same
 // codec), every worker training make_model(model_name, 3) on its shard of `data`, batch `batch`.
-// As `ferry train` does, a worker whose gradient is not finite calls skip_step() instead of step().
+// As `ferry train` does, a worker whose gradient is not finite calls skip_step() instead of step(),
+// and the strategy's layer gate is installed on the model. Each `observe` of a step sees the
+// weights after strategy->complete() unless complete_each_step is false (then a gated strategy
+// such as wfbp finishes its updates in the next forward, as in `ferry train`).
 inline void run_strategy_locally(const std::string& algo, const StrategyOptions& so, const Dataset& data,
                                  std::int64_t batch, int steps, const StepObserver& observe,
                                  const std::string& model_name = "mlp", const CommWrapper& wrap = {},
-                                 const GradientFault& fault = {}) {
+                                 const GradientFault& fault = {}, bool complete_each_step = true) {
   register_builtin_strategies();
   torch::set_num_threads(1);
   const WorldLayout world = so.world;
@@ -64,6 +67,7 @@ inline void run_strategy_locally(const std::string& algo, const StrategyOptions&
     FlatParams params(model->parameters());
     auto strategy = info.make(StrategyContext{c, so});
     strategy->setup(params);
+    model->set_layer_gate(strategy->layer_gate());
     if (observe) observe(*c, kAfterSetup, params, *strategy, *model);
     for (int t = 0; t < steps; ++t) {
       Batch b = loader.batch(t / loader.steps_per_epoch(), t % loader.steps_per_epoch());
@@ -76,6 +80,7 @@ inline void run_strategy_locally(const std::string& algo, const StrategyOptions&
         strategy->step(params, t);
       else
         strategy->skip_step(params, t);
+      if (complete_each_step) strategy->complete(params);
       if (observe) observe(*c, t, params, *strategy, *model);
     }
     strategy->finish(params);

@@ -130,5 +130,33 @@ TEST(FlatParams, ModelSeesFlatWeightsAndGradientsLandInTheFlatBuffer) {
   EXPECT_NE(params.grads()[off], 0.0f);
 }
 
+// wfbp relies on it: forward() announces each layer, front first, before the layer reads its
+// parameters, and the layers together cover parameters() once.
+TEST(Model, LayerGateSeesEveryLayerFrontFirst) {
+  for (const std::string& name : model_names()) {
+    auto model = make_model(name, 1);
+    std::vector<std::pair<std::size_t, std::size_t>> seen;
+    model->set_layer_gate([&](std::size_t first, std::size_t count) {
+      seen.emplace_back(first, count);
+      torch::NoGradGuard no_grad;
+      model->parameters()[first].reshape({-1})[0].fill_(static_cast<double>(seen.size()));
+    });
+    auto out = model->forward(torch::ones({1, 1, 28, 28}));
+    const std::size_t n = model->parameters().size();
+    ASSERT_FALSE(seen.empty()) << name;
+    std::size_t next = 0;
+    for (auto [first, count] : seen) {
+      EXPECT_EQ(first, next) << name;
+      EXPECT_GT(count, 0u) << name;
+      next = first + count;
+    }
+    EXPECT_EQ(next, n) << name;
+    // Each gate ran before its layer read the weights: the gated forward equals a forward with
+    // every value already written.
+    model->set_layer_gate({});
+    EXPECT_TRUE(torch::equal(out, model->forward(torch::ones({1, 1, 28, 28})))) << name;
+  }
+}
+
 }  // namespace
 }  // namespace ferry::train

@@ -23,13 +23,6 @@ struct CnnNet : torch::nn::Module {
                             torch::nn::Linear(64 * (o.height / 4) * (o.width / 4), 128))),
         fc2(register_module("fc2", torch::nn::Linear(128, o.num_classes))) {}
 
-  at::Tensor forward(const at::Tensor& x) {
-    at::Tensor h = at::max_pool2d(conv1->forward(x).relu(), {2, 2});
-    h = at::max_pool2d(conv2->forward(h).relu(), {2, 2});
-    h = fc1->forward(h.flatten(1)).relu();
-    return fc2->forward(h);
-  }
-
   torch::nn::Conv2d conv1, conv2;
   torch::nn::Linear fc1, fc2;
 };
@@ -37,7 +30,17 @@ struct CnnNet : torch::nn::Module {
 class CnnModel final : public Model {
  public:
   explicit CnnModel(std::shared_ptr<CnnNet> net) : Model("cnn", net), net_(std::move(net)) {}
-  at::Tensor forward(const at::Tensor& x) override { return net_->forward(x); }
+  at::Tensor forward(const at::Tensor& x) override {
+    CnnNet& n = *net_;
+    enter_layer(*n.conv1);
+    at::Tensor h = at::max_pool2d(n.conv1->forward(x).relu(), {2, 2});
+    enter_layer(*n.conv2);
+    h = at::max_pool2d(n.conv2->forward(h).relu(), {2, 2});
+    enter_layer(*n.fc1);
+    h = n.fc1->forward(h.flatten(1)).relu();
+    enter_layer(*n.fc2);
+    return n.fc2->forward(h);
+  }
 
  private:
   std::shared_ptr<CnnNet> net_;

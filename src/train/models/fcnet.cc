@@ -20,20 +20,23 @@ struct FcNet : torch::nn::Module {
         fc3(register_module("fc3", torch::nn::Linear(kWidth, kWidth))),
         fc4(register_module("fc4", torch::nn::Linear(kWidth, o.num_classes))) {}
 
-  at::Tensor forward(const at::Tensor& x) {
-    at::Tensor h = fc1->forward(x.flatten(1)).relu();
-    h = fc2->forward(h).relu();
-    h = fc3->forward(h).relu();
-    return fc4->forward(h);
-  }
-
   torch::nn::Linear fc1, fc2, fc3, fc4;
 };
 
 class FcNetModel final : public Model {
  public:
   explicit FcNetModel(std::shared_ptr<FcNet> net) : Model("fcnet", net), net_(std::move(net)) {}
-  at::Tensor forward(const at::Tensor& x) override { return net_->forward(x); }
+  at::Tensor forward(const at::Tensor& x) override {
+    FcNet& n = *net_;
+    enter_layer(*n.fc1);
+    at::Tensor h = n.fc1->forward(x.flatten(1)).relu();
+    enter_layer(*n.fc2);
+    h = n.fc2->forward(h).relu();
+    enter_layer(*n.fc3);
+    h = n.fc3->forward(h).relu();
+    enter_layer(*n.fc4);
+    return n.fc4->forward(h);
+  }
 
  private:
   std::shared_ptr<FcNet> net_;

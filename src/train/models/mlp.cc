@@ -13,19 +13,21 @@ struct MlpNet : torch::nn::Module {
         fc2(register_module("fc2", torch::nn::Linear(256, 128))),
         fc3(register_module("fc3", torch::nn::Linear(128, o.num_classes))) {}
 
-  at::Tensor forward(const at::Tensor& x) {
-    at::Tensor h = fc1->forward(x.flatten(1)).relu();
-    h = fc2->forward(h).relu();
-    return fc3->forward(h);
-  }
-
   torch::nn::Linear fc1, fc2, fc3;
 };
 
 class MlpModel final : public Model {
  public:
   explicit MlpModel(std::shared_ptr<MlpNet> net) : Model("mlp", net), net_(std::move(net)) {}
-  at::Tensor forward(const at::Tensor& x) override { return net_->forward(x); }
+  at::Tensor forward(const at::Tensor& x) override {
+    MlpNet& n = *net_;
+    enter_layer(*n.fc1);
+    at::Tensor h = n.fc1->forward(x.flatten(1)).relu();
+    enter_layer(*n.fc2);
+    h = n.fc2->forward(h).relu();
+    enter_layer(*n.fc3);
+    return n.fc3->forward(h);
+  }
 
  private:
   std::shared_ptr<MlpNet> net_;

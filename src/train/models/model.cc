@@ -2,6 +2,8 @@
 
 #include <torch/nn/module.h>
 
+#include "core/error.h"
+
 namespace ferry::train {
 
 Model::Model(std::string name, std::shared_ptr<torch::nn::Module> module)
@@ -24,5 +26,26 @@ std::int64_t Model::parameter_count() const {
 }
 
 void Model::zero_grad() { module_->zero_grad(); }
+
+void Model::set_layer_gate(LayerGate gate) {
+  gate_ = std::move(gate);
+  index_of_.clear();
+  const auto params = parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) index_of_[params[i].unsafeGetTensorImpl()] = i;
+}
+
+void Model::enter_layer(const torch::nn::Module& layer) {
+  if (!gate_) return;
+  const auto params = layer.parameters();
+  if (params.empty()) return;
+  const auto first = index_of_.find(params.front().unsafeGetTensorImpl());
+  FERRY_CHECK(first != index_of_.end(), "model ", name_, ": layer ", layer.name(), " is not a registered submodule");
+  for (std::size_t k = 1; k < params.size(); ++k) {
+    const auto it = index_of_.find(params[k].unsafeGetTensorImpl());
+    FERRY_CHECK(it != index_of_.end() && it->second == first->second + k, "model ", name_, ": the parameters of ",
+                layer.name(), " are not consecutive");
+  }
+  gate_(first->second, params.size());
+}
 
 }  // namespace ferry::train

@@ -6,8 +6,10 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace torch::nn {
@@ -49,9 +51,23 @@ class Model {
   torch::nn::Module& module() { return *module_; }
   const std::shared_ptr<torch::nn::Module>& module_ptr() const { return module_; }
 
+  // Called by forward() before each layer with the range [first, first + count) of
+  // parameters() that the layer reads, so that a strategy can finish that layer's update just
+  // before it runs (wfbp overlaps the next forward with the back layers' communication).
+  using LayerGate = std::function<void(std::size_t first, std::size_t count)>;
+  // Installs `gate` (empty: none, the default).
+  void set_layer_gate(LayerGate gate);
+
+ protected:
+  // Subclasses call it in forward() before running `layer`, one of their registered
+  // submodules whose parameters are consecutive in parameters().
+  void enter_layer(const torch::nn::Module& layer);
+
  private:
   std::string name_;
   std::shared_ptr<torch::nn::Module> module_;
+  LayerGate gate_;
+  std::unordered_map<const void*, std::size_t> index_of_;  // TensorImpl* -> index in parameters()
 };
 
 // Names make_model accepts: "mlp", "cnn", "fcnet".
