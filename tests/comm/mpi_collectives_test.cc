@@ -47,6 +47,31 @@ TEST(Mpi, BroadcastAllgatherAndShapedAllreduce) {
   s.barrier();
 }
 
+// Under link emulation a large message leaves on the sender's lane thread with a send that
+// completes only once the receiver has a matching receive posted, in order per destination.
+// Waiting for the second of two posted receives first must still finish (wfbp on the PS waits
+// for its front-layer pulls before its back-layer ones).
+TEST(Mpi, ShapedReceivesCanBeWaitedForOutOfOrder) {
+  if (g_comm->size() < 2) GTEST_SKIP() << "needs two ranks";
+  ShapedCommunicator s(g_comm, LinkOptions{1e10, 1e-5});
+  const std::size_t n = 1 << 20;  // far above every shared-memory eager limit
+  if (s.rank() == 0) {
+    auto a = s.isend(1, 71, std::vector<std::byte>(n, std::byte(1)));
+    auto b = s.isend(1, 72, std::vector<std::byte>(n, std::byte(2)));
+    b.wait();
+    a.wait();
+  } else if (s.rank() == 1) {
+    std::vector<std::byte> a(n), b(n);
+    auto ta = s.irecv(0, 71, a);
+    auto tb = s.irecv(0, 72, b);
+    tb.wait();
+    ta.wait();
+    EXPECT_EQ(a.front(), std::byte(1));
+    EXPECT_EQ(b.back(), std::byte(2));
+  }
+  s.barrier();
+}
+
 }  // namespace
 }  // namespace ferry::comm
 

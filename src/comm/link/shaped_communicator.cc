@@ -92,31 +92,61 @@ void ShapedCommunicator::send(int dst, int tag, std::span<const std::byte> data)
 
 Message ShapedCommunicator::recv(int src, int tag) {
   Message m = inner_->recv(src, tag);
-  if (m.data.size() < kHeaderBytes)
-    FERRY_THROW(FormatError, "emulated-link message from rank ", m.src, " lacks its header");
+  m.data.erase(m.data.begin(), m.data.begin() + static_cast<std::ptrdiff_t>(deliver(m.src, m.data)));
+  return m;
+}
+
+std::size_t ShapedCommunicator::deliver(int src, std::span<const std::byte> framed) {
+  if (framed.size() < kHeaderBytes)
+    FERRY_THROW(FormatError, "emulated-link message from rank ", src, " lacks its header");
   double egress_end;
-  std::memcpy(&egress_end, m.data.data(), kHeaderBytes);
-  m.data.erase(m.data.begin(), m.data.begin() + kHeaderBytes);
+  std::memcpy(&egress_end, framed.data(), kHeaderBytes);
+  const std::size_t payload = framed.size() - kHeaderBytes;
   double delivered;
   {
     std::lock_guard lock(mu_);
     delivered = egress_end;
-    if (m.src != rank()) {
-      delivered = std::max(egress_end + link_.latency_s,
-                           ingress_free_s_ + m.data.size() / link_.bandwidth_bytes_per_s);
+    if (src != rank()) {
+      delivered = std::max(egress_end + link_.latency_s, ingress_free_s_ + payload / link_.bandwidth_bytes_per_s);
       ingress_free_s_ = delivered;
     }
-    counters_.bytes_recv += m.data.size();
+    counters_.bytes_recv += payload;
     counters_.messages_recv += 1;
   }
   sleep_until_s(delivered);
-  return m;
+  return kHeaderBytes;
 }
 
+// The inner receive is posted now, not when the ticket is waited for: a large message is sent
+// by the sender's lane thread with a send that completes only once a matching receive exists,
+// and the lane sends in order, so a receiver waiting for a later message of the same sender
+// before an earlier one would otherwise wait forever (wfbp on the parameter server waits for
+// its front-layer pulls first).
 Ticket ShapedCommunicator::irecv(int src, int tag, std::span<std::byte> out) {
-  return deferred_recv_into(*this, src, tag, out);
+  struct State : Ticket::State {
+    ShapedCommunicator* self;
+    int src;
+    std::vector<std::byte> framed;
+    std::span<std::byte> out;
+    Ticket inner;
+    bool finished = false;
+    void wait() override {
+      if (finished) return;
+      inner.wait();
+      self->deliver(src, framed);
+      if (!out.empty()) std::memcpy(out.data(), framed.data() + kHeaderBytes, out.size());
+      finished = true;
+    }
+    bool test() override { return finished; }
+  };
+  auto s = std::make_unique<State>();
+  s->self = this;
+  s->src = src;
+  s->framed.resize(kHeaderBytes + out.size());
+  s->out = out;
+  s->inner = inner_->irecv(src, tag, s->framed);
+  return Ticket(std::move(s));
 }
-
 
 CommCounters ShapedCommunicator::counters() const {
   std::lock_guard lock(mu_);

@@ -39,6 +39,9 @@ class ShapedCommunicator final : public P2pCollectivesCommunicator {
  private:
   class Lane;  // one sender thread per destination keeps per-pair order and avoids head-of-line blocking
   Lane& lane(int dst);
+  // Paces a received framed message from `src` until the receiver's NIC could have taken it
+  // in (updates the ingress clock and counters); returns the header size to strip.
+  std::size_t deliver(int src, std::span<const std::byte> framed);
 
   Communicator* inner_;  // see constructor
   LinkOptions link_;
