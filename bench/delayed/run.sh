@@ -8,7 +8,7 @@
 #   reduced (default): cnn on 6400 training images x 4 epochs (100 iterations per worker),
 #                      2000 test images; sweep with ssgd, ssdsgd, cdsgd only.
 #   full:              all of Fashion-MNIST: cnn 4 epochs (all algorithms) and fcnet 2 epochs,
-#                      then bandwidth sweeps (cnn 1 epoch, fcnet 30 iterations).
+#                      then bandwidth sweeps (cnn 1 epoch, fcnet 50 iterations).
 # FERRY=path runs a copy of the binary (safe from rebuilds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,9 +29,10 @@ if [ "$mode" = full ]; then
     --link 2Gbps,50us --bandwidths 300Mbps,1Gbps,10Gbps --target-acc 0.85 --out "$out/cnn_sweep" --resume
   "$ferry" compare --algos ssgd,odsgd,ssdsgd,cdsgd,localsgd --codecs none,$tb --np 4 --servers 1 --model fcnet \
     --epochs 2 --link 25Gbps,50us --target-acc 0.85 --out "$out/fcnet_25Gbps" --resume
+  # Short runs: 50 iterations, of which the first 10 are the delayed algorithms' S-SGD warm-up.
   "$ferry" compare --algos ssgd,ssdsgd,cdsgd --codecs none --np 4 --servers 1 --model fcnet --epochs 1 \
-    --max-steps 30 --link 25Gbps,50us --bandwidths 1Gbps,3Gbps,10Gbps,25Gbps --target-acc 0.85 --out "$out/fcnet_sweep" \
-    --resume
+    --max-steps 50 --warmup-steps 10 --link 25Gbps,50us --bandwidths 1Gbps,3Gbps,10Gbps --target-acc 0.85 \
+    --out "$out/fcnet_sweep" --resume
   exit 0
 fi
 common=(--np 4 --servers 1 --model cnn --epochs 4 --train-limit 6400 --test-limit 2000 --target-acc 0.72 --resume)
