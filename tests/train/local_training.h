@@ -52,6 +52,9 @@ inline void run_strategy_locally(const std::string& algo, const StrategyOptions&
   torch::set_num_threads(1);
   const WorldLayout world = so.world;
   comm::run_local_ranks(world.num_workers + world.num_servers, [&](comm::Communicator& raw) {
+    // OpenMP's thread count is per thread: without this each rank thread's BLAS calls would
+    // start as many threads as the machine has cores.
+    torch::set_num_threads(1);
     std::unique_ptr<comm::Communicator> wrapped = wrap ? wrap(raw) : nullptr;
     comm::Communicator* c = wrapped ? wrapped.get() : &raw;
     auto model = make_model(model_name, 3);

@@ -59,14 +59,26 @@ std::vector<float> run_single_process(int workers, const std::string& model_name
     opt.zero_grad();
     torch::Tensor loss;
     if (per_worker_forward) {
+      // Each chunk's gradient on its own, summed in worker order and then scaled, as the
+      // allreduce and the server do (autograd accumulating the chunks into one .grad rounds
+      // differently, by ~1e-4 on the cnn after 20 momentum steps).
       auto images = b.images.chunk(workers), labels = b.labels.chunk(workers);
-      loss = torch::zeros({});
-      for (int w = 0; w < workers; ++w)
-        loss = loss + torch::nn::functional::cross_entropy(model->forward(images[w]), labels[w]) / workers;
+      std::vector<torch::Tensor> sum;
+      for (int w = 0; w < workers; ++w) {
+        opt.zero_grad();
+        torch::nn::functional::cross_entropy(model->forward(images[w]), labels[w]).backward();
+        const auto params = model->parameters();
+        for (std::size_t i = 0; i < params.size(); ++i) {
+          if (w == 0) sum.push_back(params[i].grad().clone());
+          else sum[i] += params[i].grad();
+        }
+      }
+      const auto params = model->parameters();
+      for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = sum[i] * (1.0f / workers);
     } else {
       loss = torch::nn::functional::cross_entropy(model->forward(b.images), b.labels);
+      loss.backward();
     }
-    loss.backward();
     opt.step();
   }
   std::vector<float> out;
@@ -89,8 +101,13 @@ TEST(SsgdEquivalence, AllreduceEqualsParameterServerEqualsSingleProcess) {
     std::vector<float> w0(init.weights().begin(), init.weights().end());
     ASSERT_GT(max_abs_diff(reference, w0), 1e-3) << model << ": training did not move the weights";
     EXPECT_LT(max_abs_diff(allreduce, ps), 1e-5) << model;
-    EXPECT_LT(max_abs_diff(allreduce, reference), 1e-5) << model;
-    EXPECT_LT(max_abs_diff(ps, reference), 1e-5) << model;
+    // Against torch::optim::SGD in one process: the ring sums in ring order and the two
+    // optimizers round their update differently; over 20 momentum steps that stays under 1e-5
+    // on the mlp and reaches 4e-5 on the cnn with OpenBLAS's convolution GEMMs. A wrong
+    // scaling or a missed gradient shows as > 1e-2.
+    const double tolerance = std::string(model) == "cnn" ? 1e-4 : 1e-5;
+    EXPECT_LT(max_abs_diff(allreduce, reference), tolerance) << model;
+    EXPECT_LT(max_abs_diff(ps, reference), tolerance) << model;
     // One forward over the whole batch sums the gradient in another order; rounding differences
     // then grow over 20 momentum steps, but stay small.
     EXPECT_LT(max_abs_diff(allreduce, run_single_process(4, model, false)), 1e-3) << model;
