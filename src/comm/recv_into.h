@@ -1,5 +1,6 @@
 // A receive of a known size, completed when its ticket is waited for: the irecv of backends
-// whose recv() already does the matching (threads-as-ranks, link emulation).
+// whose recv() already does the matching and whose sends never wait for a posted receive
+// (threads-as-ranks; link emulation posts its inner receive at once, see shaped_communicator.cc).
 #pragma once
 
 #include <cstring>

@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "comm/p2p_collectives.h"
-#include "comm/recv_into.h"
 #include "core/bounded_queue.h"
 #include "core/clock.h"
 #include "core/error.h"
