@@ -18,6 +18,7 @@
 #include "comm/link/link_options.h"
 #include "core/error.h"
 #include "train/compare.h"
+#include "train/delayed_options.h"
 
 namespace ferry::apps {
 namespace {
@@ -62,6 +63,7 @@ int run_compare(int argc, char** argv) {
   int np = 4, servers = 1, epochs = 4;
   std::string model = "cnn";
   double target = 0.87;
+  train::DelayedOptions twobit;  // only its threshold: the meaning of a bare `twobit`
   bool resume = false;
   app.add_option("--algos", algos, "comma-separated algorithms (compute-only is always added)")->capture_default_str();
   app.add_option("--codecs", codecs, "comma-separated codec specs (where the algorithm supports one)")
@@ -74,6 +76,9 @@ int run_compare(int argc, char** argv) {
   app.add_option("--model", model, "mlp | cnn | fcnet")->capture_default_str();
   app.add_option("--epochs", epochs, "passes over the training set")->capture_default_str();
   app.add_option("--target-acc", target, "test accuracy for time_to_target_s")->capture_default_str();
+  app.add_option("--threshold", twobit.threshold,
+                 "threshold of a bare `twobit` in --codecs, for every algorithm (cdsgd's --threshold)")
+      ->capture_default_str();
   app.add_option("--out", out, "output directory")->required();
   app.add_flag("--resume", resume, "reuse runs whose summary.json already exists");
   app.allow_extras();
@@ -81,6 +86,7 @@ int run_compare(int argc, char** argv) {
   const std::vector<std::string> extras = app.remaining();
   FERRY_REQUIRE(servers >= 1, "--servers must be at least 1 (the delayed algorithms need a server), got ", servers);
   FERRY_REQUIRE(target > 0 && target <= 1, "--target-acc must be in (0, 1], got ", target);
+  FERRY_REQUIRE(twobit.threshold > 0, "--threshold must be positive, got ", twobit.threshold);
 
   std::vector<std::string> links;
   const auto base = comm::parse_link_spec(link);  // validates --link
@@ -111,8 +117,8 @@ int run_compare(int argc, char** argv) {
                                        std::to_string(np), "--model", model, "--epochs", std::to_string(epochs),
                                        "--link", c.link, "--eval-each-epoch", "--no-progress", "--out", dir};
       if (c.topology == "ps") args.insert(args.end(), {"--servers", std::to_string(servers)});
-      // cdsgd's own codec is twobit with --threshold; other codecs are passed as given.
-      if (!(c.algo == "cdsgd" && c.codec == "twobit")) args.insert(args.end(), {"--codec", c.codec});
+      // A bare `twobit` means one threshold for every algorithm: the one cdsgd uses by default.
+      args.insert(args.end(), {"--codec", c.codec == "twobit" ? train::cdsgd_default_codec(twobit) : c.codec});
       args.insert(args.end(), extras.begin(), extras.end());
       std::fprintf(stderr, "ferry compare: [%zu/%zu] %s\n", i + 1, plan.size(), c.name.c_str());
       std::filesystem::remove(dir + "/summary.json");

@@ -38,6 +38,15 @@ std::string fmt(double v, const char* f = "%.4g") {
   return b;
 }
 
+// One CSV field (RFC 4180): quoted when it holds a comma or a quote, as links ("1Gbps,50us")
+// and codec specs ("dgc:ratio=0.01,momentum=0.9") do.
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"") == std::string::npos) return v;
+  std::string q = "\"";
+  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + '"';
+}
+
 }  // namespace
 
 std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, const std::vector<std::string>& codecs,
@@ -124,7 +133,7 @@ std::string write_compare_report(const std::string& out, const std::vector<Compa
     const double wait = num(r.summary, "comm_wait_fraction");
     const double it = iter_s(r);
     const double vs_floor = it / lookup(floor_iter_s, c.link);
-    csv << c.link << ',' << c.algo << ',' << c.codec << ',' << c.topology << ',' << fmt(sps, "%.6g") << ','
+    csv << csv_field(c.link) << ',' << c.algo << ',' << csv_field(c.codec) << ',' << c.topology << ',' << fmt(sps, "%.6g") << ','
         << fmt(speedup) << ',' << fmt(ttt) << ',' << fmt(acc) << ',' << fmt(bytes, "%.0f") << ',' << fmt(wait) << ','
         << fmt(1e3 * it) << ',' << fmt(vs_floor) << ',' << fmt(num(r.summary, "wall_s")) << ',' << r.exit_code
         << '\n';
