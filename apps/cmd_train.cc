@@ -76,6 +76,8 @@ void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_sp
   app.add_option("--train-limit", o.train_limit, "use only the first N training items");
   app.add_option("--test-limit", o.test_limit, "evaluate on the first N test items");
   app.add_flag("--eval-each-epoch", o.eval_each_epoch, "record test accuracy after every epoch");
+  app.add_option("--eval-every", o.eval_every,
+                 "also record test accuracy every N iterations (finer time to target; 0: off)");
   app.add_option("--threads", o.threads_per_rank, "libtorch threads per rank (0: cores / ranks)");
   app.add_option("--out", o.out_dir, "directory for summary.json and metrics.jsonl");
   add_delayed_flags(app, o.delayed);

@@ -145,7 +145,7 @@ std::string write_compare_report(const std::string& out, const std::vector<Compa
   {
     std::ofstream f(out + "/compare.md");
     f << "# ferry compare\n\nTarget test accuracy " << target
-      << " (time to target: first per-epoch evaluation at or above it, training seconds).\n\n"
+      << " (time to target: first evaluation — per epoch, or every --eval-every iterations — at or above it, training seconds).\n\n"
       << md.str();
   }
 

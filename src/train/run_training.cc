@@ -108,10 +108,11 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
 
   // Data: every worker loads the training set and reads its own shard of each epoch.
   Dataset train_set = load_mnist(MnistOptions{o.data_dir, Split::kTrain, {}, o.train_limit});
-  // The test set: rank 0 evaluates the final model; with --eval-each-epoch every worker
-  // evaluates at each epoch's end (see there).
+  // The test set: rank 0 evaluates the final model; with --eval-each-epoch or --eval-every
+  // every worker evaluates during training (see record_accuracy).
+  const bool evaluating = o.eval_each_epoch || o.eval_every > 0;
   Dataset test_set;
-  if (rank == 0 || o.eval_each_epoch)
+  if (rank == 0 || evaluating)
     test_set = load_mnist(MnistOptions{o.data_dir, Split::kTest, {}, o.test_limit});
   DataLoader loader(train_set, DataLoaderOptions{o.batch, world.num_workers, rank, o.seed, true});
 
@@ -178,6 +179,20 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
 
   double train_s = 0, eval_s = 0, checkpoint_s = 0, last_loss = NAN;
   const double start = now_s();
+  // Every worker evaluates, and takes the time out of its training time: when rank 0 alone
+  // evaluated, the other workers of a synchronous algorithm waited for it inside their
+  // training time, which charged the evaluation to them (and not to compute-only's workers,
+  // which never wait). Only rank 0's accuracy is recorded; `record` says where it was taken.
+  auto record_accuracy = [&](nlohmann::json record, std::int64_t done_steps) {
+    Stopwatch sw;
+    strategy->complete(params);
+    EvalResult r = evaluate(*model, test_set);
+    eval_s += sw.elapsed_s();
+    watchdog.progress(done_steps);
+    record["t"] = now_s() - start - eval_s;
+    record["test_acc"] = r.accuracy;
+    if (metrics) metrics->write(record);
+  };
   std::int64_t it = start_it;
   for (int epoch = static_cast<int>(start_it / steps_per_epoch); epoch < o.epochs && it < total_steps; ++epoch) {
     for (std::int64_t s = it - epoch * steps_per_epoch; s < steps_per_epoch && it < total_steps; ++s, ++it) {
@@ -231,19 +246,11 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
           progress->update(it + 1, status);
         }
       }
+      const bool loop_ends = s + 1 == steps_per_epoch || it + 1 == total_steps;  // --eval-each-epoch's turn
+      if (o.eval_every > 0 && (it + 1) % o.eval_every == 0 && !(loop_ends && o.eval_each_epoch))
+        record_accuracy({{"iter", it}, {"epoch", epoch}}, it + 1);
     }
-    // Every worker evaluates, and takes the time out of its training time: when rank 0 alone
-    // evaluated, the other workers of a synchronous algorithm waited for it inside their
-    // training time, which charged the evaluation to them (and not to compute-only's workers,
-    // which never wait). Only rank 0's accuracy is recorded.
-    if (o.eval_each_epoch) {
-      Stopwatch sw;
-      strategy->complete(params);
-      EvalResult r = evaluate(*model, test_set);
-      eval_s += sw.elapsed_s();
-      watchdog.progress(it);
-      if (metrics) metrics->write({{"epoch_end", epoch}, {"t", now_s() - start - eval_s}, {"test_acc", r.accuracy}});
-    }
+    if (o.eval_each_epoch) record_accuracy({{"epoch_end", epoch}}, it);
   }
   if (!ckpt_root.empty() && it != last_checkpoint) {
     Stopwatch sw;

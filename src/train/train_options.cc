@@ -33,6 +33,7 @@ void validate(const TrainOptions& o) {
   FERRY_REQUIRE(o.lr > 0, "--lr must be positive, got ", o.lr);
   FERRY_REQUIRE(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got ", o.momentum);
   FERRY_REQUIRE(o.max_steps >= 0, "--max-steps must be >= 0, got ", o.max_steps);
+  FERRY_REQUIRE(o.eval_every >= 0, "--eval-every must be >= 0 (0: off), got ", o.eval_every);
   FERRY_REQUIRE(o.checkpoint_every >= 0, "--checkpoint-every must be >= 0, got ", o.checkpoint_every);
   FERRY_REQUIRE(o.keep_checkpoints >= 1, "--keep-checkpoints must be at least 1, got ", o.keep_checkpoints);
   FERRY_REQUIRE(o.stall_timeout_s >= 0, "--stall-timeout must be >= 0, got ", o.stall_timeout_s);

@@ -30,6 +30,7 @@ struct TrainOptions {
   std::int64_t train_limit = 0;     // use only the first N training items; 0 = all
   std::int64_t test_limit = 0;      // evaluate on the first N test items; 0 = all
   bool eval_each_epoch = false;     // evaluate test accuracy after every epoch (rank 0)
+  std::int64_t eval_every = 0;      // also evaluate every N iterations; 0 = off
   std::string out_dir = "";         // summary.json and metrics.jsonl; empty = none
   int threads_per_rank = 0;         // libtorch intra-op threads; 0 = cores / ranks (>= 1)
   bool progress = true;             // rank 0 draws a progress bar

@@ -28,6 +28,8 @@ expect_error "cdsgd does not run on --topology allreduce" --algo cdsgd --topolog
 expect_error "odsgd does not run on --topology allreduce" --algo odsgd --topology allreduce
 expect_error "--sync-every must be at least 1" --algo localsgd --sync-every 0
 expect_error "wfbp does not compress" --algo wfbp --codec twobit
+expect_error "--eval-every must be >= 0" --eval-every -5
+expect_cli_error "--threshold must be positive" "$ferry" compare --threshold 0 --out "$tmp/cmp"
 
 if [ -d "$fmnist" ]; then
   # Missing file.

@@ -11,7 +11,7 @@ fail() { echo "compare_run: $*"; exit 1; }
 
 "$ferry" compare --algos ssgd,cdsgd,localsgd --codecs none,twobit --threshold 0.01 --np 2 --servers 1 \
   --model mlp --epochs 1 --max-steps 6 --train-limit 512 --test-limit 200 --batch 32 --link 1Gbps,50us \
-  --out "$out" >/dev/null
+  --eval-every 2 --out "$out" >/dev/null
 
 csv="$out/compare.csv"
 [ -f "$csv" ] || fail "no compare.csv"
@@ -35,6 +35,11 @@ for run in "$out"/runs/ssgd-twobit* "$out"/runs/cdsgd-twobit*; do
   grep -q '"codec": *"twobit:threshold=0.01' "$run/summary.json" \
     || fail "$(basename "$run") did not run twobit at --threshold 0.01: $(grep '"codec"' "$run/summary.json")"
 done
+# --eval-every 2 (passed through to every run) adds evaluations after iterations 2 and 4; the
+# one after 6, the last, is the epoch's (--eval-each-epoch), not recorded twice.
+evals=$(grep -o '"iter":[0-9]*,"t":[0-9.e-]*,"test_acc"\|"epoch_end":0' "$out"/runs/ssgd_1*/metrics.jsonl |
+        sed 's/,"t".*//' | tr '\n' ' ')
+[ "$evals" = '"iter":1 "iter":3 "epoch_end":0 ' ] || fail "evaluations recorded: $evals"
 if command -v gnuplot >/dev/null; then
   for p in accuracy_vs_time samples_per_s; do [ -s "$out/$p.png" ] || fail "no $p.png"; done
 fi
