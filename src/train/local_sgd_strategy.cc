@@ -20,7 +20,13 @@ void LocalSgdStrategy::setup(FlatParams& params) {
   context_.comm->broadcast(std::as_writable_bytes(params.weights()), 0);
 }
 
-void LocalSgdStrategy::step(FlatParams& params, std::int64_t iteration) {
+void LocalSgdStrategy::step(FlatParams& params, std::int64_t iteration) { update(params, iteration, true); }
+
+// step() is called with a finite gradient, skip_step() with a non-finite one (run_training
+// checked it); the S-SGD phase still checks the sum, which carries the other workers' too.
+void LocalSgdStrategy::skip_step(FlatParams& params, std::int64_t iteration) { update(params, iteration, false); }
+
+void LocalSgdStrategy::update(FlatParams& params, std::int64_t iteration, bool local_finite) {
   const auto& d = context_.options.delayed;
   steps_ = iteration + 1;
   auto g = params.grads();
@@ -37,13 +43,9 @@ void LocalSgdStrategy::step(FlatParams& params, std::int64_t iteration) {
     }
     last_average_ = steps_;
   } else {
-    if (all_finite(g)) optimizer_->step(params.weights(), g);  // a local step: skipped alone
+    if (local_finite) optimizer_->step(params.weights(), g);  // a local step: skipped alone
     if ((iteration - d.post_local + 1) % d.sync_every == 0) average_weights(params);
   }
-}
-
-void LocalSgdStrategy::skip_step(FlatParams& params, std::int64_t iteration) {
-  step(params, iteration);  // step() sees the non-finite gradient and skips the update itself
 }
 
 void LocalSgdStrategy::average_weights(FlatParams& params) {

@@ -28,6 +28,7 @@ class LocalSgdStrategy final : public Strategy {
   void load_state(const StateReader& in, FlatParams& params) override;
 
  private:
+  void update(FlatParams& params, std::int64_t iteration, bool local_finite);
   void average_weights(FlatParams& params);
 
   StrategyContext context_;
