@@ -133,7 +133,8 @@ std::string write_compare_report(const std::string& out, const std::vector<Compa
     const double wait = num(r.summary, "comm_wait_fraction");
     const double it = iter_s(r);
     const double vs_floor = it / lookup(floor_iter_s, c.link);
-    csv << csv_field(c.link) << ',' << c.algo << ',' << csv_field(c.codec) << ',' << c.topology << ',' << fmt(sps, "%.6g") << ','
+    csv << csv_field(c.link) << ',' << c.algo << ',' << csv_field(c.codec) << ',' << c.topology << ','
+        << fmt(sps, "%.6g") << ','
         << fmt(speedup) << ',' << fmt(ttt) << ',' << fmt(acc) << ',' << fmt(bytes, "%.0f") << ',' << fmt(wait) << ','
         << fmt(1e3 * it) << ',' << fmt(vs_floor) << ',' << fmt(num(r.summary, "wall_s")) << ',' << r.exit_code
         << '\n';
