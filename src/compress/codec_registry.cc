@@ -18,22 +18,8 @@
 namespace ferry::compress {
 
 void CodecRegistry::add(CodecEntry entry) {
-  FERRY_REQUIRE(find(entry.name) == nullptr, "codec '", entry.name, "' registered twice");
   FERRY_CHECK(entry.make != nullptr, "codec '", entry.name, "' has no factory");
-  entries_.push_back(std::move(entry));
-}
-
-const CodecEntry* CodecRegistry::find(std::string_view name) const {
-  for (const auto& e : entries_)
-    if (e.name == name) return &e;
-  return nullptr;
-}
-
-std::vector<std::string> CodecRegistry::names() const {
-  std::vector<std::string> out;
-  for (const auto& e : entries_) out.push_back(e.name);
-  std::sort(out.begin(), out.end());
-  return out;
+  Registry<CodecEntry>::add(std::move(entry));
 }
 
 namespace {
@@ -44,15 +30,7 @@ struct Built {
 };
 
 Built build(const CodecRegistry& registry, std::string_view text, const TensorInfo& info) {
-  CodecSpec spec = CodecSpec::parse(text);
-  const CodecEntry* entry = registry.find(spec.name);
-  if (entry == nullptr) {
-    std::string known;
-    for (const auto& n : registry.names()) known += (known.empty() ? "" : ", ") + n;
-    FERRY_THROW(InvalidArgument, "unknown codec '", spec.name, "' in spec '", text,
-                "' (known: ", known, ")");
-  }
-  SpecReader reader(std::move(spec));
+  auto [entry, reader] = registry.parse(text);
   std::unique_ptr<Codec> codec = entry->make(reader, info);
   bool ef = false;
   switch (entry->feedback) {
@@ -135,10 +113,11 @@ void register_builtin_codecs(CodecRegistry& registry) {
 }
 
 const CodecRegistry& builtin_codec_registry() {
-  static const CodecRegistry registry = [] {
-    CodecRegistry r;
+  // Built on first use; C++ guarantees one thread runs the initialiser.
+  static const CodecRegistry& registry = *[] {
+    static CodecRegistry r;
     register_builtin_codecs(r);
-    return r;
+    return &r;
   }();
   return registry;
 }
@@ -150,5 +129,7 @@ std::unique_ptr<Codec> make_codec(std::string_view spec, const TensorInfo& info)
 std::string canonical_codec_spec(std::string_view spec) {
   return builtin_codec_registry().canonical(spec);
 }
+
+std::vector<std::string> codec_names() { return builtin_codec_registry().names(); }
 
 }  // namespace ferry::compress

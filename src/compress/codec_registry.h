@@ -16,6 +16,7 @@
 
 #include "compress/codec.h"
 #include "compress/codec_spec.h"
+#include "core/registry.h"
 
 namespace ferry::compress {
 
@@ -29,13 +30,13 @@ struct CodecEntry {
   std::function<std::unique_ptr<Codec>(SpecReader& spec, const TensorInfo& info)> make;
 };
 
-class CodecRegistry {
+// The core registry (core/registry.h: add, find, at, names, entries) with the codec's own build
+// step, which applies the `ef` option.
+class CodecRegistry : public Registry<CodecEntry> {
  public:
+  CodecRegistry() : Registry<CodecEntry>("codec") {}
   // Throws InvalidArgument if the name is already registered.
   void add(CodecEntry entry);
-  const CodecEntry* find(std::string_view name) const;
-  std::vector<std::string> names() const;  // sorted
-  const std::vector<CodecEntry>& entries() const { return entries_; }
 
   // Parses `spec`, builds the codec (wrapped in ErrorFeedbackCodec when ef is on) and checks
   // that every option was known. InvalidArgument on an unknown codec (listing the known ones),
@@ -43,9 +44,6 @@ class CodecRegistry {
   std::unique_ptr<Codec> make(std::string_view spec, const TensorInfo& info) const;
   // The spec with every option resolved ("topk" -> "topk:ratio=0.01,seed=0,ef=1"); validates.
   std::string canonical(std::string_view spec) const;
-
- private:
-  std::vector<CodecEntry> entries_;
 };
 
 // Adds none, fp16, twobit, onebit, qsgd, terngrad, topk, randomk, dgc and powersgd.
@@ -57,5 +55,7 @@ const CodecRegistry& builtin_codec_registry();
 // make_codec / canonical_codec_spec against builtin_codec_registry().
 std::unique_ptr<Codec> make_codec(std::string_view spec, const TensorInfo& info);
 std::string canonical_codec_spec(std::string_view spec);
+// The builtin codecs' names, sorted (for help texts).
+std::vector<std::string> codec_names();
 
 }  // namespace ferry::compress

@@ -1,4 +1,4 @@
-#include "compress/codec_spec.h"
+#include "core/spec.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace ferry::compress {
+namespace ferry {
 namespace {
 
 std::string trim(std::string_view s) {
@@ -31,26 +31,26 @@ std::string format_double(double v) {
 
 }  // namespace
 
-CodecSpec CodecSpec::parse(std::string_view text) {
-  CodecSpec spec;
+Spec Spec::parse(std::string_view text, std::string_view what) {
+  Spec spec;
   auto colon = text.find(':');
   spec.name = lower(trim(text.substr(0, colon)));
-  FERRY_REQUIRE(!spec.name.empty(), "codec spec '", text,
-                "': empty codec name (expected name or name:key=value,...)");
+  FERRY_REQUIRE(!spec.name.empty(), what, " spec '", text,
+                "': empty name (expected name or name:key=value,...)");
   if (colon == std::string_view::npos) return spec;
   std::string_view rest = text.substr(colon + 1);
   while (true) {
     auto comma = rest.find(',');
     std::string_view item = rest.substr(0, comma);
     auto eq = item.find('=');
-    FERRY_REQUIRE(eq != std::string_view::npos, "codec spec '", text, "': parameter '",
+    FERRY_REQUIRE(eq != std::string_view::npos, what, " spec '", text, "': parameter '",
                   trim(item), "' is not key=value");
     std::string key = lower(trim(item.substr(0, eq)));
     std::string value = trim(item.substr(eq + 1));
-    FERRY_REQUIRE(!key.empty(), "codec spec '", text, "': empty key in '", trim(item), "'");
-    FERRY_REQUIRE(!value.empty(), "codec spec '", text, "': empty value for key '", key, "'");
+    FERRY_REQUIRE(!key.empty(), what, " spec '", text, "': empty key in '", trim(item), "'");
+    FERRY_REQUIRE(!value.empty(), what, " spec '", text, "': empty value for key '", key, "'");
     for (const auto& [k, v] : spec.params)
-      FERRY_REQUIRE(k != key, "codec spec '", text, "': key '", key, "' given twice");
+      FERRY_REQUIRE(k != key, what, " spec '", text, "': key '", key, "' given twice");
     spec.params.emplace_back(std::move(key), std::move(value));
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
@@ -58,7 +58,14 @@ CodecSpec CodecSpec::parse(std::string_view text) {
   return spec;
 }
 
-SpecReader::SpecReader(CodecSpec spec) : spec_(std::move(spec)) {}
+std::string Spec::str() const {
+  std::string out = name;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    out += (i == 0 ? ":" : ",") + params[i].first + "=" + params[i].second;
+  return out;
+}
+
+SpecReader::SpecReader(Spec spec, std::string what) : spec_(std::move(spec)), what_(std::move(what)) {}
 
 const std::string* SpecReader::find(const std::string& key) const {
   for (const auto& [k, v] : spec_.params)
@@ -87,7 +94,7 @@ double SpecReader::get_double(const std::string& key, double fallback) {
     } catch (const std::exception&) {
       ok = false;
     }
-    FERRY_REQUIRE(ok && used == s->size() && std::isfinite(v), "codec '", spec_.name,
+    FERRY_REQUIRE(ok && used == s->size() && std::isfinite(v), what_, " '", spec_.name,
                   "': option ", key, "='", *s, "' is not a finite number");
   }
   record(key, format_double(v));
@@ -98,7 +105,7 @@ std::int64_t SpecReader::get_int(const std::string& key, std::int64_t fallback) 
   std::int64_t v = fallback;
   if (const std::string* s = find(key)) {
     auto [ptr, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
-    FERRY_REQUIRE(ec == std::errc() && ptr == s->data() + s->size(), "codec '", spec_.name,
+    FERRY_REQUIRE(ec == std::errc() && ptr == s->data() + s->size(), what_, " '", spec_.name,
                   "': option ", key, "='", *s, "' is not an integer");
   }
   record(key, std::to_string(v));
@@ -109,7 +116,7 @@ std::uint64_t SpecReader::get_uint(const std::string& key, std::uint64_t fallbac
   std::uint64_t v = fallback;
   if (const std::string* s = find(key)) {
     auto [ptr, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
-    FERRY_REQUIRE(ec == std::errc() && ptr == s->data() + s->size(), "codec '", spec_.name,
+    FERRY_REQUIRE(ec == std::errc() && ptr == s->data() + s->size(), what_, " '", spec_.name,
                   "': option ", key, "='", *s, "' is not a non-negative integer");
   }
   record(key, std::to_string(v));
@@ -125,11 +132,34 @@ bool SpecReader::get_bool(const std::string& key, bool fallback) {
     } else if (t == "0" || t == "false" || t == "off" || t == "no") {
       v = false;
     } else {
-      FERRY_THROW(InvalidArgument, "codec '", spec_.name, "': option ", key, "='", *s,
+      FERRY_THROW(InvalidArgument, what_, " '", spec_.name, "': option ", key, "='", *s,
                   "' is not a boolean (1/0, true/false, on/off, yes/no)");
     }
   }
   record(key, v ? "1" : "0");
+  return v;
+}
+
+std::string SpecReader::get_string(const std::string& key, const std::string& fallback) {
+  const std::string* s = find(key);
+  std::string v = s != nullptr ? *s : fallback;
+  record(key, v);
+  return v;
+}
+
+std::string SpecReader::get_choice(const std::string& key, const std::string& fallback,
+                                   std::initializer_list<std::string_view> choices) {
+  std::string v = fallback;
+  if (const std::string* s = find(key)) {
+    v = lower(*s);
+    if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
+      std::string known;
+      for (auto c : choices) known += (known.empty() ? "" : ", ") + std::string(c);
+      FERRY_THROW(InvalidArgument, what_, " '", spec_.name, "': option ", key, "='", *s,
+                  "' is not one of ", known);
+    }
+  }
+  record(key, v);
   return v;
 }
 
@@ -141,7 +171,7 @@ void SpecReader::finish() const {
     if (known) continue;
     std::string keys;
     for (const auto& r : resolved_) keys += (keys.empty() ? "" : ", ") + r.first;
-    FERRY_THROW(InvalidArgument, "codec '", spec_.name, "': unknown option '", k, "' (known: ",
+    FERRY_THROW(InvalidArgument, what_, " '", spec_.name, "': unknown option '", k, "' (known: ",
                 keys.empty() ? "none" : keys, ")");
   }
 }
@@ -153,4 +183,4 @@ std::string SpecReader::canonical() const {
   return out;
 }
 
-}  // namespace ferry::compress
+}  // namespace ferry
