@@ -56,8 +56,8 @@ float OnebitCodec::check(std::span<const std::byte> payload) const {
   PayloadHeader h = read_header(payload, CodecId::kOnebit, info_.numel);
   check_payload_size(payload, size_bytes(info_.numel), CodecId::kOnebit);
   float scale = bits_float(h.aux);
-  if (std::signbit(scale))
-    FERRY_THROW(FormatError, "onebit payload: negative scale ", scale);
+  if (std::signbit(scale) || !std::isfinite(scale))
+    FERRY_THROW(FormatError, "onebit payload: scale ", scale, " is not a finite number >= 0");
   const std::size_t tail = info_.numel % 32;
   if (tail != 0) {
     std::uint32_t last = load_le<std::uint32_t>(payload.data() + payload.size() - 4);

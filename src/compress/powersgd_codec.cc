@@ -129,7 +129,7 @@ bool PowersgdCodec::custom_allreduce(std::span<float> grad_inout,
 template <bool kAdd>
 void PowersgdCodec::decode_into(std::span<const std::byte> payload, std::span<float> out) const {
   const std::size_t n = info_.numel;
-  PayloadHeader h = read_header(payload, CodecId::kPowersgd, n);
+  PayloadHeader h = read_header(payload, CodecId::kPowersgd, n, kModeLowRank);
   const std::byte* d = payload.data() + kHeaderBytes;
   if (h.flags == kModeRaw) {
     check_payload_size(payload, raw_size_bytes(n), CodecId::kPowersgd);

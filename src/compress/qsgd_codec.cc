@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 
 #include "compress/bit_stream.h"
 #include "compress/codec_state.h"
@@ -66,11 +67,26 @@ void QsgdCodec::encode(std::span<const float> grad, std::vector<std::byte>& out)
     const std::size_t lo = b * d, hi = std::min(n, lo + d);
     double sq = 0;
     for (std::size_t i = lo; i < hi; ++i) sq += static_cast<double>(x[i]) * x[i];
-    const float norm = static_cast<float>(std::sqrt(sq));
+    // Squares of floats cannot overflow a double, so sq is finite unless an element is not.
+    if (!std::isfinite(sq)) {
+      const std::size_t bad = static_cast<std::size_t>(
+          std::find_if(x + lo, x + hi, [](float v) { return !std::isfinite(v); }) - x);
+      FERRY_THROW(InvalidArgument, "qsgd: gradient element ", bad, " is ", x[bad],
+                  "; qsgd quantises finite values only");
+    }
+    const double norm_d = std::sqrt(sq);
+    FERRY_REQUIRE(norm_d <= std::numeric_limits<float>::max(), "qsgd: bucket ", b, " has norm ", norm_d,
+                  ", beyond the fp32 range of the wire format");
+    const float norm = static_cast<float>(norm_d);
     store_le<float>(norms + 4 * b, norm);
     const float scale = norm > 0.0f ? fs / norm : 0.0f;
+    // A subnormal norm makes s / norm overflow fp32 (and 0 * Inf is NaN): take the ratio in
+    // double there, where it is finite.
+    const bool float_scale = std::isfinite(scale);
+    const double scale_d = norm_d > 0 ? fs / norm_d : 0.0;
     for (std::size_t i = lo; i < hi; ++i) {
-      const float r = std::fabs(x[i]) * scale;  // in [0, s]
+      const float r = float_scale ? std::fabs(x[i]) * scale  // in [0, s]
+                                  : static_cast<float>(std::fabs(x[i]) * scale_d);
       float l = std::floor(r);
       l += rng_.uniform() < r - l ? 1.0f : 0.0f;
       const std::uint32_t level = std::min(static_cast<std::uint32_t>(l), s);
@@ -91,6 +107,12 @@ QsgdCodec::Parsed QsgdCodec::check(std::span<const std::byte> payload) const {
   const std::uint32_t bucket = load_le<std::uint32_t>(payload.data() + kHeaderBytes);
   if (bucket < 1) FERRY_THROW(FormatError, "qsgd payload: bucket size 0");
   check_payload_size(payload, size_bytes(n, h.aux, bucket), CodecId::kQsgd);
+  const std::byte* norms = payload.data() + kHeaderBytes + 4;
+  for (std::size_t b = 0; b < div_ceil(n, bucket); ++b) {
+    const float norm = load_le<float>(norms + 4 * b);
+    if (!(norm >= 0.0f) || !std::isfinite(norm))
+      FERRY_THROW(FormatError, "qsgd payload: bucket ", b, " norm ", norm, " is not a finite number >= 0");
+  }
   // Every level must be <= s; scan the stream before anything is written.
   const unsigned bits = field_bits(h.aux);
   BitReader reader(payload.data() + kHeaderBytes + 4 + 4 * div_ceil(n, bucket));

@@ -25,6 +25,10 @@ QsgdOptions parse_qsgd_options(SpecReader& spec);
 // into 32-bit words (bit_stream.h); the Elias coding of the paper is not used.
 // Wire: header (aux = s, numel) + u32 d + ceil(n/d) fp32 norms + the bit stream.
 // Size 16 + 4 + 4*ceil(n/d) + 4*ceil(n*(1+bit_width(s))/32) bytes.
+// Non-finite input: encode() throws InvalidArgument naming the first NaN or Inf element (and a
+// bucket whose norm exceeds the fp32 range), because one Inf would make the whole bucket's
+// norm Inf and every level NaN; the trainer never encodes such a gradient (it skips the step,
+// docs/reliability.md). decode() refuses stored norms that are negative, NaN or Inf.
 class QsgdCodec final : public Codec {
  public:
   QsgdCodec(QsgdOptions options, TensorInfo info);

@@ -1,5 +1,5 @@
 // 2-bit ternary packing shared by twobit and terngrad, in MXNet's layout (quantize_2bit in
-// src/operator/contrib/gradient_compression-inl.h): 16 values per 32-bit word; value j of a
+// src/kvstore/gradient_compression-inl.h): 16 values per 32-bit word; value j of a
 // word lives in byte j/4 at bits (7-2(j%4), 6-2(j%4)); code 11 = +pos, 10 = neg, 00 = 0.
 // Code 01 never appears in a valid payload, nor do non-zero padding codes past numel.
 #pragma once

@@ -57,7 +57,8 @@ float TerngradCodec::check(std::span<const std::byte> payload) const {
   PayloadHeader h = read_header(payload, CodecId::kTerngrad, info_.numel);
   check_payload_size(payload, size_bytes(info_.numel), CodecId::kTerngrad);
   const float scale = bits_float(h.aux);
-  if (std::signbit(scale)) FERRY_THROW(FormatError, "terngrad payload: negative scale ", scale);
+  if (std::signbit(scale) || !std::isfinite(scale))
+    FERRY_THROW(FormatError, "terngrad payload: scale ", scale, " is not a finite number >= 0");
   check_ternary_words(payload.data() + kHeaderBytes, info_.numel, CodecId::kTerngrad);
   return scale;
 }

@@ -20,7 +20,7 @@ struct TwobitOptions {
 TwobitOptions parse_twobit_options(SpecReader& spec);
 
 // MXNet's two-bit quantisation ("2bit" gradient compression, MXNet 1.x
-// src/operator/contrib/gradient_compression-inl.h; Seide et al. 2014 for the residual idea),
+// src/kvstore/gradient_compression-inl.h; Seide et al. 2014 for the residual idea),
 // exactly:
 //   r += g;
 //   r >= t  -> send 11 (decodes to +t), r -= t

@@ -1,5 +1,7 @@
 #include "compress/wire_format.h"
 
+#include <string>
+
 #include "core/error.h"
 
 namespace ferry::compress {
@@ -32,7 +34,7 @@ void write_header(std::vector<std::byte>& out, std::size_t total_bytes, const Pa
 }
 
 PayloadHeader read_header(std::span<const std::byte> payload, CodecId expected,
-                          std::size_t expected_numel) {
+                          std::size_t expected_numel, std::uint8_t max_flags) {
   const char* name = codec_id_name(expected);
   if (payload.size() < kHeaderBytes)
     FERRY_THROW(FormatError, name, " payload: ", payload.size(), " bytes, shorter than the ",
@@ -53,6 +55,9 @@ PayloadHeader read_header(std::span<const std::byte> payload, CodecId expected,
   PayloadHeader h;
   h.codec = expected;
   h.flags = std::to_integer<std::uint8_t>(p[3]);
+  if (h.flags > max_flags)
+    FERRY_THROW(FormatError, name, " payload: flags byte ", int(h.flags), ", this codec defines ",
+                max_flags == 0 ? std::string("none") : "at most " + std::to_string(int(max_flags)));
   h.aux = load_le<std::uint32_t>(p + 4);
   h.numel = load_le<std::uint64_t>(p + 8);
   if (h.numel != expected_numel)

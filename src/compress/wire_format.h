@@ -63,9 +63,11 @@ inline void store_le(std::byte* p, T v) {
 void write_header(std::vector<std::byte>& out, std::size_t total_bytes, const PayloadHeader& h);
 
 // Reads and validates the header: payload at least kHeaderBytes, magic, version, codec id equal
-// to `expected`, numel equal to `expected_numel`. Throws FormatError naming what differs.
+// to `expected`, numel equal to `expected_numel`, flags at most `max_flags` (codecs that define
+// no flags pass 0, so a set flags byte is refused rather than ignored). Throws FormatError naming
+// what differs.
 PayloadHeader read_header(std::span<const std::byte> payload, CodecId expected,
-                          std::size_t expected_numel);
+                          std::size_t expected_numel, std::uint8_t max_flags = 0);
 
 // Throws FormatError unless payload.size() == expected_bytes.
 void check_payload_size(std::span<const std::byte> payload, std::size_t expected_bytes,

@@ -2,6 +2,7 @@
 // untouched; random corruption never crashes.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -66,6 +67,13 @@ TEST(Malformed, HeaderAndLengthErrors) {
     p = good;
     p[2] = std::byte{2};
     expect_rejected(*c, p, "future version");
+    // No codec defines the high bit of the flags byte (PowerSGD's modes are 0 and 1; the others
+    // define none), so a set flag is refused, never ignored.
+    for (std::uint8_t flags : {std::uint8_t{0x80}, std::uint8_t{2}}) {
+      p = good;
+      p[3] = std::byte{flags};
+      expect_rejected(*c, p, "flags " + std::to_string(flags));
+    }
     for (std::uint64_t numel : {std::uint64_t{99}, std::uint64_t{101}, ~std::uint64_t{0}}) {
       p = good;
       store_le<std::uint64_t>(p.data() + 8, numel);
@@ -130,9 +138,11 @@ TEST(Malformed, CodecSpecificFields) {
     auto p = good;
     store_le<std::uint32_t>(p.data() + 16, 0x40000000u);
     expect_rejected(*c, p, "2-bit code 01");
-    p = good;
-    store_le(p.data() + 4, float_bits(-1.0f));
-    expect_rejected(*c, p, "negative scale");
+    for (float scale : {-1.0f, std::nanf(""), 1.0f / 0.0f}) {
+      p = good;
+      store_le(p.data() + 4, float_bits(scale));
+      expect_rejected(*c, p, "scale " + std::to_string(scale));
+    }
   }
   {  // onebit: padding bits, negative scale
     auto c = testing::codec("onebit", 33);
@@ -141,9 +151,11 @@ TEST(Malformed, CodecSpecificFields) {
     auto p = good;
     store_le<std::uint32_t>(p.data() + 20, load_le<std::uint32_t>(p.data() + 20) | 0x4u);
     expect_rejected(*c, p, "padding bit");
-    p = good;
-    store_le(p.data() + 4, float_bits(-1.0f));
-    expect_rejected(*c, p, "negative scale");
+    for (float scale : {-1.0f, std::nanf(""), 1.0f / 0.0f}) {
+      p = good;
+      store_le(p.data() + 4, float_bits(scale));
+      expect_rejected(*c, p, "scale " + std::to_string(scale));
+    }
   }
   {  // qsgd: level above s, levels 0, padding
     auto c = testing::codec("qsgd:levels=2", 10);  // 3-bit fields: level 3 is invalid
@@ -162,6 +174,11 @@ TEST(Malformed, CodecSpecificFields) {
     p = good;
     store_le<std::uint32_t>(p.data() + 16, 0);
     expect_rejected(*c, p, "bucket 0");
+    for (float norm : {-1.0f, std::nanf(""), 1.0f / 0.0f}) {
+      p = good;
+      store_le(p.data() + 16 + 4, float_bits(norm));
+      expect_rejected(*c, p, "norm " + std::to_string(norm));
+    }
   }
   {  // powersgd: unknown mode, matrix shape, rank
     auto c = make_codec("powersgd:rank=2", TensorInfo{.numel = 100, .shape = {10, 10}});
@@ -179,6 +196,39 @@ TEST(Malformed, CodecSpecificFields) {
     p = good;
     store_le<std::uint32_t>(p.data() + 16, 0);
     expect_rejected(*c, p, "rows 0");
+  }
+}
+
+// QSGD's levels are floor(s |x| / norm) cast to an integer: a NaN or Inf element would cast NaN
+// (undefined behaviour) and turn its whole bucket into NaN. encode() refuses it, naming it.
+TEST(Malformed, QsgdRefusesNonFiniteGradients) {
+  for (float bad : {std::nanf(""), 1.0f / 0.0f, -1.0f / 0.0f}) {
+    auto c = testing::codec("qsgd:bucket=4", 10);
+    auto g = testing::normal_vector(10, 5);
+    g[6] = bad;
+    std::vector<std::byte> out;
+    try {
+      c->encode(g, out);
+      ADD_FAILURE() << "qsgd encoded " << bad;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("element 6"), std::string::npos) << e.what();
+    }
+  }
+  // A bucket too large for an fp32 norm is refused too.
+  auto c = testing::codec("qsgd:bucket=4", 4);
+  std::vector<float> huge(4, 3e38f);
+  std::vector<std::byte> out;
+  EXPECT_THROW(c->encode(huge, out), InvalidArgument);
+  // A subnormal bucket (s / norm overflows fp32) still quantises: every decoded value is finite,
+  // has the sign of its input and a magnitude of at most the norm.
+  std::vector<float> tiny = {1e-45f, -1e-45f, 0.0f, 2e-45f};
+  c->encode(tiny, out);
+  std::vector<float> back(4);
+  c->decode(out, back);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_TRUE(std::isfinite(back[i])) << i;
+    EXPECT_LE(std::fabs(back[i]), 3e-45f) << i;
+    EXPECT_FALSE(back[i] != 0 && std::signbit(back[i]) != std::signbit(tiny[i])) << i;
   }
 }
 
