@@ -1,12 +1,10 @@
 // `ferry compare`: runs `ferry train` once per (algorithm, codec[, link]) under identical
 // settings (seed, data order, model, link) and reports them side by side: compare.csv,
-// compare.md and gnuplot plots (src/train/compare.h). Flags it does not know are passed to
-// every `ferry train` run unchanged (e.g. --batch, --lr, --max-steps, --delay-steps).
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+// compare.md and gnuplot plots (src/train/compare.h). The other flags of ferry train are passed
+// to every run unchanged (e.g. --batch, --lr, --max-steps, --delay-steps); anything else is
+// refused before the first run. Exits non-zero, naming them, when runs fail.
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -14,11 +12,17 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/child_process.h"
+#include "apps/cli.h"
 #include "apps/command.h"
+#include "apps/train_flags.h"
 #include "comm/link/link_options.h"
+#include "compress/codec_registry.h"
 #include "core/error.h"
 #include "train/compare.h"
 #include "train/delayed_options.h"
+#include "train/models/model.h"
+#include "train/strategy.h"
 
 namespace ferry::apps {
 namespace {
@@ -32,32 +36,55 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-// Runs argv with stdout and stderr into `log`; returns the exit code (128 + signal if killed).
-int run_logged(const std::vector<std::string>& args, const std::string& log) {
-  pid_t pid = fork();
-  FERRY_CHECK(pid >= 0, "fork failed");
-  if (pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      close(fd);
-    }
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+// "none,topk:ratio=0.05,ef=0,twobit" -> none | topk:ratio=0.05,ef=0 | twobit. A codec spec is
+// NAME[:KEY=VALUE,...]: a comma followed by KEY=VALUE (an '=' and no ':') continues the spec
+// before it; anything else starts the next one. Names never hold '=', keys never ':'.
+std::vector<std::string> split_codec_list(const std::string& s) {
+  std::vector<std::string> out;
+  for (const auto& piece : split_list(s)) {
+    const bool continues = piece.find('=') != std::string::npos && piece.find(':') == std::string::npos;
+    FERRY_REQUIRE(!continues || !out.empty(), "--codecs: '", piece, "' is an option without a codec before it");
+    if (continues)
+      out.back() += "," + piece;
+    else
+      out.push_back(piece);
   }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return out;
+}
+
+// The flags compare passes on to every `ferry train` run must be flags of ferry train, and not
+// ones compare sets for each run itself. Checked before any run starts.
+void check_passed_flags(const std::vector<std::string>& extras) {
+  if (extras.empty()) return;
+  CLI::App train_app{"", "ferry train"};
+  train::TrainOptions o;
+  std::string link;
+  add_train_flags(train_app, o, link);
+  std::vector<std::string> args = {"ferry train"};
+  args.insert(args.end(), extras.begin(), extras.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  try {
+    train_app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    FERRY_THROW(InvalidArgument, "flag for the runs refused (ferry compare passes only ferry train's flags on): ",
+                e.what());
+  }
+  const std::pair<const char*, const char*> own[] = {
+      {"--algo", "--algos LIST"},     {"--codec", "--codecs LIST"}, {"--topology", "the algorithm's topology"},
+      {"--np", "--np"},               {"--servers", "--servers"},   {"--model", "--model"},
+      {"--epochs", "--epochs"},       {"--link", "--link or --bandwidths"}, {"--out", "--out"},
+      {"--eval-each-epoch", "always on"}};
+  for (const auto& [flag, instead] : own)
+    FERRY_REQUIRE(train_app.count(flag) == 0, flag, " is set by ferry compare for each run (", instead,
+                  "); it cannot be passed on");
 }
 
 }  // namespace
 
 int run_compare(int argc, char** argv) {
   CLI::App app{"Run several training algorithms under identical settings and compare them", "ferry compare"};
+  init_app(app);
   std::string algos = "ssgd,asgd,odsgd,ssdsgd,cdsgd,localsgd,wfbp", codecs = "none", link = "1Gbps,50us",
               bandwidths, out;
   int np = 4, servers = 1, epochs = 4;
@@ -65,15 +92,18 @@ int run_compare(int argc, char** argv) {
   double target = 0.87;
   train::DelayedOptions twobit;  // only its threshold: the meaning of a bare `twobit`
   bool resume = false;
-  app.add_option("--algos", algos, "comma-separated algorithms (compute-only is always added)")->capture_default_str();
-  app.add_option("--codecs", codecs, "comma-separated codec specs (where the algorithm supports one)")
+  app.add_option("--algos", algos, "comma-separated algorithms (compute-only is always added): " + choices(train::strategy_names()))->capture_default_str();
+  app.add_option("--codecs", codecs,
+                 "comma-separated codec specs, where the algorithm takes one; a comma followed by KEY=VALUE "
+                 "continues the spec before it: none,topk:ratio=0.05,ef=0 is two codecs. NAME: " +
+                     choices(compress::builtin_codec_registry().names()))
       ->capture_default_str();
   app.add_option("--link", link, "emulated NIC: BANDWIDTH,LATENCY")->capture_default_str();
   app.add_option("--bandwidths", bandwidths,
                  "sweep: comma-separated bandwidths, each run with the latency of --link (plots speedup)");
   app.add_option("--np", np, "worker ranks")->capture_default_str();
   app.add_option("--servers", servers, "parameter-server ranks of the ps runs")->capture_default_str();
-  app.add_option("--model", model, "mlp | cnn | fcnet")->capture_default_str();
+  app.add_option("--model", model, choices(train::model_names()))->capture_default_str();
   app.add_option("--epochs", epochs, "passes over the training set")->capture_default_str();
   app.add_option("--target-acc", target, "test accuracy for time_to_target_s")->capture_default_str();
   app.add_option("--threshold", twobit.threshold,
@@ -82,8 +112,9 @@ int run_compare(int argc, char** argv) {
   app.add_option("--out", out, "output directory")->required();
   app.add_flag("--resume", resume, "reuse runs whose summary.json already exists");
   app.allow_extras();
-  app.parse(argc, argv);
+  parse_command_line(app, argc, argv);
   const std::vector<std::string> extras = app.remaining();
+  check_passed_flags(extras);
   FERRY_REQUIRE(servers >= 1, "--servers must be at least 1 (the delayed algorithms need a server), got ", servers);
   FERRY_REQUIRE(target > 0 && target <= 1, "--target-acc must be in (0, 1], got ", target);
   FERRY_REQUIRE(twobit.threshold > 0, "--threshold must be positive, got ", twobit.threshold);
@@ -101,7 +132,7 @@ int run_compare(int argc, char** argv) {
     }
   }
   (void)base;
-  const auto plan = train::compare_plan(split_list(algos), split_list(codecs), links);
+  const auto plan = train::compare_plan(split_list(algos), split_codec_list(codecs), links);
 
   std::filesystem::create_directories(out + "/runs");
   const std::string self = self_executable();
@@ -122,7 +153,13 @@ int run_compare(int argc, char** argv) {
       args.insert(args.end(), extras.begin(), extras.end());
       std::fprintf(stderr, "ferry compare: [%zu/%zu] %s\n", i + 1, plan.size(), c.name.c_str());
       std::filesystem::remove(dir + "/summary.json");
-      r.exit_code = run_logged(args, dir + "/log.txt");
+      const ChildResult run = run_child(args, ChildOptions{dir + "/log.txt"});
+      r.exit_code = run.exit_code;
+      if (run.signal != 0) {
+        std::fprintf(stderr, "ferry compare: stopped by signal %d (%s) during %s; its job was ended\n", run.signal,
+                     strsignal(run.signal), c.name.c_str());
+        return signalled_exit_code(run.signal);
+      }
       if (r.exit_code != 0)
         std::fprintf(stderr, "ferry compare: %s failed (exit %d), see %s/log.txt\n", c.name.c_str(), r.exit_code,
                      dir.c_str());
@@ -132,6 +169,14 @@ int run_compare(int argc, char** argv) {
   }
   std::string table = train::write_compare_report(out, results, target);
   std::printf("%s\nwrote %s/compare.csv, compare.md and plots\n", table.c_str(), out.c_str());
+  std::string failed;
+  for (const auto& r : results)
+    if (r.exit_code != 0) failed += (failed.empty() ? "" : ", ") + r.config.name + " (exit " + std::to_string(r.exit_code) + ")";
+  if (!failed.empty()) {
+    std::fprintf(stderr, "ferry compare: error: runs failed: %s; their logs are in %s/runs/<run>/log.txt\n",
+                 failed.c_str(), out.c_str());
+    return 1;
+  }
   return 0;
 }
 

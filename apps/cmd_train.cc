@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,19 +14,25 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/mpi_launch.h"
+#include "apps/train_flags.h"
 #include "comm/link/link_options.h"
 #include "comm/mpi/mpi_communicator.h"
+#include "compress/codec_registry.h"
 #include "core/error.h"
 #include "core/metrics.h"
 #include "train/checkpoint.h"
 #include "train/data/mnist_loader.h"
+#include "train/models/model.h"
 #include "train/run_training.h"
 #include "train/strategy.h"
 #include "train/train_options.h"
 
 namespace ferry::apps {
+
+namespace {
 
 // Flags of the delayed, local and overlapping algorithms (docs/algorithms.md).
 void add_delayed_flags(CLI::App& app, train::DelayedOptions& d) {
@@ -48,14 +55,16 @@ void add_delayed_flags(CLI::App& app, train::DelayedOptions& d) {
   app.add_option("--bucket-mb", d.bucket_mb, "wfbp: fusion bucket size in MB")->capture_default_str();
 }
 
-// Adds the training flags shared by `ferry train` and `ferry compare` to `app`.
+}  // namespace
+
 void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_spec) {
-  app.add_option("--algo", o.algo, "ssgd | asgd | odsgd | ssdsgd | cdsgd | localsgd | wfbp | compute-only")
+  train::register_builtin_strategies();
+  app.add_option("--algo", o.algo, "training algorithm: " + choices(train::strategy_names()))
       ->capture_default_str();
   app.add_option("--topology", o.topology, "allreduce | ps (default: the algorithm's own)");
   app.add_option("--np", o.num_workers, "worker ranks")->capture_default_str();
   app.add_option("--servers", o.num_servers, "parameter-server ranks (ps topology)")->capture_default_str();
-  app.add_option("--model", o.model, "mlp | cnn | fcnet")->capture_default_str();
+  app.add_option("--model", o.model, choices(train::model_names()))->capture_default_str();
   app.add_option("--epochs", o.epochs, "passes over the training set")->capture_default_str();
   app.add_option("--max-steps", o.max_steps, "stop after this many iterations (0: all epochs)");
   app.add_option("--batch", o.batch, "per-worker batch size")->capture_default_str();
@@ -65,7 +74,8 @@ void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_sp
   app.add_option("--link", link_spec, "emulated NIC per rank: BANDWIDTH[,LATENCY] (e.g. 1Gbps,50us) or none")
       ->capture_default_str();
   app.add_option("--codec", o.codec,
-                 "gradient codec spec, e.g. twobit, topk:ratio=0.01, powersgd:rank=4 (docs/compression.md)")
+                 "gradient codec spec NAME[:KEY=VALUE,...], e.g. topk:ratio=0.01 (docs/compression.md); NAME: " +
+                     choices(compress::builtin_codec_registry().names()))
       ->capture_default_str();
   app.add_option("--compress-pull", o.pull_codec,
                  "parameter server: compress pull replies too, with SPEC (default: the --codec); pulls are fp32 "
@@ -85,6 +95,7 @@ void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_sp
 
 int run_train(int argc, char** argv) {
   CLI::App app{"Distributed data-parallel training over MPI", "ferry train"};
+  init_app(app);
   train::TrainOptions o;
   o.num_workers = 4;
   std::string link_spec = "none";
@@ -106,7 +117,7 @@ int run_train(int argc, char** argv) {
   app.add_option("--max-bad-steps", o.max_bad_steps, "abort after this many non-finite gradients in a row")
       ->capture_default_str();
   app.add_option("--inject-nan-at", inject_nan, "testing aid: worker 0's loss and gradient are NaN at STEP[,COUNT] iterations");
-  app.parse(argc, argv);
+  parse_command_line(app, argc, argv);
   if (!inject_nan.empty()) train::parse_inject_nan(inject_nan, o);
   o.link = comm::parse_link_spec(link_spec);
   o.progress = !no_progress;
@@ -139,8 +150,13 @@ int run_train(int argc, char** argv) {
     }
     std::vector<std::string> env;
     if (!rank_dir.empty()) env.push_back(kRankDirEnv);
-    const int rc = relaunch_under_mpirun(ranks, argc, argv, env);
-    if (rc != 0 && !rank_dir.empty()) {
+    const ChildResult job = relaunch_under_mpirun(ranks, argc, argv, env);
+    int rc = job.exit_code;
+    if (job.signal != 0) {
+      std::fprintf(stderr, "ferry train: stopped by signal %d (%s); mpirun and its %d ranks were ended\n", job.signal,
+                   strsignal(job.signal), ranks);
+      rc = signalled_exit_code(job.signal);
+    } else if (rc != 0 && !rank_dir.empty()) {
       const std::string failure = describe_rank_failure(rank_dir, ranks, layout.num_workers);
       if (!failure.empty()) std::fprintf(stderr, "ferry train: error: %s\n", failure.c_str());
     }

@@ -5,15 +5,17 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/cli.h"
 #include "core/units.h"
 
 namespace ferry::apps {
 
 int run_units(int argc, char** argv) {
   CLI::App app{"Parse quantities the way every ferry flag does", "ferry units"};
+  init_app(app);
   std::vector<std::string> items;
   app.add_option("quantity", items, "e.g. 10Gbps, 50us, 24GiB")->required();
-  app.parse(argc, argv);
+  parse_command_line(app, argc, argv);
   for (const auto& s : items) {
     if (s.find("ps") != std::string::npos || s.find("/s") != std::string::npos) {
       double b = parse_bandwidth_bytes_per_s(s);

@@ -16,12 +16,13 @@
 #include <thread>
 #include <vector>
 
+#include "apps/child_process.h"
 #include "apps/command.h"
 #include "core/error.h"
 
 namespace ferry::apps {
 
-int relaunch_under_mpirun(int ranks, int argc, char** argv, const std::vector<std::string>& export_env) {
+ChildResult relaunch_under_mpirun(int ranks, int argc, char** argv, const std::vector<std::string>& export_env) {
   std::vector<std::string> args = {"mpirun", "-np", std::to_string(ranks)};
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
   if (ranks > static_cast<int>(std::thread::hardware_concurrency())) args.push_back("--oversubscribe");
@@ -30,21 +31,7 @@ int relaunch_under_mpirun(int ranks, int argc, char** argv, const std::vector<st
   for (const auto& name : export_env) args.insert(args.end(), {"-x", name});
   args.push_back(self_executable());
   for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  std::fflush(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) FERRY_THROW(IoError, "cannot fork to start mpirun");
-  if (pid == 0) {
-    execvp("mpirun", cargs.data());
-    std::fprintf(stderr, "ferry: error: cannot run mpirun (install openmpi-bin): %s\n", std::strerror(errno));
-    _exit(2);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 1;
+  return run_child(args);
 }
 
 namespace {

@@ -4,12 +4,15 @@
 #include <string>
 #include <vector>
 
+#include "apps/child_process.h"
+
 namespace ferry::apps {
 
 // Runs `mpirun -np ranks <this executable> argv...` (adding --allow-run-as-root as root and
-// --oversubscribe when ranks exceed the cores) and returns its exit code. Environment variables
-// named in `export_env` are passed to the ranks (mpirun -x).
-int relaunch_under_mpirun(int ranks, int argc, char** argv, const std::vector<std::string>& export_env = {});
+// --oversubscribe when ranks exceed the cores) and waits for it (run_child: a SIGTERM, SIGINT or
+// SIGHUP to ferry ends the whole job). Environment variables named in `export_env` are passed to
+// the ranks (mpirun -x).
+ChildResult relaunch_under_mpirun(int ranks, int argc, char** argv, const std::vector<std::string>& export_env = {});
 
 // Rank status files, so that the launcher can say which rank failed when mpirun stops a job.
 // Every rank writes, into the directory named by $FERRY_RANK_DIR (when set):

@@ -30,6 +30,24 @@ expect_error "--sync-every must be at least 1" --algo localsgd --sync-every 0
 expect_error "wfbp does not compress" --algo wfbp --codec twobit
 expect_error "--eval-every must be >= 0" --eval-every -5
 expect_cli_error "--threshold must be positive" "$ferry" compare --threshold 0 --out "$tmp/cmp"
+# compare refuses, before any run, flags that ferry train does not have and those it sets itself.
+expect_cli_error "--bogus" "$ferry" compare --bogus 3 --out "$tmp/cmp"
+expect_cli_error "--algo is set by ferry compare" "$ferry" compare --algo ssgd --out "$tmp/cmp"
+expect_cli_error "--codec is set by ferry compare" "$ferry" compare --codec twobit --out "$tmp/cmp"
+expect_cli_error "'ef=0' is an option without a codec" "$ferry" compare --codecs ef=0,none --out "$tmp/cmp"
+[ -e "$tmp/cmp/runs" ] && { echo "FAIL: compare started runs before refusing its flags"; failures=$((failures + 1)); }
+# A run that fails makes compare exit non-zero and name it.
+"$ferry" compare --algos ssgd --np 1 --model mlp --data "$tmp/nowhere" --out "$tmp/cmpfail" >/dev/null 2>"$tmp/err"; rc=$?
+if [ $rc -eq 0 ] || ! grep -q "runs failed: ssgd" "$tmp/err"; then
+  echo "FAIL: compare with failing runs -> rc=$rc:"; cat "$tmp/err"; failures=$((failures + 1))
+else
+  echo "ok: compare with failing runs -> rc=$rc, $(grep 'runs failed' "$tmp/err")"
+fi
+# Help is printed, with exit code 0, for every command.
+for c in "" train compare units moe "moe generate" "moe simulate"; do
+  out=$("$ferry" $c --help 2>/dev/null); rc=$?
+  if [ $rc -ne 0 ] || [ -z "$out" ]; then echo "FAIL: ferry $c --help -> rc=$rc, ${#out} bytes"; failures=$((failures + 1)); fi
+done
 
 if [ -d "$fmnist" ]; then
   # Missing file.

@@ -43,4 +43,12 @@ evals=$(grep -o '"iter":[0-9]*,"t":[0-9.e-]*,"test_acc"\|"epoch_end":0' "$out"/r
 if command -v gnuplot >/dev/null; then
   for p in accuracy_vs_time samples_per_s; do [ -s "$out/$p.png" ] || fail "no $p.png"; done
 fi
-echo "compare_run: $(($(wc -l <"$csv") - 1)) configurations, report and plots written"
+# A codec spec with a comma in it is one codec: ssgd runs once, with top-k at ratio 0.1 and no
+# error feedback (it used to be split at the comma into "topk:ratio=0.1" and "ef=0").
+"$ferry" compare --algos ssgd --codecs topk:ratio=0.1,ef=0 --np 1 --model mlp --epochs 1 --max-steps 2 \
+  --train-limit 256 --test-limit 100 --batch 32 --link 1Gbps,50us --out "$out/spec" >/dev/null
+ssgd_runs=$(ls -d "$out"/spec/runs/ssgd* | wc -l)
+[ "$ssgd_runs" -eq 1 ] || fail "--codecs topk:ratio=0.1,ef=0 gave $ssgd_runs ssgd runs: $(ls "$out/spec/runs")"
+grep -q '"codec": *"topk:ratio=0.1,.*ef=0' "$out"/spec/runs/ssgd*/summary.json \
+  || fail "the ssgd run's codec: $(grep '"codec"' "$out"/spec/runs/ssgd*/summary.json)"
+echo "compare_run: $(($(wc -l <"$csv") - 1)) configurations, report and plots written; a spec with a comma is one codec"
