@@ -25,9 +25,9 @@
 #include "moe/model/tokenizer.h"
 #include "moe/predict/predictor_registry.h"
 #include "moe/sched/policy.h"
-#include "moe/sched/routing_stats.h"
 #include "moe/sim/simulate.h"
 #include "moe/sim/time_model.h"
+#include "moe/trace/routing_stats.h"
 
 namespace ferry::apps {
 

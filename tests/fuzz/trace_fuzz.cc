@@ -1,4 +1,4 @@
-// Fuzzes the routing-trace readers (moe/sched/routing_trace); built once per format with
+// Fuzzes the routing-trace readers (moe/trace/routing_trace); built once per format with
 // FERRY_FUZZ_TRACE = 0 (Mixtral JSONL), 1 (granite JSON) or 2 (layer-0 JSONL). A trace is either
 // rejected with a FormatError or holds tokens that the consumers may index without checks:
 // every token has num_layers layers and every expert id is in [0, num_experts). The routing
@@ -9,8 +9,8 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "moe/sched/routing_stats.h"
-#include "moe/sched/routing_trace.h"
+#include "moe/trace/routing_stats.h"
+#include "moe/trace/routing_trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace ferry;

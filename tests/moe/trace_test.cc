@@ -11,8 +11,8 @@
 #include "core/error.h"
 #include "moe/engine/trace_recorder.h"
 #include "moe/sched/policy.h"
-#include "moe/sched/routing_stats.h"
-#include "moe/sched/routing_trace.h"
+#include "moe/trace/routing_stats.h"
+#include "moe/trace/routing_trace.h"
 #include "moe/sched/trace_replay.h"
 #include "moe_test_util.h"
 

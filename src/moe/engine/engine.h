@@ -12,7 +12,7 @@
 
 #include "moe/model/language_model.h"
 #include "moe/sched/policy.h"
-#include "moe/sched/routing_trace.h"
+#include "moe/trace/routing_trace.h"
 #include "moe/store/expert_store.h"
 
 namespace ferry::moe {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "moe/engine/engine.h"
-#include "moe/sched/routing_trace.h"
+#include "moe/trace/routing_trace.h"
 
 namespace ferry { class JsonlWriter; }
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "moe/predict/predictor.h"
-#include "moe/sched/routing_trace.h"
+#include "moe/trace/routing_trace.h"
 
 namespace ferry::moe {
 

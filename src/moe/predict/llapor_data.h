@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "moe/sched/routing_trace.h"
+#include "moe/trace/routing_trace.h"
 
 namespace ferry::moe {
 

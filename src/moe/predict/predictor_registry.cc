@@ -8,7 +8,7 @@
 #include "moe/predict/cooccurrence_predictor.h"
 #include "moe/predict/llapor_predictor.h"
 #include "moe/predict/previous_token_predictor.h"
-#include "moe/sched/routing_trace.h"
+#include "moe/trace/routing_trace.h"
 
 namespace ferry::moe {
 namespace {

@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "moe/sched/future_routing.h"
+#include "moe/trace/future_routing.h"
 #include "moe/sched/oracle_predictor.h"
 #include "moe/sched/prescope_policy.h"
 

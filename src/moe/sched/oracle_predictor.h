@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "moe/predict/predictor.h"
-#include "moe/sched/future_routing.h"
+#include "moe/trace/future_routing.h"
 
 namespace ferry::moe {
 

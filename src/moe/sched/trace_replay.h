@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "moe/sched/policy.h"
-#include "moe/sched/routing_trace.h"
+#include "moe/trace/routing_trace.h"
 
 namespace ferry::moe {
 

@@ -11,7 +11,7 @@
 #include "core/metrics.h"
 #include "core/units.h"
 #include "moe/predict/predictor_registry.h"
-#include "moe/sched/routing_trace.h"
+#include "moe/trace/routing_trace.h"
 
 namespace ferry::moe {
 namespace fs = std::filesystem;

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "moe/sched/future_routing.h"
+#include "moe/trace/future_routing.h"
 #include "moe/sched/policy.h"
-#include "moe/sched/routing_trace.h"
+#include "moe/trace/routing_trace.h"
 #include "moe/sim/time_model.h"
 
 namespace ferry::moe {

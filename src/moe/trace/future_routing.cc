@@ -1,4 +1,4 @@
-#include "moe/sched/future_routing.h"
+#include "moe/trace/future_routing.h"
 
 #include <algorithm>
 

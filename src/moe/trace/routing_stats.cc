@@ -1,4 +1,4 @@
-#include "moe/sched/routing_stats.h"
+#include "moe/trace/routing_stats.h"
 
 #include <algorithm>
 #include <cmath>

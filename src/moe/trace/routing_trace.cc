@@ -1,4 +1,4 @@
-#include "moe/sched/routing_trace.h"
+#include "moe/trace/routing_trace.h"
 
 #include <algorithm>
 #include <fstream>

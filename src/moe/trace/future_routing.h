@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "moe/store/expert_cache.h"
+#include "moe/trace/expert_id.h"
 
 namespace ferry::moe {
 

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The moe modules include only themselves and the modules below them (../shared/DESIGN.md):
+#   model, trace -> store, predict -> sched -> engine, sim
+# and never train/, ps/ or comm/. The CMake targets enforce the same at link time; this catches
+# an upward include of a header-only type, which the linker cannot see.
+set -u
+src="${1:?usage: layering.sh SRC_DIR}/moe"
+allowed() {
+  case "$1" in
+    model) echo "model" ;;
+    trace) echo "trace" ;;
+    store) echo "store model trace" ;;
+    predict) echo "predict model trace" ;;
+    sched) echo "sched store predict model trace" ;;
+    engine) echo "engine sched store predict model trace" ;;
+    sim) echo "sim sched store predict model trace" ;;
+    *) echo "" ;;
+  esac
+}
+bad=0
+for dir in "$src"/*/; do
+  module=$(basename "$dir")
+  ok=$(allowed "$module")
+  if [ -z "$ok" ]; then
+    echo "layering: unknown moe module '$module' (add it to tests/moe/layering.sh)"
+    bad=1
+    continue
+  fi
+  while IFS= read -r line; do
+    file=${line%%:*}
+    target=$(sed -E 's/.*#include "moe\/([^/]+)\/.*/\1/' <<<"$line")
+    if [[ " $ok " != *" $target "* ]]; then
+      echo "layering: ${file#$src/} includes moe/$target (moe/$module may include: $ok)"
+      bad=1
+    fi
+  done < <(grep -H '#include "moe/' "$dir"*.h "$dir"*.cc 2>/dev/null)
+  if grep -H -E '#include "(train|ps|comm)/' "$dir"*.h "$dir"*.cc 2>/dev/null; then
+    echo "layering: moe/$module includes train, ps or comm"
+    bad=1
+  fi
+done
+[ $bad -eq 0 ] && echo "layering: moe modules include only downward"
+exit $bad
