@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_write.h"
 #include "core/error.h"
 
 namespace ferry {
@@ -36,9 +37,7 @@ void JsonlWriter::write(const nlohmann::json& record) {
 
 void write_json_file(const std::string& path, const nlohmann::json& value) {
   make_parent(path);
-  std::ofstream out(path, std::ios::trunc);
-  out << value.dump(2) << '\n';
-  if (!out) FERRY_THROW(IoError, "cannot write '", path, "'");
+  write_file_atomic(path, value.dump(2) + "\n");  // a reader never sees half a summary
 }
 
 }  // namespace ferry

@@ -20,7 +20,8 @@ class JsonlWriter {
   std::ofstream out_;
 };
 
-// Writes `value` pretty-printed to `path` (parents created). Throws IoError on failure.
+// Writes `value` pretty-printed to `path` (parents created), atomically (write_file_atomic).
+// Throws IoError naming the path on failure.
 void write_json_file(const std::string& path, const nlohmann::json& value);
 // Creates `dir` and its parents; throws IoError naming the path on failure.
 void make_dirs(const std::string& dir);

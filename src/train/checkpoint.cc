@@ -1,15 +1,12 @@
 #include "train/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "core/atomic_write.h"
 #include "core/error.h"
 
 namespace ferry::train {
@@ -25,41 +22,6 @@ constexpr std::size_t kTrailerBytes = 8 + 8 + 8;  // end magic, record count, ha
 void append(std::vector<std::byte>& out, const void* data, std::size_t n) {
   const auto* p = static_cast<const std::byte*>(data);
   out.insert(out.end(), p, p + n);
-}
-
-// Writes `bytes` to `path` and fsyncs it.
-void write_synced(const std::string& path, std::span<const std::byte> bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) FERRY_THROW(IoError, "cannot create ", path, ": ", std::strerror(errno));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      FERRY_THROW(IoError, "cannot write ", path, ": ", std::strerror(err));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    int err = errno;
-    ::close(fd);
-    FERRY_THROW(IoError, "cannot fsync ", path, ": ", std::strerror(err));
-  }
-  ::close(fd);
-}
-
-void fsync_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) FERRY_THROW(IoError, "cannot open directory ", dir, ": ", std::strerror(errno));
-  ::fsync(fd);
-  ::close(fd);
-}
-
-void rename_or_throw(const std::string& from, const std::string& to) {
-  if (std::rename(from.c_str(), to.c_str()) != 0)
-    FERRY_THROW(IoError, "cannot rename ", from, " to ", to, ": ", std::strerror(errno));
 }
 
 // Iterations of a complete checkpoint directory name "ckpt-N", or -1.
@@ -118,11 +80,7 @@ std::vector<std::byte> StateWriter::bytes() const {
   return out;
 }
 
-void StateWriter::write_file(const std::string& path) const {
-  const std::string part = path + ".part";
-  write_synced(part, bytes());
-  rename_or_throw(part, path);
-}
+void StateWriter::write_file(const std::string& path) const { write_file_atomic(path, bytes()); }
 
 StateReader StateReader::read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -250,13 +208,11 @@ nlohmann::json options_to_json(const TrainOptions& o) {
 void finalize_checkpoint(const std::string& root, std::int64_t iterations, const nlohmann::json& meta, int keep) {
   const std::string tmp = checkpoint_tmp_dir(root, iterations);
   const std::string dir = checkpoint_dir(root, iterations);
-  const std::string text = meta.dump(2) + "\n";
-  write_synced((fs::path(tmp) / "meta.json").string(), std::as_bytes(std::span<const char>(text)));
-  fsync_dir(tmp);
+  write_file_atomic((fs::path(tmp) / "meta.json").string(), meta.dump(2) + "\n");  // also syncs tmp
   std::error_code ec;
   if (fs::exists(dir)) fs::remove_all(dir, ec);  // a checkpoint of the same iteration from an earlier run
-  rename_or_throw(tmp, dir);
-  fsync_dir(root);
+  rename_path(tmp, dir);
+  sync_directory(root);
   // Keep the newest `keep`; drop stale temporary directories of earlier iterations (a later
   // one may be being written: ranks that do not communicate every step can run ahead).
   std::vector<std::pair<std::int64_t, fs::path>> complete;

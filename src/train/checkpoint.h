@@ -34,7 +34,8 @@ class StateWriter {
   void put_u64(const std::string& name, std::uint64_t value);
   void put_f64(const std::string& name, double value);
   void put_bytes(const std::string& name, std::span<const std::byte> bytes);
-  // Writes path.part, fsyncs it and renames it to `path` (IoError naming the path on failure).
+  // Replaces `path` atomically (write_file_atomic: path.part, fsync, rename, fsync of the
+  // directory); IoError naming the path on failure.
   void write_file(const std::string& path) const;
   // The serialised bytes (for tests).
   std::vector<std::byte> bytes() const;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "moe/model/dtype.h"
-#include "moe/model/mapped_file.h"
+#include "core/file.h"
 
 namespace ferry::moe {
 

@@ -13,9 +13,9 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/units.h"
 #include "moe/model/checkpoint.h"
-#include "moe/model/mapped_file.h"
 #include "moe/store/host_pool.h"
 #include "moe/store/link.h"
 
@@ -38,11 +38,10 @@ class FileLink : public Link {
     if (posix_memalign(&p, kAlign, chunk_ + 2 * kAlign) != 0) FERRY_THROW(IoError, "cannot allocate the O_DIRECT buffer");
     bounce_.reset(static_cast<std::byte*>(p));
     for (const auto& f : ck->files()) {
-      int fd = ::open(f->path().c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-      direct_ = direct_ && fd >= 0;
-      if (fd < 0) fd = ::open(f->path().c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) FERRY_THROW(IoError, "cannot open '", f->path(), "': ", std::strerror(errno));
-      fds_.emplace(f.get(), FileDescriptor(fd));
+      UniqueFd fd = UniqueFd::try_open(f->path(), O_RDONLY | O_DIRECT);
+      direct_ = direct_ && fd.valid();
+      if (!fd.valid()) fd = UniqueFd::open(f->path(), O_RDONLY);
+      fds_.emplace(f.get(), std::move(fd));
     }
   }
 
@@ -102,7 +101,7 @@ class FileLink : public Link {
   std::uint64_t chunk_ = 0;
   bool direct_ = true;
   std::unique_ptr<std::byte, FreeDeleter> bounce_;
-  std::map<const SafetensorsFile*, FileDescriptor> fds_;
+  std::map<const SafetensorsFile*, UniqueFd> fds_;
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "moe/model/mapped_file.h"
+#include "core/file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -10,19 +10,27 @@
 
 #include "core/error.h"
 
-namespace ferry::moe {
+namespace ferry {
 
-FileDescriptor FileDescriptor::open(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) FERRY_THROW(IoError, "cannot open '", path, "': ", std::strerror(errno));
-  return FileDescriptor(fd);
+UniqueFd UniqueFd::try_open(const std::string& path, int flags, unsigned mode) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, static_cast<mode_t>(mode));
+  } while (fd < 0 && errno == EINTR);
+  return UniqueFd(fd);
 }
 
-FileDescriptor::~FileDescriptor() {
-  if (fd_ >= 0) ::close(fd_);
+UniqueFd UniqueFd::open(const std::string& path, int flags, unsigned mode) {
+  UniqueFd fd = try_open(path, flags, mode);
+  if (!fd.valid()) FERRY_THROW(IoError, "cannot open '", path, "': ", std::strerror(errno));
+  return fd;
 }
 
-FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
+UniqueFd::~UniqueFd() {
+  if (fd_ >= 0) ::close(fd_);  // nothing to report to from a destructor; see close()
+}
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = other.release();
@@ -30,8 +38,15 @@ FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
   return *this;
 }
 
+void UniqueFd::close(const std::string& path) {
+  // The descriptor is gone after close() whatever it returns (Linux), so never retry it.
+  if (fd_ < 0) return;
+  const int rc = ::close(release());
+  if (rc != 0 && errno != EINTR) FERRY_THROW(IoError, "cannot close '", path, "': ", std::strerror(errno));
+}
+
 MappedFile MappedFile::open(const std::string& path) {
-  FileDescriptor fd = FileDescriptor::open(path, O_RDONLY);
+  UniqueFd fd = UniqueFd::open(path, O_RDONLY);
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0) FERRY_THROW(IoError, "cannot stat '", path, "': ", std::strerror(errno));
   if (S_ISDIR(st.st_mode)) FERRY_THROW(IoError, "'", path, "' is a directory, expected a file");
@@ -72,4 +87,4 @@ void MappedFile::unmap() {
   size_ = 0;
 }
 
-}  // namespace ferry::moe
+}  // namespace ferry
