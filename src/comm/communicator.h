@@ -9,13 +9,12 @@
 #include <span>
 #include <vector>
 
+#include "comm/message_tags.h"  // every tag, and kMaxUserTag
 #include "comm/ticket.h"
 
 namespace ferry::comm {
 
 inline constexpr int kAnySource = -1;
-// User tags must lie in [0, kMaxUserTag]; tags above are reserved for collectives.
-inline constexpr int kMaxUserTag = 9999;
 
 struct Message {
   int src = -1;

@@ -11,12 +11,6 @@
 
 namespace ferry::comm {
 
-// Reserved tags for the collectives (above kMaxUserTag).
-inline constexpr int kTagAllreduce = kMaxUserTag + 1;
-inline constexpr int kTagBroadcast = kMaxUserTag + 2;
-inline constexpr int kTagAllgather = kMaxUserTag + 3;
-inline constexpr int kTagBarrier = kMaxUserTag + 4;
-
 template <typename T>
 void ring_allreduce_sum(Communicator& comm, std::span<T> data);
 void tree_broadcast(Communicator& comm, std::span<std::byte> data, int root);

@@ -60,7 +60,7 @@ KVServer::KeyState& KVServer::state(int key, int from_rank) {
 void KVServer::run() {
   int active = options_.num_workers;
   while (active > 0) {
-    comm::Message m = comm_->recv(comm::kAnySource, kTagRequest);
+    comm::Message m = comm_->recv(comm::kAnySource, comm::kTagPsRequest);
     RequestHeader h = parse_header(m);
     switch (h.op) {
       case Op::kInit: on_init(m.src, h.key, payload_of(m)); break;
@@ -182,7 +182,7 @@ void KVServer::answer_pulls(KeyState& k) {
 }
 
 void KVServer::reply(KeyState& k, int worker) {
-  const int tag = kTagReplyBase + k.range->key;
+  const int tag = comm::kTagPsReplyBase + k.range->key;
   if (!options_.pull_encoder) {
     auto bytes = std::as_bytes(std::span<const float>(k.weights));
     replies_.push_back(comm_->isend(worker, tag, std::vector<std::byte>(bytes.begin(), bytes.end())));
@@ -216,7 +216,7 @@ void KVServer::on_checkpoint(int worker, std::uint64_t iterations) {
   checkpoint_markers_.erase(iterations);
   for (int w : workers) {
     auto bytes = std::as_bytes(std::span(&iterations, 1));
-    replies_.push_back(comm_->isend(w, kTagCheckpointAck, std::vector<std::byte>(bytes.begin(), bytes.end())));
+    replies_.push_back(comm_->isend(w, comm::kTagPsCheckpointAck, std::vector<std::byte>(bytes.begin(), bytes.end())));
   }
 }
 

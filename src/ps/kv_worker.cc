@@ -19,7 +19,7 @@ KVWorker::KVWorker(comm::Communicator* comm, const KeyLayout* layout, int first_
 comm::Ticket KVWorker::send_request(int key, Op op, std::uint64_t version, PayloadFormat format,
                                     std::span<const std::byte> payload) {
   RequestHeader h{op, key, version, comm_->rank(), format};
-  return comm_->isend(server_rank(key), kTagRequest, make_request(h, payload));
+  return comm_->isend(server_rank(key), comm::kTagPsRequest, make_request(h, payload));
 }
 
 void KVWorker::init(std::span<const float> flat) {
@@ -57,7 +57,7 @@ void KVWorker::compress_pulls(PayloadDecoder decoder) {
 }
 
 void KVWorker::receive_compressed_pull(int key, std::span<float> out) {
-  comm::Message m = comm_->recv(server_rank(key), kTagReplyBase + key);
+  comm::Message m = comm_->recv(server_rank(key), comm::kTagPsReplyBase + key);
   PayloadFormat format;
   if (m.data.size() < sizeof format)
     FERRY_THROW(FormatError, "pull reply for key ", key, " from rank ", m.src, " is ", m.data.size(), " bytes");
@@ -88,7 +88,7 @@ comm::Ticket KVWorker::pull(int key, std::span<float> out, std::uint64_t min_ver
     }));
   }
   std::vector<comm::Ticket> parts;
-  parts.push_back(comm_->irecv(server_rank(key), kTagReplyBase + key, std::as_writable_bytes(out)));
+  parts.push_back(comm_->irecv(server_rank(key), comm::kTagPsReplyBase + key, std::as_writable_bytes(out)));
   parts.push_back(send_request(key, Op::kPull, min_version, PayloadFormat::kFloat32, {}));
   // Wait for the request before the reply: a deferred receive must not block the request.
   std::swap(parts[0], parts[1]);
@@ -110,10 +110,10 @@ comm::Ticket KVWorker::pull_all(std::span<float> flat, std::uint64_t min_version
 void KVWorker::checkpoint(std::uint64_t iterations) {
   for (int s = 0; s < layout_->num_servers(); ++s) {
     RequestHeader h{Op::kCheckpoint, -1, iterations, comm_->rank(), PayloadFormat::kFloat32};
-    comm_->send(first_server_rank_ + s, kTagRequest, make_request(h, {}));
+    comm_->send(first_server_rank_ + s, comm::kTagPsRequest, make_request(h, {}));
   }
   for (int s = 0; s < layout_->num_servers(); ++s) {
-    comm::Message m = comm_->recv(first_server_rank_ + s, kTagCheckpointAck);
+    comm::Message m = comm_->recv(first_server_rank_ + s, comm::kTagPsCheckpointAck);
     std::uint64_t acked = 0;
     if (m.data.size() == sizeof acked) std::memcpy(&acked, m.data.data(), sizeof acked);
     FERRY_CHECK(acked == iterations, "server rank ", m.src, " acknowledged checkpoint ", acked, ", expected ",
@@ -124,7 +124,7 @@ void KVWorker::checkpoint(std::uint64_t iterations) {
 void KVWorker::shutdown() {
   for (int s = 0; s < layout_->num_servers(); ++s) {
     RequestHeader h{Op::kShutdown, -1, 0, comm_->rank(), PayloadFormat::kFloat32};
-    comm_->send(first_server_rank_ + s, kTagRequest, make_request(h, {}));
+    comm_->send(first_server_rank_ + s, comm::kTagPsRequest, make_request(h, {}));
   }
 }
 

@@ -1,5 +1,5 @@
-// Wire protocol between workers and servers. Requests go to a server on kTagRequest with a fixed
-// header followed by the payload; a pull is answered on kTagReplyBase + key with the key's
+// Wire protocol between workers and servers. Requests go to a server on kTagPsRequest with a fixed
+// header followed by the payload; a pull is answered on kTagPsReplyBase + key with the key's
 // weights as raw fp32, so the worker can receive straight into its parameter buffer.
 #pragma once
 
@@ -13,10 +13,8 @@
 
 namespace ferry::ps {
 
-inline constexpr int kTagRequest = 1;
-inline constexpr int kTagCheckpointAck = 2;  // server -> worker: its checkpoint state is written
-inline constexpr int kTagReplyBase = 100;
-inline constexpr int kMaxKeys = comm::kMaxUserTag - kTagReplyBase;
+// Tags: comm/message_tags.h (kTagPsRequest, kTagPsCheckpointAck, kTagPsReplyBase + key).
+inline constexpr int kMaxKeys = comm::kMaxUserTag - comm::kTagPsReplyBase;
 
 enum class Op : std::uint32_t {
   kInit = 1,      // payload: the key's initial weights (fp32)

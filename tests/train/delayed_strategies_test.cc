@@ -65,7 +65,7 @@ class PushCounter final : public comm::Communicator {
 
  private:
   void record(int tag, std::span<const std::byte> data) {
-    if (tag != ps::kTagRequest || data.size() < sizeof(ps::RequestHeader)) return;
+    if (tag != comm::kTagPsRequest || data.size() < sizeof(ps::RequestHeader)) return;
     ps::RequestHeader h;
     std::memcpy(&h, data.data(), sizeof h);
     if (h.op != ps::Op::kPush) return;
