@@ -1,0 +1,72 @@
+#include "train/checkpoint_coordinator.h"
+
+#include <cstring>
+#include <span>
+
+#include "comm/message_tags.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/metrics.h"
+#include "train/checkpoint.h"
+
+namespace ferry::train {
+
+ResumePoint find_resume_point(const TrainOptions& o) {
+  ResumePoint r;
+  if (o.resume.empty()) return r;
+  r.dir = find_checkpoint(o.resume);
+  nlohmann::json meta = read_checkpoint_meta(r.dir);
+  check_resumable(meta, o, r.dir);
+  r.iterations = meta["iterations"].get<std::int64_t>();
+  return r;
+}
+
+WorkerLoopState load_worker_state(const ResumePoint& resume, int rank, Strategy& strategy, FlatParams& params) {
+  StateReader in = StateReader::read_file(worker_state_path(resume.dir, rank));
+  FERRY_CHECK(static_cast<std::int64_t>(in.u64("iterations")) == resume.iterations);
+  strategy.load_state(in, params);
+  WorkerLoopState loop;
+  loop.loss_ema = in.f64("loss_ema");
+  loop.bad_in_row = static_cast<std::int64_t>(in.u64("bad_in_row"));
+  return loop;
+}
+
+CheckpointCoordinator::CheckpointCoordinator(comm::Communicator& comm, CheckpointPlan plan, std::int64_t start_it)
+    : comm_(comm), plan_(std::move(plan)), last_(start_it) {}
+
+double CheckpointCoordinator::save(std::int64_t done, Strategy& strategy, FlatParams& params,
+                                   const WorkerLoopState& loop) {
+  Stopwatch sw;
+  StateWriter out;
+  strategy.save_state(out, params, done);
+  out.put_u64("iterations", static_cast<std::uint64_t>(done));
+  out.put_f64("loss_ema", loop.loss_ema);
+  out.put_u64("bad_in_row", static_cast<std::uint64_t>(loop.bad_in_row));
+  const std::string tmp = checkpoint_tmp_dir(plan_.root, done);
+  make_dirs(tmp);
+  out.write_file(worker_state_path(tmp, plan_.rank));
+  auto done_bytes = std::as_bytes(std::span(&done, 1));
+  if (plan_.rank != 0) {
+    comm_.send(0, comm::kTagTrainCheckpointDone, done_bytes);
+  } else {
+    for (int w = 1; w < plan_.num_workers; ++w) {
+      comm::Message m = comm_.recv(w, comm::kTagTrainCheckpointDone);
+      FERRY_CHECK(m.data.size() == sizeof done && std::memcmp(m.data.data(), &done, sizeof done) == 0);
+    }
+    nlohmann::json meta = {
+        {"format", "ferry-checkpoint-1"},
+        {"iterations", done},
+        {"epoch", done / plan_.steps_per_epoch},
+        {"steps_per_epoch", plan_.steps_per_epoch},
+        {"world", plan_.world},
+        {"config", plan_.config},
+    };
+    finalize_checkpoint(plan_.root, done, meta, plan_.keep);
+  }
+  last_ = done;
+  const double s = sw.elapsed_s();
+  seconds_ += s;
+  return s;
+}
+
+}  // namespace ferry::train
