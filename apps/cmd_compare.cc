@@ -16,6 +16,7 @@
 #include "apps/cli.h"
 #include "apps/command.h"
 #include "apps/train_flags.h"
+#include "apps/render_plots.h"
 #include "comm/link/link_options.h"
 #include "compress/codec_registry.h"
 #include "core/error.h"
@@ -167,8 +168,9 @@ int run_compare(int argc, char** argv) {
     train::load_compare_result(dir, r);
     results.push_back(std::move(r));
   }
-  std::string table = train::write_compare_report(out, results, target);
-  std::printf("%s\nwrote %s/compare.csv, compare.md and plots\n", table.c_str(), out.c_str());
+  const train::CompareReport report = train::write_compare_report(out, results, target);
+  render_plots(report.plots, "ferry compare");
+  std::printf("%s\nwrote %s/compare.csv, compare.md and plots\n", report.markdown.c_str(), out.c_str());
   std::string failed;
   for (const auto& r : results)
     if (r.exit_code != 0) failed += (failed.empty() ? "" : ", ") + r.config.name + " (exit " + std::to_string(r.exit_code) + ")";

@@ -11,6 +11,7 @@
 
 #include "apps/cli.h"
 #include "apps/cmd_moe_predict.h"
+#include "apps/render_plots.h"
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/progress.h"
@@ -197,7 +198,7 @@ int run_bench_cmd(BenchOptions& o, const std::string& out, int threads, bool ove
     bar.update(done, s);
   });
   bar.finish();
-  write_bench_outputs(rows, out, header);
+  render_plots(write_bench_outputs(rows, out, header), "ferry moe bench");
   std::printf("\n%s\n", bench_markdown(rows).c_str());
   if (overhead) {
     nlohmann::json j = nlohmann::json::array();
@@ -359,7 +360,7 @@ int run_moe(int argc, char** argv) {
     std::string header = "ferry moe simulate: trace " + so.trace + ", model " + so.model_shape + ", " +
                          (so.device_mem.empty() ? std::string("the profile's GPU memory") : so.device_mem) +
                          ", PreSched window " + std::to_string(so.window) + ", prescope predictor " + so.predictor;
-    write_simulate_outputs(rows, sm_out, header);
+    render_plots(write_simulate_outputs(rows, sm_out, header), "ferry moe simulate");
     std::printf("%s\n\n%s\nwrote %s/simulate.csv, simulate.md, simulate.png\n", header.c_str(),
                 simulate_markdown(rows).c_str(), sm_out.c_str());
     return 0;

@@ -10,9 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <random>
@@ -23,10 +21,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "apps/render_plots.h"
 #include "compress/codec_registry.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/metrics.h"
+#include "core/report.h"
 
 namespace {
 
@@ -146,15 +146,17 @@ int main(int argc, char** argv) {
       rows[memcpy_row].t.min_s = 4.0 * n / memcpy_samples.back() / 1e9;
     }
 
-    // CSV + JSON.
-    std::ofstream csv(out_dir + "/codecs.csv");
-    csv << "numel,codec,op,median_s,min_s,gbps,ratio_to_memcpy,payload_bytes,compression\n";
+    // CSV + JSON (the codec column is always quoted: specs hold commas).
+    ferry::ReportTable csv({{"numel"}, {"codec", ferry::MdAlign::kLeft, ferry::CsvQuote::kAlways}, {"op"},
+                            {"median_s"}, {"min_s"}, {"gbps"}, {"ratio_to_memcpy"}, {"payload_bytes"},
+                            {"compression"}});
     nlohmann::json results = nlohmann::json::array();
     for (const auto& r : rows) {
       const double compression = 4.0 * r.numel / static_cast<double>(r.payload_bytes);
-      csv << r.numel << ",\"" << r.spec << "\"," << r.op << "," << r.t.median_s << "," << r.t.min_s
-          << "," << r.gbps << "," << r.ratio_to_memcpy << "," << r.payload_bytes << ","
-          << compression << "\n";
+      using ferry::stream_cell;
+      csv.add_row({stream_cell(r.numel), r.spec, r.op, stream_cell(r.t.median_s), stream_cell(r.t.min_s),
+                   stream_cell(r.gbps), stream_cell(r.ratio_to_memcpy), stream_cell(r.payload_bytes),
+                   stream_cell(compression)});
       results.push_back({{"numel", r.numel},
                          {"codec", r.spec},
                          {"op", r.op},
@@ -165,7 +167,7 @@ int main(int argc, char** argv) {
                          {"payload_bytes", r.payload_bytes},
                          {"compression", compression}});
     }
-    csv.close();
+    ferry::write_report_file(out_dir + "/codecs.csv", csv.csv());
     ferry::write_json_file(out_dir + "/codecs.json",
                            {{"command", command},
                             {"threads", 1},
@@ -175,21 +177,27 @@ int main(int argc, char** argv) {
                             {"results", results}});
 
     // Markdown table: one line per (size, codec).
-    std::printf("| elements | codec | encode GB/s | x memcpy | decode GB/s | x memcpy | decode_add GB/s | payload bytes | compression |\n");
-    std::printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    std::vector<ferry::ReportColumn> md_columns;
+    for (const char* name : {"elements", "codec", "encode GB/s", "x memcpy", "decode GB/s", "x memcpy",
+                             "decode_add GB/s", "payload bytes", "compression"})
+      md_columns.push_back({name, std::string(name) == "codec" ? ferry::MdAlign::kLeft : ferry::MdAlign::kRight});
+    ferry::ReportTable md(std::move(md_columns));
     for (std::size_t i = 0; i < rows.size(); ++i) {
+      using ferry::printf_cell;
       const auto& r = rows[i];
+      const std::string n = std::to_string(r.numel);
       if (r.op == "memcpy") {
-        std::printf("| %zu | **memcpy** (median of runs next to each codec) | %.2f | 1.00 | | | | | |\n",
-                    r.numel, r.gbps);
+        md.add_row({n, "**memcpy** (median of runs next to each codec)", printf_cell(r.gbps, "%.2f"), "1.00", "", "",
+                    "", "", ""});
       } else if (r.op == "encode") {
         const auto& d = rows[i + 1];
         const auto& a = rows[i + 2];
-        std::printf("| %zu | `%s` | %.2f | %.2f | %.2f | %.2f | %.2f | %zu | %.1fx |\n", r.numel,
-                    r.spec.c_str(), r.gbps, r.ratio_to_memcpy, d.gbps, d.ratio_to_memcpy, a.gbps,
-                    r.payload_bytes, 4.0 * r.numel / r.payload_bytes);
+        md.add_row({n, "`" + r.spec + "`", printf_cell(r.gbps, "%.2f"), printf_cell(r.ratio_to_memcpy, "%.2f"),
+                    printf_cell(d.gbps, "%.2f"), printf_cell(d.ratio_to_memcpy, "%.2f"), printf_cell(a.gbps, "%.2f"),
+                    std::to_string(r.payload_bytes), printf_cell(4.0 * r.numel / r.payload_bytes, "%.1fx")});
       }
     }
+    std::printf("%s", md.markdown().c_str());
 
     // Targets of the compression issue: twobit encode (residual included) >= 40% of memcpy,
     // topk 1% (error feedback on, the default) >= 10% of memcpy.
@@ -205,7 +213,7 @@ int main(int argc, char** argv) {
     }
 
     // Plot: one panel per size, clustered bars (encode, decode, decode_add), memcpy as a line.
-    std::ofstream gp(out_dir + "/codecs.gp");
+    std::ostringstream gp;
     gp << "set terminal pngcairo size 1400," << 450 * sizes.size() << " font ',10'\n"
        << "set output '" << out_dir << "/codecs.png'\n"
        << "set datafile separator ','\nset style data histograms\n"
@@ -215,15 +223,16 @@ int main(int argc, char** argv) {
        << "set multiplot layout " << sizes.size() << ",1\n";
     for (std::size_t n : sizes) {
       const std::string dat = out_dir + "/codecs_" + std::to_string(n) + ".dat";
-      std::ofstream d(dat);
+      std::ostringstream d;
       double memcpy_gbps = 0;
       for (std::size_t i = 0; i < rows.size(); ++i) {
         if (rows[i].numel != n) continue;
         if (rows[i].op == "memcpy") memcpy_gbps = rows[i].gbps;
         if (rows[i].op == "encode")
-          d << '"' << rows[i].spec << "\"," << rows[i].gbps << "," << rows[i + 1].gbps << ","
-            << rows[i + 2].gbps << "\n";
+          d << ferry::csv_field(rows[i].spec, ferry::CsvQuote::kAlways) << "," << rows[i].gbps << ","
+            << rows[i + 1].gbps << "," << rows[i + 2].gbps << "\n";
       }
+      ferry::write_report_file(dat, d.str());
       gp << "set title 'single-thread codec throughput, " << n << " elements (memcpy "
          << memcpy_gbps << " GB/s)' noenhanced\n"
          << "plot '" << dat << "' using 2:xtic(1) title 'encode', '' using 3 title 'decode', "
@@ -232,13 +241,9 @@ int main(int argc, char** argv) {
          << 0.1 * memcpy_gbps << " with lines dt 3 lc 'blue' title '10% memcpy'\n";
     }
     gp << "unset multiplot\n";
-    gp.close();
-    if (std::system("command -v gnuplot > /dev/null 2>&1") == 0) {
-      const std::string cmd = "gnuplot '" + out_dir + "/codecs.gp'";
-      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "gnuplot failed; script kept\n");
-    } else {
+    ferry::write_report_file(out_dir + "/codecs.gp", gp.str());
+    if (!ferry::apps::render_plots({ferry::PlotScript{out_dir + "/codecs.gp", ""}}, "bench_codecs"))
       std::fprintf(stderr, "gnuplot not found: plot script written to %s/codecs.gp\n", out_dir.c_str());
-    }
     std::fprintf(stderr, "wrote %s/codecs.{csv,json,gp,png}\n", out_dir.c_str());
   } catch (const ferry::InvalidArgument& e) {
     std::fprintf(stderr, "bench_codecs: %s\n", e.what());

@@ -4,7 +4,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -12,6 +11,7 @@
 #include "comm/link/link_options.h"
 #include "core/error.h"
 #include "core/metrics.h"
+#include "core/report.h"
 #include "train/strategy.h"
 
 namespace ferry::train {
@@ -31,21 +31,7 @@ double num(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
 }
 
-std::string fmt(double v, const char* f = "%.4g") {
-  if (std::isnan(v)) return "";
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
-// One CSV field (RFC 4180): quoted when it holds a comma or a quote, as links ("1Gbps,50us")
-// and codec specs ("dgc:ratio=0.01,momentum=0.9") do.
-std::string csv_field(const std::string& v) {
-  if (v.find_first_of(",\"") == std::string::npos) return v;
-  std::string q = "\"";
-  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + '"';
-}
+std::string fmt(double v, const char* f = "%.4g") { return format_cell(v, f); }
 
 }  // namespace
 
@@ -99,7 +85,7 @@ double time_to_target(const CompareResult& r, double target) {
   return NAN;
 }
 
-std::string write_compare_report(const std::string& out, const std::vector<CompareResult>& results, double target) {
+CompareReport write_compare_report(const std::string& out, const std::vector<CompareResult>& results, double target) {
   // Baselines per link: ssgd without codec (speedup), compute-only (iteration-time floor).
   std::map<std::string, double> ssgd_sps, floor_iter_s;
   std::vector<std::string> links;
@@ -116,13 +102,15 @@ std::string write_compare_report(const std::string& out, const std::vector<Compa
     return it == m.end() ? NAN : it->second;
   };
 
-  std::ofstream csv(out + "/compare.csv");
-  csv << "link,algo,codec,topology,samples_per_s,speedup_vs_ssgd,time_to_target_s,final_test_acc,"
-         "bytes_sent_per_worker,comm_wait_fraction,iteration_ms,iteration_vs_compute_only,wall_s,exit_code\n";
-  std::ostringstream md;
-  md << "| link | algo | codec | samples/s | speedup vs ssgd | time to " << fmt(100 * target, "%.1f")
-     << " % (s) | final acc % | MB sent/worker | comm wait % | iteration vs compute-only |\n"
-     << "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  ReportTable csv({{"link"}, {"algo"}, {"codec"}, {"topology"}, {"samples_per_s"}, {"speedup_vs_ssgd"},
+                   {"time_to_target_s"}, {"final_test_acc"}, {"bytes_sent_per_worker"}, {"comm_wait_fraction"},
+                   {"iteration_ms"}, {"iteration_vs_compute_only"}, {"wall_s"}, {"exit_code"}});
+  std::vector<ReportColumn> md_columns = {{"link"}, {"algo"}, {"codec"}};
+  for (const char* name : {"samples/s", "speedup vs ssgd", "", "final acc %", "MB sent/worker", "comm wait %",
+                           "iteration vs compute-only"})
+    md_columns.push_back({name, MdAlign::kRight});
+  md_columns[5].name = "time to " + fmt(100 * target, "%.1f") + " % (s)";
+  ReportTable md(std::move(md_columns));
   for (const auto& r : results) {
     const auto& c = r.config;
     const double sps = num(r.summary, "samples_per_s");
@@ -133,43 +121,40 @@ std::string write_compare_report(const std::string& out, const std::vector<Compa
     const double wait = num(r.summary, "comm_wait_fraction");
     const double it = iter_s(r);
     const double vs_floor = it / lookup(floor_iter_s, c.link);
-    csv << csv_field(c.link) << ',' << c.algo << ',' << csv_field(c.codec) << ',' << c.topology << ','
-        << fmt(sps, "%.6g") << ','
-        << fmt(speedup) << ',' << fmt(ttt) << ',' << fmt(acc) << ',' << fmt(bytes, "%.0f") << ',' << fmt(wait) << ','
-        << fmt(1e3 * it) << ',' << fmt(vs_floor) << ',' << fmt(num(r.summary, "wall_s")) << ',' << r.exit_code
-        << '\n';
-    md << "| " << c.link << " | " << c.algo << " | " << c.codec << " | " << fmt(sps, "%.0f") << " | "
-       << fmt(speedup, "%.2f") << " | " << (std::isnan(ttt) ? "not reached" : fmt(ttt, "%.1f")) << " | "
-       << fmt(100 * acc, "%.2f") << " | " << fmt(bytes / 1e6, "%.1f") << " | " << fmt(100 * wait, "%.0f") << " | "
-       << fmt(vs_floor, "%.2f") << " |\n";
+    csv.add_row({c.link, c.algo, c.codec, c.topology, fmt(sps, "%.6g"), fmt(speedup), fmt(ttt), fmt(acc),
+                 fmt(bytes, "%.0f"), fmt(wait), fmt(1e3 * it), fmt(vs_floor), fmt(num(r.summary, "wall_s")),
+                 std::to_string(r.exit_code)});
+    md.add_row({c.link, c.algo, c.codec, fmt(sps, "%.0f"), fmt(speedup, "%.2f"),
+                std::isnan(ttt) ? "not reached" : fmt(ttt, "%.1f"), fmt(100 * acc, "%.2f"), fmt(bytes / 1e6, "%.1f"),
+                fmt(100 * wait, "%.0f"), fmt(vs_floor, "%.2f")});
   }
-  {
-    std::ofstream f(out + "/compare.md");
-    f << "# ferry compare\n\nTarget test accuracy " << target
-      << " (time to target: first evaluation — per epoch, or every --eval-every iterations — at or above it, training seconds).\n\n"
-      << md.str();
-  }
+  write_report_file(out + "/compare.csv", csv.csv());
+  std::ostringstream head;
+  head << "# ferry compare\n\nTarget test accuracy " << target
+       << " (time to target: first evaluation — per epoch, or every --eval-every iterations — at or above it, "
+          "training seconds).\n\n";
+  write_report_file(out + "/compare.md", head.str() + md.markdown());
 
   // Plot data: accuracy curves and samples/s of the first link; speedup against bandwidth.
-  std::ofstream gp(out + "/plots.gp");
+  std::ostringstream gp, bars;
   gp << "set terminal pngcairo size 1000,600\nset datafile separator ','\nset key outside right\n";
   gp << "set output '" << out << "/accuracy_vs_time.png'\nset title 'test accuracy vs training time (" << links[0]
      << ")'\nset xlabel 'training seconds'\nset ylabel 'test accuracy'\nplot ";
   bool first = true;
-  std::ofstream bars(out + "/samples_per_s.dat");
   int index = 0;
   for (const auto& r : results) {
     if (r.config.link != links[0]) continue;
     const std::string dat = out + "/acc_" + r.config.name + ".dat";
-    std::ofstream d(dat);
+    std::ostringstream d;
     for (const auto& [t, a] : r.accuracy) d << t << ',' << a << '\n';
+    write_report_file(dat, d.str());
     gp << (first ? "" : ", ") << "'" << dat << "' using 1:2 with linespoints title '" << r.config.algo
        << (r.config.codec == "none" ? "" : "+" + r.config.codec) << "'";
     first = false;
     bars << index++ << ',' << r.config.algo << (r.config.codec == "none" ? "" : "+" + r.config.codec) << ','
          << fmt(num(r.summary, "samples_per_s"), "%.6g") << '\n';
   }
-  bars.close();
+  write_report_file(out + "/samples_per_s.dat", bars.str());
   gp << "\nset output '" << out << "/samples_per_s.png'\nset title 'throughput (" << links[0]
      << ")'\nset style fill solid 0.6\nset boxwidth 0.7\nset xtics rotate by -35\nset xlabel ''\n"
      << "set ylabel 'samples/s'\nunset key\nplot '" << out << "/samples_per_s.dat' using 1:3:xtic(2) with boxes\n";
@@ -177,29 +162,23 @@ std::string write_compare_report(const std::string& out, const std::vector<Compa
     gp << "set output '" << out << "/speedup_vs_bandwidth.png'\nset title 'samples/s relative to ssgd'\n"
        << "set logscale x\nset xlabel 'link bandwidth (Gbit/s)'\nset ylabel 'speedup vs ssgd'\nset key outside right\n"
        << "set xtics norotate\nplot ";
-    std::map<std::string, std::ofstream> series;
+    std::map<std::string, std::ostringstream> series;
     std::vector<std::string> order;
     for (const auto& r : results) {
       std::string label = r.config.algo + (r.config.codec == "none" ? "" : "+" + r.config.codec);
-      std::string file = out + "/speedup_" + safe(label) + ".dat";
-      if (!series.count(label)) {
-        series[label].open(file);
-        order.push_back(label);
-      }
+      if (!series.count(label)) order.push_back(label);
       const double gbps = comm::parse_link_spec(r.config.link).bandwidth_bytes_per_s * 8 / 1e9;
       series[label] << gbps << ',' << fmt(num(r.summary, "samples_per_s") / lookup(ssgd_sps, r.config.link)) << '\n';
     }
-    for (std::size_t i = 0; i < order.size(); ++i)
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      write_report_file(out + "/speedup_" + safe(order[i]) + ".dat", series[order[i]].str());
       gp << (i ? ", " : "") << "'" << out << "/speedup_" << safe(order[i]) << ".dat' using 1:2 with linespoints title '"
          << order[i] << "'";
+    }
     gp << '\n';
   }
-  gp.close();
-  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
-    std::string cmd = "gnuplot '" + out + "/plots.gp' 2>'" + out + "/gnuplot.log'";
-    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "ferry compare: gnuplot failed, see %s/gnuplot.log\n", out.c_str());
-  }
-  return md.str();
+  write_report_file(out + "/plots.gp", gp.str());
+  return {md.markdown(), {PlotScript{out + "/plots.gp", out + "/gnuplot.log"}}};
 }
 
 }  // namespace ferry::train

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/report.h"
+
 namespace ferry::train {
 
 struct CompareConfig {
@@ -38,9 +40,14 @@ void load_compare_result(const std::string& run_dir, CompareResult& result);
 // First evaluation time (training seconds) at which test accuracy reached `target`; NaN if never.
 double time_to_target(const CompareResult& result, double target);
 
-// Writes compare.csv, compare.md, the plot data and plots.gp into out_dir, and runs gnuplot
-// when it exists (accuracy_vs_time.png, samples_per_s.png, and with several links
-// speedup_vs_bandwidth.png). Returns the markdown table.
-std::string write_compare_report(const std::string& out_dir, const std::vector<CompareResult>& results, double target);
+struct CompareReport {
+  std::string markdown;            // the table of compare.md
+  std::vector<PlotScript> plots;   // plots.gp, for the application to render (core/report.h)
+};
+
+// Writes compare.csv, compare.md, the plot data and plots.gp into out_dir; rendering plots.gp
+// draws accuracy_vs_time.png, samples_per_s.png and, with several links, speedup_vs_bandwidth.png.
+CompareReport write_compare_report(const std::string& out_dir, const std::vector<CompareResult>& results,
+                                   double target);
 
 }  // namespace ferry::train

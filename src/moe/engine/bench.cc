@@ -1,7 +1,6 @@
 #include "moe/engine/bench.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -10,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/metrics.h"
+#include "core/report.h"
 #include "moe/engine/engine.h"
 #include "moe/engine/generate.h"
 #include "moe/model/checkpoint.h"
@@ -138,70 +138,48 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
 }
 
 std::string bench_markdown(const std::vector<BenchRow>& rows) {
-  std::ostringstream s;
-  s << "| budget | batch | policy | tokens/s | TPOT ms | TTFT ms | hit rate | moved MiB | io_wait | host execs | "
-       "peak / budget MiB | predictor us/tok | scheduler us/tok |\n"
-    << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  char buf[512];
-  for (const auto& r : rows) {
-    std::snprintf(buf, sizeof buf, "| %s | %d | %s | %.1f | %.2f | %.1f | %.3f | %.1f | %.2f | %llu | %.2f / %.2f | %.1f | %.1f |\n",
-                  r.budget.c_str(), r.batch, r.policy.c_str(), r.tokens_per_s, r.tpot_ms, r.ttft_ms, r.hit_rate,
-                  r.bytes_moved / 1048576.0, r.io_wait_fraction, static_cast<unsigned long long>(r.host_execs),
-                  r.device_mem_peak_bytes / 1048576.0, r.device_mem_budget_bytes / 1048576.0, r.predictor_us_per_token,
-                  r.scheduler_us_per_token);
-    s << buf;
-  }
-  return s.str();
+  ReportTable md = ReportTable::of({"budget", "batch", "policy", "tokens/s", "TPOT ms", "TTFT ms", "hit rate",
+                                    "moved MiB", "io_wait", "host execs", "peak / budget MiB", "predictor us/tok",
+                                    "scheduler us/tok"});
+  for (const auto& r : rows)
+    md.add_row({r.budget, std::to_string(r.batch), r.policy, printf_cell(r.tokens_per_s, "%.1f"),
+                printf_cell(r.tpot_ms, "%.2f"), printf_cell(r.ttft_ms, "%.1f"), printf_cell(r.hit_rate, "%.3f"),
+                printf_cell(r.bytes_moved / 1048576.0, "%.1f"), printf_cell(r.io_wait_fraction, "%.2f"),
+                std::to_string(r.host_execs),
+                printf_cell(r.device_mem_peak_bytes / 1048576.0, "%.2f") + " / " +
+                    printf_cell(r.device_mem_budget_bytes / 1048576.0, "%.2f"),
+                printf_cell(r.predictor_us_per_token, "%.1f"), printf_cell(r.scheduler_us_per_token, "%.1f")});
+  return md.markdown();
 }
 
-void write_bench_outputs(const std::vector<BenchRow>& rows, const std::string& out_dir, const std::string& header) {
+std::vector<PlotScript> write_bench_outputs(const std::vector<BenchRow>& rows, const std::string& out_dir,
+                                            const std::string& header) {
   make_dirs(out_dir);
   const fs::path dir(out_dir);
-  {
-    std::ofstream csv(dir / "bench.csv");
-    if (!csv) FERRY_THROW(IoError, "cannot write '", (dir / "bench.csv").string(), "'");
-    csv << "policy,batch,budget,tokens_per_s,tpot_ms,ttft_ms,hit_rate,bytes_moved,io_wait_fraction,"
-           "device_mem_peak_bytes,device_mem_budget_bytes,host_execs,expert_accesses,prefetch_accuracy,"
-           "predictor_us_per_token,scheduler_us_per_token\n";
-    for (const auto& r : rows)
-      csv << r.policy << ',' << r.batch << ',' << r.budget << ',' << r.tokens_per_s << ',' << r.tpot_ms << ','
-          << r.ttft_ms << ',' << r.hit_rate << ',' << r.bytes_moved << ',' << r.io_wait_fraction << ','
-          << r.device_mem_peak_bytes << ',' << r.device_mem_budget_bytes << ',' << r.host_execs << ','
-          << r.expert_accesses << ',' << r.prefetch_accuracy << ',' << r.predictor_us_per_token << ','
-          << r.scheduler_us_per_token << '\n';
-  }
-  {
-    std::ofstream md(dir / "bench.md");
-    md << header << "\n\n" << bench_markdown(rows);
-  }
+  ReportTable csv = ReportTable::of({"policy", "batch", "budget", "tokens_per_s", "tpot_ms", "ttft_ms", "hit_rate",
+                                     "bytes_moved", "io_wait_fraction", "device_mem_peak_bytes",
+                                     "device_mem_budget_bytes", "host_execs", "expert_accesses", "prefetch_accuracy",
+                                     "predictor_us_per_token", "scheduler_us_per_token"});
+  for (const auto& r : rows)
+    csv.add_row({r.policy, stream_cell(r.batch), r.budget, stream_cell(r.tokens_per_s), stream_cell(r.tpot_ms),
+                 stream_cell(r.ttft_ms), stream_cell(r.hit_rate), stream_cell(r.bytes_moved),
+                 stream_cell(r.io_wait_fraction), stream_cell(r.device_mem_peak_bytes),
+                 stream_cell(r.device_mem_budget_bytes), stream_cell(r.host_execs), stream_cell(r.expert_accesses),
+                 stream_cell(r.prefetch_accuracy), stream_cell(r.predictor_us_per_token),
+                 stream_cell(r.scheduler_us_per_token)});
+  write_report_file((dir / "bench.csv").string(), csv.csv());
+  write_report_file((dir / "bench.md").string(), header + "\n\n" + bench_markdown(rows));
   // One panel per budget: tokens/s against batch, a line per policy.
-  std::map<std::string, std::map<std::string, std::vector<std::pair<int, double>>>> series;
-  std::vector<std::string> budgets, policies;
-  for (const auto& r : rows) {
-    if (std::find(budgets.begin(), budgets.end(), r.budget) == budgets.end()) budgets.push_back(r.budget);
-    if (std::find(policies.begin(), policies.end(), r.policy) == policies.end()) policies.push_back(r.policy);
-    series[r.budget][r.policy].push_back({r.batch, r.tokens_per_s});
-  }
-  std::ofstream gp(dir / "bench.gp");
-  gp << "set terminal pngcairo size " << 520 * budgets.size() << ",420 noenhanced\n"
-     << "set output '" << (dir / "bench.png").string() << "'\n"
-     << "set multiplot layout 1," << budgets.size() << "\nset logscale x 2\nset xlabel 'batch'\n"
-     << "set ylabel 'decode tokens/s'\nset key top left\nset grid\n";
-  for (const auto& b : budgets) {
-    gp << "set title 'device budget " << b << "'\nplot ";
-    for (std::size_t i = 0; i < policies.size(); ++i)
-      gp << (i ? ", " : "") << "'-' using 1:2 with linespoints title '" << policies[i] << "'";
-    gp << "\n";
-    for (const auto& p : policies) {
-      for (auto [batch, tps] : series[b][p]) gp << batch << ' ' << tps << '\n';
-      gp << "e\n";
-    }
-  }
-  gp << "unset multiplot\n";
-  gp.close();
-  const std::string cmd = "gnuplot '" + (dir / "bench.gp").string() + "' 2>/dev/null";
-  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0 && std::system(cmd.c_str()) != 0)
-    std::fprintf(stderr, "warning: gnuplot failed on %s\n", (dir / "bench.gp").string().c_str());
+  PanelChart chart;
+  for (const auto& r : rows) chart.add(r.budget, r.policy, r.batch, r.tokens_per_s);
+  PanelChart::Style style;
+  style.panel_width = 520;
+  style.height = 420;
+  style.settings = "set logscale x 2\nset xlabel 'batch'\nset ylabel 'decode tokens/s'\nset key top left\nset grid\n";
+  style.title_prefix = "device budget ";
+  const std::string gp = (dir / "bench.gp").string();
+  write_report_file(gp, chart.gnuplot((dir / "bench.png").string(), style));
+  return {PlotScript{gp, ""}};
 }
 
 OverheadResult measure_overhead(const std::string& model_dir, int batch, int prompt_tokens, int new_tokens, int repeats,

@@ -1,5 +1,5 @@
 // `ferry moe bench`: every policy x batch x budget on one model, same prompts, link and compute
-// profile; writes bench.csv, bench.md (a Markdown table) and bench.png (gnuplot). Also the
+// profile; writes bench.csv, bench.md (a Markdown table) and bench.gp (gnuplot: bench.png). Also the
 // engine's own cost: tokens/s with every expert resident against the plain reference forward.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/report.h"
 #include "moe/model/language_model.h"
 
 namespace ferry::moe {
@@ -51,8 +52,10 @@ using BenchProgress = std::function<void(const BenchRow&, int done, int total)>;
 
 std::vector<BenchRow> run_bench(const BenchOptions& options, const BenchProgress& progress = {});
 
-// bench.csv, bench.md, bench.gp + bench.png (when gnuplot is installed) in `out_dir`.
-void write_bench_outputs(const std::vector<BenchRow>& rows, const std::string& out_dir, const std::string& header);
+// bench.csv, bench.md and bench.gp in `out_dir`; returns bench.gp, which draws bench.png, for
+// the application to render (core/report.h).
+std::vector<PlotScript> write_bench_outputs(const std::vector<BenchRow>& rows, const std::string& out_dir,
+                                            const std::string& header);
 std::string bench_markdown(const std::vector<BenchRow>& rows);
 
 struct OverheadResult {

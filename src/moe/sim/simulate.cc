@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/metrics.h"
+#include "core/report.h"
 #include "core/units.h"
 #include "moe/predict/predictor_registry.h"
 #include "moe/trace/routing_trace.h"
@@ -93,75 +94,52 @@ std::string simulate_markdown(const std::vector<SimulateRow>& rows) {
   std::map<std::pair<std::string, int>, double> oracle;
   for (const auto& r : rows)
     if (r.result.policy == "oracle") oracle[{r.profile, r.result.batch}] = r.result.tokens_per_s();
-  std::ostringstream s;
-  s << "| profile | batch | policy | tokens/s | vs oracle | TPOT ms | hit rate | moved | io wait | host execs | "
-       "pred. precision | pred. recall |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  char line[512];
+  ReportTable md = ReportTable::of({"profile", "batch", "policy", "tokens/s", "vs oracle", "TPOT ms", "hit rate",
+                                    "moved", "io wait", "host execs", "pred. precision", "pred. recall"});
   for (const auto& row : rows) {
     const SimResult& r = row.result;
     auto it = oracle.find({row.profile, r.batch});
-    char rel[32] = "-";
-    if (it != oracle.end() && it->second > 0) std::snprintf(rel, sizeof rel, "%.3f", r.tokens_per_s() / it->second);
-    std::snprintf(line, sizeof line, "| %s | %d | %s | %.2f | %s | %.1f | %.3f | %s | %.1f%% | %llu | %.3f | %.3f |\n",
-                  row.profile.c_str(), r.batch, r.policy.c_str(), r.tokens_per_s(), rel, r.tpot_ms(), r.hit_rate(),
-                  format_bytes(static_cast<double>(r.bytes_moved)).c_str(), 100 * r.io_wait_fraction(),
-                  static_cast<unsigned long long>(r.host_execs), r.prediction_precision(), r.prediction_recall());
-    s << line;
+    const std::string rel =
+        it != oracle.end() && it->second > 0 ? printf_cell(r.tokens_per_s() / it->second, "%.3f") : "-";
+    md.add_row({row.profile, std::to_string(r.batch), r.policy, printf_cell(r.tokens_per_s(), "%.2f"), rel,
+                printf_cell(r.tpot_ms(), "%.1f"), printf_cell(r.hit_rate(), "%.3f"),
+                format_bytes(static_cast<double>(r.bytes_moved)), printf_cell(100 * r.io_wait_fraction(), "%.1f%%"),
+                std::to_string(r.host_execs), printf_cell(r.prediction_precision(), "%.3f"),
+                printf_cell(r.prediction_recall(), "%.3f")});
   }
-  return s.str();
+  return md.markdown();
 }
 
-void write_simulate_outputs(const std::vector<SimulateRow>& rows, const std::string& out_dir, const std::string& header) {
+std::vector<PlotScript> write_simulate_outputs(const std::vector<SimulateRow>& rows, const std::string& out_dir,
+                                               const std::string& header) {
   make_dirs(out_dir);
   const fs::path dir(out_dir);
-  {
-    std::ofstream csv(dir / "simulate.csv");
-    if (!csv) FERRY_THROW(IoError, "cannot write '", (dir / "simulate.csv").string(), "'");
-    csv << "policy,batch,tokens_per_s,tpot_ms,hit_rate,bytes_moved,io_wait_fraction,prediction_precision,"
-           "prediction_recall,profile,device_mem_bytes,capacity_experts,host_execs,prefetches,loads,planner_us,"
-           "layer_compute_us\n";
-    for (const auto& row : rows) {
-      const SimResult& r = row.result;
-      csv << r.policy << ',' << r.batch << ',' << r.tokens_per_s() << ',' << r.tpot_ms() << ',' << r.hit_rate() << ','
-          << r.bytes_moved << ',' << r.io_wait_fraction() << ',' << r.prediction_precision() << ','
-          << r.prediction_recall() << ',' << row.profile << ',' << row.device_mem_bytes << ',' << r.capacity_experts
-          << ',' << r.host_execs << ',' << r.prefetches << ',' << r.loads << ',' << r.planner_s_per_plan * 1e6 << ','
-          << r.device_layer_compute_s * 1e6 << '\n';
-    }
-  }
-  {
-    std::ofstream md(dir / "simulate.md");
-    md << header << "\n\n" << simulate_markdown(rows);
-  }
-  // One panel per profile: tokens/s against batch, one line per policy.
-  std::vector<std::string> profiles, policies;
-  std::map<std::string, std::map<std::string, std::vector<std::pair<int, double>>>> series;
+  ReportTable csv = ReportTable::of({"policy", "batch", "tokens_per_s", "tpot_ms", "hit_rate", "bytes_moved",
+                                     "io_wait_fraction", "prediction_precision", "prediction_recall", "profile",
+                                     "device_mem_bytes", "capacity_experts", "host_execs", "prefetches", "loads",
+                                     "planner_us", "layer_compute_us"});
   for (const auto& row : rows) {
-    if (std::find(profiles.begin(), profiles.end(), row.profile) == profiles.end()) profiles.push_back(row.profile);
-    if (std::find(policies.begin(), policies.end(), row.result.policy) == policies.end())
-      policies.push_back(row.result.policy);
-    series[row.profile][row.result.policy].push_back({row.result.batch, row.result.tokens_per_s()});
+    const SimResult& r = row.result;
+    csv.add_row({r.policy, stream_cell(r.batch), stream_cell(r.tokens_per_s()), stream_cell(r.tpot_ms()),
+                 stream_cell(r.hit_rate()), stream_cell(r.bytes_moved), stream_cell(r.io_wait_fraction()),
+                 stream_cell(r.prediction_precision()), stream_cell(r.prediction_recall()), row.profile,
+                 stream_cell(row.device_mem_bytes), stream_cell(r.capacity_experts), stream_cell(r.host_execs),
+                 stream_cell(r.prefetches), stream_cell(r.loads), stream_cell(r.planner_s_per_plan * 1e6),
+                 stream_cell(r.device_layer_compute_s * 1e6)});
   }
-  std::ofstream gp(dir / "simulate.gp");
-  gp << "set terminal pngcairo size " << 560 * profiles.size() << ",440 noenhanced\n"
-     << "set output '" << (dir / "simulate.png").string() << "'\n"
-     << "set multiplot layout 1," << profiles.size() << "\nset logscale x 2\nset logscale y\nset xlabel 'batch'\n"
-     << "set ylabel 'decode tokens/s (simulated)'\nset key top left font ',9'\nset grid\n";
-  for (const auto& p : profiles) {
-    gp << "set title '" << p << "'\nplot ";
-    for (std::size_t i = 0; i < policies.size(); ++i)
-      gp << (i ? ", " : "") << "'-' using 1:2 with linespoints title '" << policies[i] << "'";
-    gp << "\n";
-    for (const auto& pol : policies) {
-      for (auto [batch, tps] : series[p][pol]) gp << batch << ' ' << tps << '\n';
-      gp << "e\n";
-    }
-  }
-  gp << "unset multiplot\n";
-  gp.close();
-  const std::string cmd = "gnuplot '" + (dir / "simulate.gp").string() + "' 2>/dev/null";
-  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0 && std::system(cmd.c_str()) != 0)
-    std::fprintf(stderr, "warning: gnuplot failed on %s\n", (dir / "simulate.gp").string().c_str());
+  write_report_file((dir / "simulate.csv").string(), csv.csv());
+  write_report_file((dir / "simulate.md").string(), header + "\n\n" + simulate_markdown(rows));
+  // One panel per profile: tokens/s against batch, one line per policy.
+  PanelChart chart;
+  for (const auto& row : rows) chart.add(row.profile, row.result.policy, row.result.batch, row.result.tokens_per_s());
+  PanelChart::Style style;
+  style.panel_width = 560;
+  style.height = 440;
+  style.settings = "set logscale x 2\nset logscale y\nset xlabel 'batch'\n"
+                   "set ylabel 'decode tokens/s (simulated)'\nset key top left font ',9'\nset grid\n";
+  const std::string gp = (dir / "simulate.gp").string();
+  write_report_file(gp, chart.gnuplot((dir / "simulate.png").string(), style));
+  return {PlotScript{gp, ""}};
 }
 
 }  // namespace ferry::moe

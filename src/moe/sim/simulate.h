@@ -1,10 +1,11 @@
 // `ferry moe simulate`: every (profile, batch, policy) of a sweep through the simulator on one
-// recorded trace, and its outputs (simulate.csv, simulate.md, simulate.png).
+// recorded trace, and its outputs (simulate.csv, simulate.md, simulate.gp for simulate.png).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "core/report.h"
 #include "moe/sim/simulator.h"
 
 namespace ferry::moe {
@@ -36,7 +37,9 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& options);
 
 // The table of one sweep (markdown), with tokens/s relative to the oracle.
 std::string simulate_markdown(const std::vector<SimulateRow>& rows);
-// simulate.csv, simulate.md (header + table), simulate.gp and simulate.png (gnuplot when present).
-void write_simulate_outputs(const std::vector<SimulateRow>& rows, const std::string& out_dir, const std::string& header);
+// simulate.csv, simulate.md (header + table) and simulate.gp; returns simulate.gp, which draws
+// simulate.png, for the application to render (core/report.h).
+std::vector<PlotScript> write_simulate_outputs(const std::vector<SimulateRow>& rows, const std::string& out_dir,
+                                               const std::string& header);
 
 }  // namespace ferry::moe
