@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "moe/model/weights.h"
+#include "moe/sched/layer_protocol.h"
 
 namespace ferry::moe {
 
@@ -133,7 +134,10 @@ struct MoeEngine::Impl {
   std::vector<const TraceToken*> forced;  // routing replay: the trace's decode tokens, in order
 
   void attention(int l, torch::Tensor& x, std::int64_t B, std::int64_t T);
+  std::unique_ptr<LayerProtocol> protocol;  // over `policy`, timed into stats.policy_s
   torch::Tensor moe(int l, const torch::Tensor& x);
+  void compute_layer(int l, const torch::Tensor& m, const std::vector<ExpertWork>& work, const LayerDispatch& d,
+                     torch::Tensor& out);
   torch::Tensor run_expert(const float* base, const torch::Tensor& m, const ExpertWork& work) const;
   void ensure_cache(std::int64_t B, std::int64_t need);
 };
@@ -237,6 +241,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
     m.store->preload(all);
   }
   m.policy->attach(PolicyContext{m.store.get(), &m.routers, c.num_layers, c.num_experts, c.top_k, m.cost});
+  m.protocol = std::make_unique<LayerProtocol>(*m.policy, &m.stats.policy_s);
   m.stats.policy_s = m.stats.predictor_s = 0;  // set-up is not per-token work
 
   const std::int64_t D = c.head_dim;
@@ -268,6 +273,10 @@ void MoeEngine::set_route_observer(RouteObserver observer) { impl_->observer = s
 EngineStats MoeEngine::stats() const {
   EngineStats s = impl_->stats;
   s.store = impl_->store->stats();
+  const ProtocolCounts& counts = impl_->protocol->counts();
+  s.expert_accesses = counts.accesses;
+  s.hits = counts.hits;
+  s.host_execs = counts.host_placed;
   return s;
 }
 
@@ -277,6 +286,7 @@ void MoeEngine::reset_stats() {
   impl_->stats.expert_counts.assign(counts.size(), 0);
   impl_->stats.budget_bytes = impl_->budget;
   impl_->store->reset_stats();
+  impl_->protocol->reset_counts();
 }
 
 std::string MoeEngine::describe() const {
@@ -414,58 +424,43 @@ torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
     ++stats.expert_counts[static_cast<std::size_t>(l) * c.num_experts + wk.expert];
   }
   auto xc = x.contiguous();
-  RouteInfo route{l, experts, counts, xc.data_ptr<float>(), static_cast<int>(N), c.hidden_size};
-  std::vector<Placement> placement(work.size(), Placement::kDevice);
-  {
-    ScopedTimer t(&stats.policy_s);
-    policy->on_route(route, placement);
-  }
-
-  // Dispatch: pin what is there, queue demand loads for the rest (in expert order).
-  enum class State { kHost, kResident, kLoading, kDeferred };
-  std::vector<State> state(work.size());
-  stats.expert_accesses += work.size();
-  std::vector<char> hit(work.size(), 0);
-  for (std::size_t i = 0; i < work.size(); ++i) {
-    ExpertId id{l, work[i].expert};
-    if (placement[i] == Placement::kHost) {
-      state[i] = State::kHost;
-      continue;
-    }
-    hit[i] = store->contains(id);
-    if (hit[i]) {
-      ++stats.hits;
-      store->pin(id);
-      state[i] = State::kResident;
-    }
-  }
-  {
-    ScopedTimer t(&stats.policy_s);
-    for (std::size_t i = 0; i < work.size(); ++i)
-      if (placement[i] == Placement::kDevice) policy->on_access({l, work[i].expert}, hit[i]);
-  }
-  for (std::size_t i = 0; i < work.size(); ++i) {
-    if (placement[i] != Placement::kDevice || state[i] == State::kResident) continue;
-    ExpertId id{l, work[i].expert};
-    if (store->request(id)) {
-      store->pin(id);
-      state[i] = State::kLoading;
-    } else {
-      state[i] = State::kDeferred;
-    }
-  }
-  {
-    ScopedTimer t(&stats.policy_s);
-    policy->on_dispatched(route);
-  }
-
-  // Compute: bytes already in place first, host experts while transfers run, then in load order.
   auto out = torch::zeros_like(m);
+  // The engine's side of the layer protocol: the ExpertStore's real copies, real compute.
+  class EngineLayer : public LayerBackend {
+   public:
+    EngineLayer(Impl& e, int l, const torch::Tensor& m, const std::vector<ExpertWork>& work, torch::Tensor& out)
+        : e_(e), l_(l), m_(m), work_(work), out_(out) {}
+    bool contains(ExpertId id) override { return e_.store->contains(id); }
+    void pin_hit(ExpertId id) override { e_.store->pin(id); }
+    bool load(ExpertId id) override {
+      if (!e_.store->request(id)) return false;
+      e_.store->pin(id);
+      return true;
+    }
+    void compute(const LayerDispatch& d) override { e_.compute_layer(l_, m_, work_, d, out_); }
+
+   private:
+    Impl& e_;  // all of these are moe()'s, alive while the protocol runs the layer
+    int l_;
+    const torch::Tensor& m_;
+    const std::vector<ExpertWork>& work_;
+    torch::Tensor& out_;
+  } backend(*this, l, m, work, out);
+  protocol->run_layer(RouteInfo{l, experts, counts, xc.data_ptr<float>(), static_cast<int>(N), c.hidden_size}, backend);
+  return out;
+}
+
+// Bytes already in place first, host experts while transfers run, then in load order; last the
+// experts that found no room (every other expert of this layer is unpinned by then).
+void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::vector<ExpertWork>& work,
+                                    const LayerDispatch& d, torch::Tensor& out) {
+  const LayerWeights& lw = w.layers[l];
   auto device_call = [&](std::size_t i) {
     ExpertId id{l, work[i].expert};
     const float* p = store->acquire(id);
     const double t0 = now_s();
-    out.index_add_(0, torch::from_blob(work[i].rows.data(), {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
+    out.index_add_(0, torch::from_blob(const_cast<std::int64_t*>(work[i].rows.data()),
+                                       {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
                    run_expert(p, m, work[i]));
     if (profile.device_expert_s > 0) sleep_until_s(t0 + profile.device_expert_s);
     stats.device_compute_s += now_s() - t0;
@@ -473,28 +468,28 @@ torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
   };
   std::vector<char> done(work.size(), 0);
   for (std::size_t i = 0; i < work.size(); ++i)
-    if (state[i] == State::kResident || (state[i] == State::kLoading && store->resident({l, work[i].expert}))) {
+    if (d.fate[i] == ExpertFate::kHit || (d.fate[i] == ExpertFate::kLoading && store->resident({l, work[i].expert}))) {
       device_call(i);
       done[i] = 1;
     }
   for (std::size_t i = 0; i < work.size(); ++i) {
-    if (state[i] != State::kHost) continue;
+    if (d.fate[i] != ExpertFate::kHost) continue;
     const double t0 = now_s();
-    out.index_add_(0, torch::from_blob(work[i].rows.data(), {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
+    out.index_add_(0, torch::from_blob(const_cast<std::int64_t*>(work[i].rows.data()),
+                                       {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
                    run_expert(pool->expert({l, work[i].expert}), m, work[i]));
     if (profile.host_token_s > 0) sleep_until_s(t0 + profile.host_token_s * static_cast<double>(work[i].rows.size()));
     stats.host_compute_s += now_s() - t0;
-    ++stats.host_execs;
     done[i] = 1;
   }
   for (std::size_t i = 0; i < work.size(); ++i)
-    if (!done[i] && state[i] == State::kLoading) {
+    if (!done[i] && d.fate[i] == ExpertFate::kLoading) {
       device_call(i);
       done[i] = 1;
     }
   for (std::size_t i = 0; i < work.size(); ++i) {
     if (done[i]) continue;
-    ExpertId id{l, work[i].expert};  // deferred: every other expert of this layer is unpinned by now
+    ExpertId id{l, work[i].expert};  // no room at dispatch: every other expert of this layer is unpinned by now
     FERRY_CHECK(store->request(id), "no evictable expert for a deferred load");
     store->pin(id);
     device_call(i);
@@ -504,11 +499,6 @@ torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
     if (lw.sgate.defined()) s = s * torch::sigmoid(torch::matmul(m, lw.sgate.t()));
     out = out + s;
   }
-  {
-    ScopedTimer t(&stats.policy_s);
-    policy->on_layer_done(l);
-  }
-  return out;
 }
 
 std::vector<float> MoeEngine::forward(const TokenBatch& tokens, bool all_positions) {
@@ -542,10 +532,7 @@ std::vector<float> MoeEngine::forward(const TokenBatch& tokens, bool all_positio
   m.pos += T;
   auto h = rms_norm(all_positions ? x : x.slice(1, T - 1, T), m.w.final_norm, c.rms_norm_eps);
   auto logits = torch::matmul(h, m.w.lm_head.t()).contiguous();
-  {
-    ScopedTimer t(&m.stats.policy_s);
-    m.policy->on_step_done();
-  }
+  m.protocol->step_done();
   ++m.stats.forwards;
   m.stats.tokens += static_cast<std::uint64_t>(B * T);
   m.stats.forward_s += now_s() - t_start;

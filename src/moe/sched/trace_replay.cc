@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "moe/sched/layer_protocol.h"
 
 namespace ferry::moe {
 namespace {
@@ -58,6 +59,28 @@ class ReplayCache : public ExpertCache {
   std::map<ExpertId, int> pins_;  // resident expert -> pin count
 };
 
+// The replay's side of the layer protocol: transfers complete at once, compute takes no time.
+class ReplayLayer : public LayerBackend {
+ public:
+  ReplayLayer(ReplayCache& cache, EvictionAdvisor& advisor) : cache_(cache), advisor_(advisor) {}
+  bool contains(ExpertId id) override { return cache_.contains(id); }
+  void pin_hit(ExpertId id) override { cache_.pin(id); }
+  bool load(ExpertId id) override {
+    FERRY_CHECK(cache_.load(id, advisor_), "replay: no room for a demand load");
+    cache_.pin(id);
+    return true;
+  }
+  void compute(const LayerDispatch& d) override {
+    for (std::size_t i = 0; i < d.fate.size(); ++i)
+      if (d.fate[i] == ExpertFate::kHit || d.fate[i] == ExpertFate::kLoading)
+        cache_.unpin({d.route->layer, d.route->experts[i]});
+  }
+
+ private:
+  ReplayCache& cache_;
+  EvictionAdvisor& advisor_;  // the policy, outlives the replay
+};
+
 }  // namespace
 
 ReplayResult replay_trace(const RoutingTrace& trace, Policy& policy, const ReplayOptions& options) {
@@ -65,50 +88,25 @@ ReplayResult replay_trace(const RoutingTrace& trace, Policy& policy, const Repla
                 "replay cache of ", options.capacity_experts, " experts is smaller than top_k ", trace.top_k);
   ReplayCache cache(options.capacity_experts);
   policy.attach(PolicyContext{&cache, nullptr, trace.num_layers, trace.num_experts, trace.top_k, options.cost});
-  ReplayResult r;
+  ReplayLayer replay(cache, policy);
+  LayerProtocol protocol(policy);
+  std::vector<int> experts, counts;
   for (const auto& tok : trace.tokens) {
     if (tok.prefill && !options.include_prefill) continue;
     for (int l = 0; l < static_cast<int>(tok.experts.size()); ++l) {
-      std::vector<int> experts(tok.experts[l].begin(), tok.experts[l].end());
+      experts.assign(tok.experts[l].begin(), tok.experts[l].end());
       std::sort(experts.begin(), experts.end());
       experts.erase(std::unique(experts.begin(), experts.end()), experts.end());
-      std::vector<int> counts(experts.size(), 1);
-      RouteInfo route{l, experts, counts, nullptr, 1, 0};
-      std::vector<Placement> placement(experts.size(), Placement::kDevice);
-      policy.on_route(route, placement);
-      // Same order as the engine: pin the hits, then announce every access, then load misses.
-      std::vector<ExpertId> pinned, missing;
-      std::vector<char> hit(experts.size(), 0);
-      for (std::size_t i = 0; i < experts.size(); ++i) {
-        ++r.accesses;
-        ExpertId id{l, experts[i]};
-        if (placement[i] == Placement::kHost) {
-          ++r.host_execs;
-          continue;
-        }
-        hit[i] = cache.contains(id);
-        if (hit[i]) {
-          ++r.hits;
-          cache.pin(id);
-          pinned.push_back(id);
-        } else {
-          missing.push_back(id);
-        }
-      }
-      for (std::size_t i = 0; i < experts.size(); ++i)
-        if (placement[i] == Placement::kDevice) policy.on_access({l, experts[i]}, hit[i]);
-      for (ExpertId id : missing) {
-        FERRY_CHECK(cache.load(id, policy), "replay: no room for a demand load");
-        ++r.loads;
-        cache.pin(id);
-        pinned.push_back(id);
-      }
-      policy.on_dispatched(route);
-      for (ExpertId id : pinned) cache.unpin(id);
-      policy.on_layer_done(l);
+      counts.assign(experts.size(), 1);
+      protocol.run_layer(RouteInfo{l, experts, counts, nullptr, 1, 0}, replay);
     }
-    policy.on_step_done();
+    protocol.step_done();
   }
+  ReplayResult r;
+  r.accesses = protocol.counts().accesses;
+  r.hits = protocol.counts().hits;
+  r.loads = protocol.counts().loads;
+  r.host_execs = protocol.counts().host_placed;
   r.prefetches = cache.prefetches;
   r.peak_experts = cache.peak;
   return r;

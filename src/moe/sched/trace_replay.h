@@ -1,6 +1,7 @@
 // Replays recorded routing through a Policy against a bookkeeping-only device cache (no bytes,
-// no time): the hit rate a policy reaches on real routing. The per-layer steps are the engine's
-// (route, pin + access, demand loads, dispatched, layer done), one token per step in decode order.
+// no time): the hit rate a policy reaches on real routing. The per-layer steps are the engine's own
+// (layer_protocol.h: route, pin hits, access, demand loads, dispatched, layer done), one token per
+// step in decode order.
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "moe/sched/layer_protocol.h"
 #include "moe/sched/prescope_policy.h"
 
 namespace ferry::moe {
@@ -194,6 +195,89 @@ class SimCache : public ExpertCache {
   std::map<ExpertId, Entry> entries_;
 };
 
+// The simulator's side of the layer protocol: the SimCache, and time on three resources. The
+// device runs the dense part, then its experts in the order their bytes arrive (waiting for bytes
+// is io_wait); the host runs host-placed experts one after another, in parallel with the device;
+// the layer ends when both are done.
+class SimLayer : public LayerBackend {
+ public:
+  SimLayer(SimCache& cache, EvictionAdvisor& advisor, const TimeModel& time, SimResult& r)
+      : cache_(cache), advisor_(advisor), time_(time), r_(r) {}
+
+  bool contains(ExpertId id) override { return cache_.contains(id); }
+  void pin_hit(ExpertId id) override {
+    cache_.pin(id);
+    if (cache_.take_prefetched(id)) ++r_.prefetches_used, ++r_.needed;
+  }
+  bool load(ExpertId id) override {
+    if (!cache_.request(id, advisor_)) return false;
+    cache_.take_prefetched(id);
+    cache_.pin(id);
+    return true;
+  }
+  void compute(const LayerDispatch& d) override {
+    const RouteInfo& route = *d.route;
+    const int l = route.layer;
+    const std::size_t n = route.experts.size();
+    double host_s = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (d.fate[i] == ExpertFate::kHost) {
+        r_.needed += !d.was_resident[i];
+        host_s += time_.host_expert_s(route.tokens_per_expert[i]);
+      }
+    for (std::size_t i = 0; i < n; ++i)
+      if (d.fate[i] == ExpertFate::kLoading || d.fate[i] == ExpertFate::kNoRoom) ++r_.needed;
+    for (std::size_t i = 0; i < n; ++i)  // every slot pinned by this layer: the expert runs on the host
+      if (d.fate[i] == ExpertFate::kNoRoom) host_s += time_.host_expert_s(route.tokens_per_expert[i]);
+    // Device: experts in the order their bytes arrive (hits, then demand loads, as pinned).
+    runs_.clear();
+    pinned_.clear();
+    for (ExpertFate f : {ExpertFate::kHit, ExpertFate::kLoading})
+      for (std::size_t i = 0; i < n; ++i)
+        if (d.fate[i] == f) {
+          const ExpertId id{l, route.experts[i]};
+          pinned_.push_back(id);
+          runs_.push_back({cache_.ready_s(id), route.tokens_per_expert[i]});
+        }
+    std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.ready < b.ready; });
+    double dev = start_;
+    for (const Run& run : runs_) {
+      if (run.ready > dev) r_.io_wait_s += run.ready - dev, dev = run.ready;
+      const double c = time_.device_expert_s(run.tokens);
+      dev += c;
+      device_compute += c;
+    }
+    host_free_ = std::max(host_free_, start_) + host_s;
+    device_free = std::max(dev, host_s > 0 ? host_free_ : dev);
+    cache_.set_now(device_free);  // the layer is done: what the policy drops now has arrived
+    for (ExpertId id : pinned_) cache_.unpin(id);
+  }
+
+  // The dense part of a layer: the device starts its experts after it.
+  void begin_layer(double dense_s) {
+    device_free += dense_s;
+    device_compute += dense_s;
+    start_ = device_free;
+    cache_.set_now(start_);
+  }
+
+  double device_free = 0;     // when the device is next idle: the simulated clock
+  double device_compute = 0;  // modelled device compute so far
+
+ private:
+  struct Run {
+    double ready;
+    int tokens;
+  };
+  SimCache& cache_;
+  EvictionAdvisor& advisor_;  // the policy, outlives the layer
+  const TimeModel& time_;
+  SimResult& r_;
+  double start_ = 0, host_free_ = 0;
+  std::vector<Run> runs_;
+  std::vector<ExpertId> pinned_;
+};
+
 }  // namespace
 
 SimResult simulate(const FutureRouting& routing, Policy& policy, const TimeModel& time, const SimOptions& options) {
@@ -215,95 +299,30 @@ SimResult simulate(const FutureRouting& routing, Policy& policy, const TimeModel
   r.batch = options.batch;
   r.capacity_experts = options.capacity_experts;
   const double dense_s = time.device_layer_s(options.batch);
-  double device_free = 0, host_free = 0, device_compute = 0;
-  std::vector<Placement> placement;
-  std::vector<char> hit;
-  std::vector<ExpertId> pinned, missing;
-  struct Run {
-    double ready;
-    int tokens;
-  };
-  std::vector<Run> runs;
+  SimLayer sim(cache, policy, time, r);
+  LayerProtocol protocol(policy);
   for (const auto& step : routing.steps) {
     for (int l = 0; l < shape.layers; ++l) {
       const LayerRoute& lr = step[l];
-      device_free += dense_s;
-      device_compute += dense_s;
-      const double start = device_free;
-      cache.set_now(start);
-      RouteInfo route{l, lr.experts, lr.tokens, nullptr, options.batch, 0};
-      placement.assign(lr.experts.size(), Placement::kDevice);
-      policy.on_route(route, placement);
-      pinned.clear();
-      missing.clear();
-      hit.assign(lr.experts.size(), 0);
-      double host_s = 0;
-      for (std::size_t i = 0; i < lr.experts.size(); ++i) {
-        ++r.accesses;
-        const ExpertId id{l, lr.experts[i]};
-        if (placement[i] == Placement::kHost) {
-          ++r.host_execs;
-          r.needed += !cache.contains(id);
-          host_s += time.host_expert_s(lr.tokens[i]);
-          continue;
-        }
-        hit[i] = cache.contains(id);
-        if (hit[i]) {
-          ++r.hits;
-          cache.pin(id);
-          pinned.push_back(id);
-          if (cache.take_prefetched(id)) ++r.prefetches_used, ++r.needed;
-        } else {
-          missing.push_back(id);
-        }
-      }
-      for (std::size_t i = 0; i < lr.experts.size(); ++i)
-        if (placement[i] == Placement::kDevice) policy.on_access({l, lr.experts[i]}, hit[i]);
-      for (ExpertId id : missing) {
-        ++r.needed;
-        if (cache.request(id, policy)) {
-          cache.take_prefetched(id);
-          cache.pin(id);
-          pinned.push_back(id);
-        } else {  // every slot pinned by this layer: the expert runs on the host
-          ++r.host_execs;
-          host_s += time.host_expert_s(route.tokens_per_expert[std::lower_bound(lr.experts.begin(), lr.experts.end(),
-                                                                                id.expert) - lr.experts.begin()]);
-        }
-      }
-      policy.on_dispatched(route);
-      // Device: experts in the order their bytes arrive; host: in parallel, one expert after another.
-      runs.clear();
-      for (ExpertId id : pinned) {
-        const auto at = std::lower_bound(lr.experts.begin(), lr.experts.end(), id.expert) - lr.experts.begin();
-        runs.push_back({cache.ready_s(id), lr.tokens[at]});
-      }
-      std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.ready < b.ready; });
-      double dev = start;
-      for (const Run& run : runs) {
-        if (run.ready > dev) r.io_wait_s += run.ready - dev, dev = run.ready;
-        const double c = time.device_expert_s(run.tokens);
-        dev += c;
-        device_compute += c;
-      }
-      host_free = std::max(host_free, start) + host_s;
-      device_free = std::max(dev, host_s > 0 ? host_free : dev);
-      cache.set_now(device_free);  // the layer is done: what the policy drops now has arrived
-      for (ExpertId id : pinned) cache.unpin(id);
-      policy.on_layer_done(l);
+      sim.begin_layer(dense_s);
+      protocol.run_layer(RouteInfo{l, lr.experts, lr.tokens, nullptr, options.batch, 0}, sim);
     }
-    device_free += time.step_s(options.batch);
-    policy.on_step_done();
+    sim.device_free += time.step_s(options.batch);
+    protocol.step_done();
   }
+  const ProtocolCounts& counts = protocol.counts();
+  r.accesses = counts.accesses;
+  r.hits = counts.hits;
+  r.host_execs = counts.host_placed + counts.no_room;
   r.steps = routing.steps.size();
   r.tokens = r.steps * options.batch;
-  r.time_s = device_free;
+  r.time_s = sim.device_free;
   r.loads = cache.loads;
   r.prefetches = cache.prefetches;
   r.cancelled = cache.cancelled;
   r.bytes_moved = cache.bytes_moved;
   r.link_busy_s = cache.busy_s;
-  r.device_layer_compute_s = r.steps ? device_compute / (r.steps * shape.layers) : 0;
+  r.device_layer_compute_s = r.steps ? sim.device_compute / (r.steps * shape.layers) : 0;
   if (auto* ps = dynamic_cast<PreScopePolicy*>(&policy); ps && ps->timing().plans)
     r.planner_s_per_plan = ps->timing().solve_s / ps->timing().plans;
   return r;

@@ -1,10 +1,10 @@
 // Trace-driven simulator of MoE offloading: a discrete-event model of the GPU, the host CPU and the
 // PCIe link (time_model.h) that runs the very policies and predictors of the engine on recorded
-// routing. The per-layer protocol is the engine's and replay_trace's (route, pin + access, demand
-// loads, dispatched, compute, layer done); the device cache is simulated with the ExpertStore's
-// rules (slots reserved when a transfer is queued, demand loads overtake queued prefetches, a
-// running transfer finishes — or stops at its next chunk when evicted — victims chosen by the
-// policy among resident experts first).
+// routing, through the engine's own per-layer protocol (sched/layer_protocol.h: route, pin hits,
+// access, demand loads, dispatched, compute, layer done). The device cache is simulated with the
+// ExpertStore's rules (slots reserved when a transfer is queued, demand loads overtake queued
+// prefetches, a running transfer finishes — or stops at its next chunk when evicted — victims
+// chosen by the policy among resident experts first).
 #pragma once
 
 #include <cstdint>
