@@ -109,7 +109,7 @@ class WrongPrefetchPolicy : public LruPolicy {
         if (ctx_.cache->contains(id)) continue;
         if (ctx_.cache->free_slots() == 0 && !make_room(route.layer)) return;
         if (ctx_.cache->prefetch(id, kPriorityPrefetch + static_cast<int>(d))) ++counters_->prefetches;
-        touch(id);
+        recency_.touch(id);
       }
     }
   }
@@ -120,7 +120,7 @@ class WrongPrefetchPolicy : public LruPolicy {
     for (ExpertId id : ctx_.cache->evictable())
       if (id.layer != current_layer) c.push_back(id);
     if (c.empty()) return false;
-    return ctx_.cache->evict(Policy::choose_victim(c, ExpertId{current_layer, 0}));
+    return ctx_.cache->evict(recency_.least_recent(c));
   }
 
   std::shared_ptr<const RouteLog> log_;

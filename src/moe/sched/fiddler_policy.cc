@@ -3,6 +3,7 @@
 //   host_token_s x tokens  <  transfer_s,
 // and is loaded (LRU eviction) otherwise, as happens for large batches.
 #include "moe/sched/policy.h"
+#include "moe/sched/recency_tracker.h"
 
 namespace ferry::moe {
 namespace {
@@ -13,7 +14,8 @@ class FiddlerPolicy : public Policy {
   std::string name() const override { return "fiddler"; }
 
   void attach(const PolicyContext& ctx) override {
-    Policy::attach(ctx);
+    ctx_ = ctx;
+    recency_.set_shape(ctx.num_layers, ctx.num_experts);
     for (ExpertId id : hottest_experts(ctx, counts_, ctx.cache->capacity_slots()))
       ctx.cache->prefetch(id, kPriorityPrefetch + id.layer);
   }
@@ -26,9 +28,15 @@ class FiddlerPolicy : public Policy {
       if (host < ctx_.cost.transfer_s) placement[i] = Placement::kHost;
     }
   }
-  void on_access(ExpertId id, bool) override { touch(id); }
+  void on_access(ExpertId id, bool) override { recency_.touch(id); }
+  // Least recently used.
+  ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId) override {
+    return recency_.least_recent(candidates);
+  }
 
  private:
+  PolicyContext ctx_;
+  RecencyTracker recency_;
   std::vector<std::uint64_t> counts_;
 };
 

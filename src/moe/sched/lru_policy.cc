@@ -13,8 +13,13 @@ LruPolicy::LruPolicy(const PolicyOptions& options) : per_layer_(options.lru_scop
                 options.lru_scope, "': expected global or layer");
 }
 
+void LruPolicy::attach(const PolicyContext& ctx) {
+  ctx_ = ctx;
+  recency_.set_shape(ctx.num_layers, ctx.num_experts);
+}
+
 void LruPolicy::on_access(ExpertId id, bool hit) {
-  touch(id);
+  recency_.touch(id);
   if (!per_layer_ || hit) return;
   // Per-layer scope: a miss makes room inside its own layer before it is loaded, so that no
   // layer ever holds more than its quota (the hits of this layer are pinned already).
@@ -32,7 +37,7 @@ void LruPolicy::on_access(ExpertId id, bool hit) {
     for (ExpertId c : ctx_.cache->evictable())
       if (c.layer == id.layer) same.push_back(c);
     if (same.empty()) break;
-    ctx_.cache->evict(Policy::choose_victim(same, id));
+    ctx_.cache->evict(recency_.least_recent(same));
   }
 }
 
@@ -46,9 +51,9 @@ ExpertId LruPolicy::choose_victim(std::span<const ExpertId> candidates, ExpertId
       if (id.layer == incoming.layer) same.push_back(id);
     std::uint64_t held = 0;
     for (int e = 0; e < ctx_.num_experts; ++e) held += ctx_.cache->contains({incoming.layer, e});
-    if (!same.empty() && held >= quota) return Policy::choose_victim(same, incoming);
+    if (!same.empty() && held >= quota) return recency_.least_recent(same);
   }
-  return Policy::choose_victim(candidates, incoming);
+  return recency_.least_recent(candidates);
 }
 
 std::unique_ptr<Policy> make_lru_policy(const PolicyOptions& options) { return std::make_unique<LruPolicy>(options); }

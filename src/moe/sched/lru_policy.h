@@ -2,6 +2,7 @@
 #pragma once
 
 #include "moe/sched/policy.h"
+#include "moe/sched/recency_tracker.h"
 
 namespace ferry::moe {
 
@@ -9,10 +10,15 @@ class LruPolicy : public Policy {
  public:
   explicit LruPolicy(const PolicyOptions& options);
   std::string name() const override { return "lru"; }
+  void attach(const PolicyContext& ctx) override;
   void on_route(const RouteInfo&, std::span<Placement>) override {}
   void on_access(ExpertId id, bool hit) override;
   void on_layer_done(int layer) override;
   ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId incoming) override;
+
+ protected:
+  PolicyContext ctx_;
+  RecencyTracker recency_;
 
  private:
   bool per_layer_;

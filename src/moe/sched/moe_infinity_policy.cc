@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "moe/sched/policy.h"
+#include "moe/sched/recency_tracker.h"
 
 namespace ferry::moe {
 namespace {
@@ -28,7 +29,8 @@ class MoeInfinityPolicy : public Policy {
   std::string name() const override { return "moe-infinity"; }
 
   void attach(const PolicyContext& ctx) override {
-    Policy::attach(ctx);
+    ctx_ = ctx;
+    recency_.set_shape(ctx.num_layers, ctx.num_experts);
     const std::size_t n = static_cast<std::size_t>(ctx.num_layers) * ctx.num_experts;
     current_.assign(n, 0);
     frequency_.assign(n, 0);
@@ -44,7 +46,7 @@ class MoeInfinityPolicy : public Policy {
       frequency_[k] += route.tokens_per_expert[i];
     }
   }
-  void on_access(ExpertId id, bool) override { touch(id); }
+  void on_access(ExpertId id, bool) override { recency_.touch(id); }
 
   void on_dispatched(const RouteInfo& route) override {
     const std::vector<double>* match = best_match(route.layer);
@@ -93,7 +95,7 @@ class MoeInfinityPolicy : public Policy {
   ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId) override {
     return *std::min_element(candidates.begin(), candidates.end(), [&](ExpertId a, ExpertId b) {
       const double fa = frequency_[index(a)], fb = frequency_[index(b)];
-      return fa != fb ? fa < fb : last_use(a) < last_use(b);
+      return fa != fb ? fa < fb : recency_.last_use(a) < recency_.last_use(b);
     });
   }
 
@@ -116,6 +118,8 @@ class MoeInfinityPolicy : public Policy {
     return best;
   }
 
+  PolicyContext ctx_;
+  RecencyTracker recency_;
   std::vector<std::uint64_t> calibration_;
   std::vector<double> current_;    // this request's EAM
   std::vector<double> frequency_;  // all requests' counts (eviction)

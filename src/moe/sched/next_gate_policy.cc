@@ -35,7 +35,7 @@ class NextGatePolicy : public LruPolicy {
         if (ctx_.cache->contains(id)) continue;
         if (ctx_.cache->free_slots() == 0 && !make_room(layer)) return;
         ctx_.cache->prefetch(id, kPriorityPrefetch + static_cast<int>(d));
-        touch(id);  // counts as recently used so that the next prefetch does not evict it
+        recency_.touch(id);  // counts as recently used so that the next prefetch does not evict it
       }
     }
   }
@@ -47,7 +47,7 @@ class NextGatePolicy : public LruPolicy {
     for (ExpertId id : ctx_.cache->evictable())
       if (id.layer != layer) c.push_back(id);
     if (c.empty()) return false;
-    return ctx_.cache->evict(Policy::choose_victim(c, ExpertId{layer, 0}));
+    return ctx_.cache->evict(recency_.least_recent(c));
   }
 
   int lookahead_;

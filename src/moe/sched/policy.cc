@@ -28,22 +28,6 @@ std::map<std::string, PolicyFactory>& registry() {
 }
 }  // namespace
 
-void Policy::touch(ExpertId id) {
-  const std::size_t k = static_cast<std::size_t>(id.layer) * ctx_.num_experts + id.expert;
-  if (last_use_.size() <= k) last_use_.resize(static_cast<std::size_t>(ctx_.num_layers) * ctx_.num_experts + 1, 0);
-  last_use_[k] = ++tick_;
-}
-
-std::uint64_t Policy::last_use(ExpertId id) const {
-  const std::size_t k = static_cast<std::size_t>(id.layer) * ctx_.num_experts + id.expert;
-  return k < last_use_.size() ? last_use_[k] : 0;
-}
-
-ExpertId Policy::choose_victim(std::span<const ExpertId> candidates, ExpertId) {
-  return *std::min_element(candidates.begin(), candidates.end(),
-                           [&](ExpertId a, ExpertId b) { return last_use(a) < last_use(b); });
-}
-
 std::vector<ExpertId> hottest_experts(const PolicyContext& ctx, const std::vector<std::uint64_t>& counts,
                                       std::uint64_t slots) {
   std::vector<ExpertId> all;

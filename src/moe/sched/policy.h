@@ -1,9 +1,8 @@
 // A Policy decides, as each layer's routing becomes known, where every active expert runs (device
 // or host), what to prefetch for later layers, and which expert leaves the device when room is
-// needed. One interface for the engine and the trace replay (and later PreScope's planner).
-//
-// Per layer, the caller does:  on_route -> (pins what is resident, calls on_access, starts demand
-// loads) -> on_dispatched (prefetch here) -> compute -> on_layer_done;  on_step_done per forward.
+// needed. A pure interface: the engine, the simulator and the trace replay call it only through
+// the layer protocol (layer_protocol.h), at the steps its methods name. State a policy keeps
+// (the context, recency: recency_tracker.h) is its own.
 #pragma once
 
 #include <cstdint>
@@ -56,26 +55,22 @@ struct PolicyOptions {
 class Policy : public EvictionAdvisor {
  public:
   ~Policy() override = default;
+  // The registered name, as reports print it.
   virtual std::string name() const = 0;
-  // Called once before use (and again after the cache is reset).
-  virtual void attach(const PolicyContext& ctx) { ctx_ = ctx; }
-  // Decide where each active expert runs (placement has one entry per route.experts, preset to kDevice).
+  // Before the first layer, and again after the device cache is reset: the cache, shape and costs.
+  virtual void attach(const PolicyContext& ctx) = 0;
+  // Step 1 (route): where each active expert runs; placement has one entry per route.experts, preset to kDevice.
   virtual void on_route(const RouteInfo& route, std::span<Placement> placement) = 0;
-  // An expert placed on the device is used; hit = it was resident or on its way.
+  // Step 3 (access), per device-placed expert once the hits are pinned; hit = resident or on its way.
   virtual void on_access(ExpertId id, bool hit) {}
-  // Demand loads of this layer are queued and its experts pinned: the moment to prefetch.
+  // Step 5 (dispatched): this layer's demand loads are queued and its experts pinned: prefetch here.
   virtual void on_dispatched(const RouteInfo& route) {}
+  // Step 7 (layer done): the layer's experts have run and are unpinned.
   virtual void on_layer_done(int layer) {}
+  // After the last layer of each forward (one step of the batch).
   virtual void on_step_done() {}
-  // EvictionAdvisor: default is least recently accessed.
-  ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId incoming) override;
-
- protected:
-  std::uint64_t tick_ = 0;
-  std::vector<std::uint64_t> last_use_;  // [layer * E + e] -> tick of the last access (0 = never)
-  void touch(ExpertId id);
-  std::uint64_t last_use(ExpertId id) const;
-  PolicyContext ctx_;
+  // Step 4 (demand load), when the cache is full: which unpinned candidate leaves for `incoming`.
+  ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId incoming) override = 0;
 };
 
 using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicyOptions&)>;

@@ -43,7 +43,8 @@ PreScopePolicy::PreScopePolicy(const PolicyOptions& options) : options_(options)
 }
 
 void PreScopePolicy::attach(const PolicyContext& ctx) {
-  Policy::attach(ctx);
+  ctx_ = ctx;
+  recency_.set_shape(ctx.num_layers, ctx.num_experts);
   if (options_.predictor)
     predictor_ = options_.predictor(ctx);
   else
@@ -113,7 +114,7 @@ void PreScopePolicy::on_route(const RouteInfo& route, std::span<Placement> place
 }
 
 void PreScopePolicy::on_access(ExpertId id, bool hit) {
-  touch(id);
+  recency_.touch(id);
   if (!hit) ++misses_;
 }
 
@@ -144,7 +145,8 @@ void PreScopePolicy::victims(const std::vector<ExpertId>& keep, std::vector<std:
     if (std::find(keep.begin(), keep.end(), id) == keep.end()) out.push_back({id, ctx_.cost.transfer_s * reuse(id)});
   std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
     if (a.second != b.second) return a.second < b.second;
-    return std::pair(token_rate(a.first), last_use(a.first)) < std::pair(token_rate(b.first), last_use(b.first));
+    return std::pair(token_rate(a.first), recency_.last_use(a.first)) <
+           std::pair(token_rate(b.first), recency_.last_use(b.first));
   });
 }
 
@@ -217,7 +219,7 @@ void PreScopePolicy::on_dispatched(const RouteInfo& route) {
 ExpertId PreScopePolicy::choose_victim(std::span<const ExpertId> candidates, ExpertId) {
   auto key = [&](ExpertId id) {
     auto it = window_p_.find(id.key());
-    return std::tuple(it == window_p_.end() ? 0.0f : it->second, token_rate(id), last_use(id));
+    return std::tuple(it == window_p_.end() ? 0.0f : it->second, token_rate(id), recency_.last_use(id));
   };
   return *std::min_element(candidates.begin(), candidates.end(), [&](ExpertId a, ExpertId b) { return key(a) < key(b); });
 }

@@ -10,6 +10,7 @@
 
 #include "moe/sched/policy.h"
 #include "moe/sched/presched.h"
+#include "moe/sched/recency_tracker.h"
 
 namespace ferry::moe {
 
@@ -56,6 +57,8 @@ class PreScopePolicy : public Policy {
   double link_backlog_s() const { return backlog_after_plan_s_; }
   void add_link_backlog(double s) { backlog_after_plan_s_ += s; }
 
+  PolicyContext ctx_;
+  RecencyTracker recency_;
   PolicyOptions options_;
   std::unique_ptr<Predictor> predictor_;
   std::vector<std::uint64_t> activations_;  // [layer * E + e] -> tokens routed to it so far

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "moe/sched/policy.h"
+#include "moe/sched/recency_tracker.h"
 
 namespace ferry::moe {
 namespace {
@@ -14,7 +15,8 @@ class StaticHotPolicy : public Policy {
   std::string name() const override { return "static-hot"; }
 
   void attach(const PolicyContext& ctx) override {
-    Policy::attach(ctx);
+    ctx_ = ctx;
+    recency_.set_shape(ctx.num_layers, ctx.num_experts);
     hot_.clear();
     for (ExpertId id : hottest_experts(ctx, counts_, ctx.cache->capacity_slots())) {
       hot_.insert(id.key());
@@ -28,9 +30,15 @@ class StaticHotPolicy : public Policy {
       placement[i] = hot_.count(id.key()) && ctx_.cache->contains(id) ? Placement::kDevice : Placement::kHost;
     }
   }
-  void on_access(ExpertId id, bool) override { touch(id); }
+  void on_access(ExpertId id, bool) override { recency_.touch(id); }
+  // Least recently used.
+  ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId) override {
+    return recency_.least_recent(candidates);
+  }
 
  private:
+  PolicyContext ctx_;
+  RecencyTracker recency_;
   std::vector<std::uint64_t> counts_;
   std::unordered_set<std::uint32_t> hot_;
 };
