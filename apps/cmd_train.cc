@@ -121,7 +121,8 @@ int run_train(int argc, char** argv) {
   if (!inject_nan.empty()) train::parse_inject_nan(inject_nan, o);
   o.link = comm::parse_link_spec(link_spec);
   o.progress = !no_progress;
-  if (o.algo == "cdsgd" && app.count("--codec") == 0) o.codec = train::cdsgd_default_codec(o.delayed);
+  train::register_builtin_strategies();
+  if (app.count("--codec") == 0) o.codec = train::default_codec(train::strategy_info(o.algo), o.delayed);
   if (app.count("--compress-pull") > 0 && o.pull_codec.empty()) o.pull_codec = o.codec;
   train::validate(o);
   const train::WorldLayout layout = train::world_layout(o);

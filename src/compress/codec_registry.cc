@@ -104,12 +104,14 @@ void register_builtin_codecs(CodecRegistry& registry) {
                 FeedbackMode::kBuiltIn,
                 [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<DgcCodec>(parse_dgc_options(s), info);
-                }});
+                },
+                "it applies momentum"});
   registry.add({"powersgd", "PowerSGD rank-r low-rank compression (rank, min_rate, warmup, seed)",
                 FeedbackMode::kBuiltIn,
                 [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<PowersgdCodec>(parse_powersgd_options(s), info);
-                }});
+                },
+                "it allreduces its factors"});
 }
 
 const CodecRegistry& builtin_codec_registry() {

@@ -28,6 +28,9 @@ struct CodecEntry {
   FeedbackMode feedback = FeedbackMode::kOptional;
   // Reads the codec's options from `spec` (via its getters) and builds it for `info`.
   std::function<std::unique_ptr<Codec>(SpecReader& spec, const TensorInfo& info)> make;
+  // Why it cannot encode the servers' pull replies (weight changes, --compress-pull), e.g.
+  // "applies momentum"; empty: it can.
+  std::string pull_unsupported = {};
 };
 
 // The core registry (core/registry.h: add, find, at, names, entries) with the codec's own build

@@ -12,14 +12,11 @@
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/report.h"
+#include "core/spec.h"
 #include "train/strategy.h"
 
 namespace ferry::train {
 namespace {
-
-bool sends_fp32_only(const std::string& algo) {
-  return algo == "localsgd" || algo == "wfbp" || algo == "compute-only";
-}
 
 std::string safe(std::string s) {
   for (auto& c : s)
@@ -39,7 +36,8 @@ std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, c
                                         const std::vector<std::string>& links) {
   register_builtin_strategies();
   std::vector<std::string> all = algos;
-  if (std::find(all.begin(), all.end(), "compute-only") == all.end()) all.push_back("compute-only");
+  const std::string& floor = compute_floor_strategy().name;
+  if (std::find(all.begin(), all.end(), floor) == all.end()) all.push_back(floor);
   std::vector<std::string> compressing;
   for (const auto& c : codecs)
     if (c != "none") compressing.push_back(c);
@@ -50,10 +48,10 @@ std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, c
       bool ps = false;
       for (auto t : info.topologies) ps |= t == Topology::kParameterServer;
       std::vector<std::string> mine;
-      if (sends_fp32_only(algo))
+      if (!info.takes_codec)
         mine = {"none"};
-      else if (algo == "cdsgd")
-        mine = compressing.empty() ? std::vector<std::string>{"twobit"} : compressing;
+      else if (info.needs_codec)  // its default codec by name: the codec's own default options
+        mine = compressing.empty() ? std::vector<std::string>{Spec::parse(default_codec(info, {})).name} : compressing;
       else
         mine = codecs.empty() ? std::vector<std::string>{"none"} : codecs;
       for (const auto& codec : mine) {
@@ -87,6 +85,7 @@ double time_to_target(const CompareResult& r, double target) {
 
 CompareReport write_compare_report(const std::string& out, const std::vector<CompareResult>& results, double target) {
   // Baselines per link: ssgd without codec (speedup), compute-only (iteration-time floor).
+  register_builtin_strategies();
   std::map<std::string, double> ssgd_sps, floor_iter_s;
   std::vector<std::string> links;
   auto iter_s = [](const CompareResult& r) {
@@ -94,8 +93,10 @@ CompareReport write_compare_report(const std::string& out, const std::vector<Com
   };
   for (const auto& r : results) {
     if (std::find(links.begin(), links.end(), r.config.link) == links.end()) links.push_back(r.config.link);
-    if (r.config.algo == "ssgd" && r.config.codec == "none") ssgd_sps[r.config.link] = num(r.summary, "samples_per_s");
-    if (r.config.algo == "compute-only") floor_iter_s[r.config.link] = iter_s(r);
+    const StrategyInfo* info = find_strategy(r.config.algo);
+    if (info == nullptr) continue;  // not a baseline
+    if (info->speedup_baseline && r.config.codec == "none") ssgd_sps[r.config.link] = num(r.summary, "samples_per_s");
+    if (info->compute_floor) floor_iter_s[r.config.link] = iter_s(r);
   }
   auto lookup = [](const std::map<std::string, double>& m, const std::string& k) {
     auto it = m.find(k);

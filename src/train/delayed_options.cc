@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/strategy.h"
 
 namespace ferry::train {
 
@@ -21,8 +22,9 @@ void validate_delayed_options(const DelayedOptions& o) {
   FERRY_REQUIRE(o.bucket_mb > 0, "--bucket-mb must be positive, got ", o.bucket_mb);
 }
 
-void validate_algorithm_codec(const std::string& algo, const std::string& codec) {
-  if (algo == "localsgd" || algo == "wfbp" || algo == "compute-only")
+void validate_algorithm_codec(const StrategyInfo& info, const std::string& codec) {
+  const std::string& algo = info.name;
+  if (!info.takes_codec)
     FERRY_REQUIRE(codec == "none" || codec.rfind("none:", 0) == 0, "--algo ", algo,
                   " does not compress (it sends fp32); drop --codec ", codec);
 }

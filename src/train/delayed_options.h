@@ -8,6 +8,8 @@
 
 namespace ferry::train {
 
+struct StrategyInfo;
+
 struct DelayedOptions {
   std::int64_t warmup_steps = 20;  // --warmup-steps: plain S-SGD iterations before delaying
   float lr_local = 0;              // --lr-local: local learning rate; 0 = the global --lr
@@ -27,9 +29,9 @@ struct DelayedOptions {
 // Throws InvalidArgument naming the flag of the first bad value.
 void validate_delayed_options(const DelayedOptions& options);
 
-// Throws InvalidArgument when `algo` cannot use a codec other than "none" (localsgd, wfbp,
-// compute-only exchange weights or fused buckets in fp32).
-void validate_algorithm_codec(const std::string& algo, const std::string& codec_spec);
+// Throws InvalidArgument when the strategy cannot use a codec other than "none" (its takes_codec
+// is false: localsgd, wfbp, compute-only exchange weights or fused buckets in fp32).
+void validate_algorithm_codec(const StrategyInfo& info, const std::string& codec_spec);
 
 // The codec cdsgd uses when the user gave no --codec: "twobit:threshold=<threshold>".
 std::string cdsgd_default_codec(const DelayedOptions& options);

@@ -136,10 +136,16 @@ ps::PushDecoder make_push_decoder(const std::string& codec_spec, const ps::KeyLa
 }
 
 std::string pull_codec_spec(const std::string& codec_spec) {
-  compress::CodecSpec spec = compress::CodecSpec::parse(codec_spec);
-  FERRY_REQUIRE(spec.name != "powersgd" && spec.name != "dgc", "--compress-pull: codec '", spec.name,
-                "' is for gradients only (powersgd allreduces its factors, dgc applies momentum); use fp16, twobit, ",
-                "onebit, qsgd, terngrad, topk or randomk");
+  compress::CodecSpec spec = compress::CodecSpec::parse(codec_spec, "codec");
+  const compress::CodecRegistry& codecs = compress::builtin_codec_registry();
+  const compress::CodecEntry& entry = codecs.at(spec.name);
+  if (!entry.pull_unsupported.empty()) {
+    std::string usable;
+    for (const auto& e : codecs.entries())
+      if (e.pull_unsupported.empty() && e.name != "none") usable += (usable.empty() ? "" : ", ") + e.name;
+    FERRY_THROW(InvalidArgument, "--compress-pull: codec '", spec.name, "' is for gradients only (",
+                entry.pull_unsupported, "); use one of ", usable);
+  }
   FERRY_REQUIRE(spec.name != "none", "--compress-pull needs a codec (e.g. --compress-pull=fp16 or a --codec)");
   std::erase_if(spec.params, [](const auto& kv) { return kv.first == "ef"; });
   std::string text = spec.name + ":";

@@ -1,9 +1,7 @@
 #include "train/strategy.h"
 
-#include <map>
-#include <mutex>
-
 #include "core/error.h"
+#include "core/registry.h"
 #include "train/asgd_strategy.h"
 #include "train/cd_sgd_strategy.h"
 #include "train/compute_only_strategy.h"
@@ -15,61 +13,65 @@
 
 namespace ferry::train {
 namespace {
-std::mutex g_mu;
-std::map<std::string, StrategyInfo>& registry() {
-  static std::map<std::string, StrategyInfo> r;
+Registry<StrategyInfo>& registry() {
+  static Registry<StrategyInfo> r("--algo");
   return r;
+}
+
+template <class T>
+std::function<std::unique_ptr<Strategy>(const StrategyContext&)> factory() {
+  return [](const StrategyContext& c) -> std::unique_ptr<Strategy> { return std::make_unique<T>(c); };
 }
 }  // namespace
 
 void register_strategy(StrategyInfo info) {
-  std::lock_guard lock(g_mu);
-  registry()[info.name] = std::move(info);
+  FERRY_CHECK(info.make != nullptr, "strategy '", info.name, "' has no factory");
+  FERRY_CHECK(!info.topologies.empty(), "strategy '", info.name, "' has no topology");
+  registry().add(std::move(info));
 }
 
 void register_builtin_strategies() {
-  register_strategy({"ssgd", "synchronous SGD: average every worker's gradient each step",
-                     {Topology::kAllreduce, Topology::kParameterServer}, ps::ServerMode::kSync,
-                     [](const StrategyContext& c) { return std::make_unique<SsgdStrategy>(c); }});
-  register_strategy({"asgd", "asynchronous SGD: the server applies each push as it arrives",
-                     {Topology::kParameterServer}, ps::ServerMode::kAsync,
-                     [](const StrategyContext& c) { return std::make_unique<AsgdStrategy>(c); }});
-  register_strategy({"odsgd", "one-step delay: local step from the latest global weights, push/pull in background",
-                     {Topology::kParameterServer}, ps::ServerMode::kSync,
-                     [](const StrategyContext& c) { return std::make_unique<OdSgdStrategy>(c); }});
-  register_strategy({"ssdsgd", "several steps delay: local steps, pull every --delay-steps, GLU compensation",
-                     {Topology::kParameterServer}, ps::ServerMode::kSync,
-                     [](const StrategyContext& c) { return std::make_unique<SsdSgdStrategy>(c); }});
-  register_strategy({"cdsgd", "one-step delay with 2-bit pushes and full-precision correction every k steps",
-                     {Topology::kParameterServer}, ps::ServerMode::kSync,
-                     [](const StrategyContext& c) { return std::make_unique<CdSgdStrategy>(c); }});
-  register_strategy({"localsgd", "local SGD: own optimizer steps, model averaging every --sync-every steps",
-                     {Topology::kAllreduce}, ps::ServerMode::kSync,
-                     [](const StrategyContext& c) { return std::make_unique<LocalSgdStrategy>(c); }});
-  register_strategy({"wfbp", "wait-free backprop: per-bucket communication started by autograd hooks",
-                     {Topology::kAllreduce, Topology::kParameterServer}, ps::ServerMode::kSync,
-                     [](const StrategyContext& c) { return std::make_unique<WfbpStrategy>(c); }});
-  register_strategy({"compute-only", "reference: no communication at all (the iteration-time floor)",
-                     {Topology::kAllreduce}, ps::ServerMode::kSync,
-                     [](const StrategyContext& c) { return std::make_unique<ComputeOnlyStrategy>(c); }});
+  using T = Topology;
+  const std::vector<StrategyInfo> builtin = {
+      {.name = "ssgd", .summary = "synchronous SGD: average every worker's gradient each step",
+       .topologies = {T::kAllreduce, T::kParameterServer}, .speedup_baseline = true,
+       .make = factory<SsgdStrategy>()},
+      {.name = "asgd", .summary = "asynchronous SGD: the server applies each push as it arrives",
+       .topologies = {T::kParameterServer}, .server_mode = ps::ServerMode::kAsync, .deterministic = false,
+       .make = factory<AsgdStrategy>()},
+      {.name = "odsgd", .summary = "one-step delay: local step from the latest global weights, push/pull in background",
+       .topologies = {T::kParameterServer}, .make = factory<OdSgdStrategy>()},
+      {.name = "ssdsgd", .summary = "several steps delay: local steps, pull every --delay-steps, GLU compensation",
+       .topologies = {T::kParameterServer}, .make = factory<SsdSgdStrategy>()},
+      {.name = "cdsgd", .summary = "one-step delay with 2-bit pushes and full-precision correction every k steps",
+       .topologies = {T::kParameterServer}, .needs_codec = true, .default_codec = cdsgd_default_codec,
+       .make = factory<CdSgdStrategy>()},
+      {.name = "localsgd", .summary = "local SGD: own optimizer steps, model averaging every --sync-every steps",
+       .topologies = {T::kAllreduce}, .takes_codec = false, .make = factory<LocalSgdStrategy>()},
+      {.name = "wfbp", .summary = "wait-free backprop: per-bucket communication started by autograd hooks",
+       .topologies = {T::kAllreduce, T::kParameterServer}, .takes_codec = false, .make = factory<WfbpStrategy>()},
+      {.name = "compute-only", .summary = "reference: no communication at all (the iteration-time floor)",
+       .topologies = {T::kAllreduce}, .takes_codec = false, .compute_floor = true,
+       .make = factory<ComputeOnlyStrategy>()},
+  };
+  // Every rank thread of a local run may call this at once: add_if_absent is atomic per entry.
+  for (const auto& info : builtin) registry().add_if_absent(info);
 }
 
-const StrategyInfo& strategy_info(const std::string& name) {
-  std::lock_guard lock(g_mu);
-  auto it = registry().find(name);
-  if (it == registry().end()) {
-    std::string known;
-    for (const auto& [n, _] : registry()) known += (known.empty() ? "" : ", ") + n;
-    FERRY_THROW(InvalidArgument, "unknown --algo '", name, "' (known: ", known, ")");
-  }
-  return it->second;
+const StrategyInfo& strategy_info(const std::string& name) { return registry().at(name); }
+
+const StrategyInfo* find_strategy(const std::string& name) { return registry().find(name); }
+
+std::vector<std::string> strategy_names() { return registry().names(); }
+
+const StrategyInfo& compute_floor_strategy() {
+  for (const auto& n : registry().names())
+    if (const StrategyInfo& info = registry().at(n); info.compute_floor) return info;
+  FERRY_THROW(InvalidArgument, "no registered strategy is a compute floor (register_builtin_strategies())");
 }
 
-std::vector<std::string> strategy_names() {
-  std::lock_guard lock(g_mu);
-  std::vector<std::string> names;
-  for (const auto& [n, _] : registry()) names.push_back(n);
-  return names;
+std::string default_codec(const StrategyInfo& info, const DelayedOptions& delayed) {
+  return info.default_codec ? info.default_codec(delayed) : "none";
 }
 
 void Strategy::save_state(StateWriter&, FlatParams&, std::int64_t) {

@@ -84,20 +84,44 @@ struct StrategyContext {
   StrategyOptions options;
 };
 
+// A strategy's registry entry (core/registry.h). Its capabilities are data, so that validation,
+// the CLI and `ferry compare` ask the entry instead of comparing names.
 struct StrategyInfo {
   std::string name;
   std::string summary;
   std::vector<Topology> topologies;  // supported, the first is the default
   ps::ServerMode server_mode = ps::ServerMode::kSync;  // with a parameter server
+  // Compresses its gradient pushes with StrategyOptions::codec; false: it exchanges weights or
+  // fused buckets in fp32 and only the codec "none" is accepted.
+  bool takes_codec = true;
+  // Always compresses: when no codec is given it runs default_codec, and `ferry compare` runs
+  // it only with compressing codecs.
+  bool needs_codec = false;
+  // The codec used when the user gave none; empty: "none".
+  std::function<std::string(const DelayedOptions&)> default_codec;
+  // --deterministic can make it bit-reproducible (false for asynchronous algorithms).
+  bool deterministic = true;
+  // `ferry compare`: with the codec "none", the row every speedup is measured against.
+  bool speedup_baseline = false;
+  // `ferry compare`: no communication at all, the iteration-time floor every comparison runs.
+  bool compute_floor = false;
   std::function<std::unique_ptr<Strategy>(const StrategyContext&)> make;
 };
 
+// Adds a strategy to the process's registry; InvalidArgument if the name is taken.
 void register_strategy(StrategyInfo info);
-// Registers ssgd and asgd (idempotent).
+// Registers ssgd, asgd, odsgd, ssdsgd, cdsgd, localsgd, wfbp and compute-only (idempotent).
 void register_builtin_strategies();
 // Throws InvalidArgument naming the known strategies for an unknown name.
 const StrategyInfo& strategy_info(const std::string& name);
+// nullptr for an unknown name.
+const StrategyInfo* find_strategy(const std::string& name);
+// Sorted; for --help and error messages.
 std::vector<std::string> strategy_names();
+// The entry with compute_floor set (`ferry compare`'s reference row).
+const StrategyInfo& compute_floor_strategy();
+// The codec `info` runs when the user gave none: its default_codec, else "none".
+std::string default_codec(const StrategyInfo& info, const DelayedOptions& delayed);
 
 const char* topology_name(Topology t);
 // "allreduce" or "ps"; anything else is an InvalidArgument.

@@ -42,15 +42,18 @@ void validate(const TrainOptions& o) {
     FERRY_REQUIRE(!o.checkpoint_dir.empty() || !o.out_dir.empty(),
                   "--checkpoint-every needs --checkpoint-dir or --out (checkpoints go to <out>/checkpoints)");
   if (o.deterministic)
-    FERRY_REQUIRE(supports_determinism(o.algo), "--deterministic: --algo ", o.algo,
+    FERRY_REQUIRE(info.deterministic, "--deterministic: --algo ", o.algo,
                   " is asynchronous and cannot be bit-reproducible");
   canonical_codec(o);
   validate_delayed_options(o.delayed);
-  validate_algorithm_codec(o.algo, canonical_codec(o));
+  validate_algorithm_codec(info, canonical_codec(o));
   canonical_pull_codec(o);
 }
 
-bool supports_determinism(const std::string& algo) { return algo != "asgd"; }
+bool supports_determinism(const std::string& algo) {
+  register_builtin_strategies();
+  return strategy_info(algo).deterministic;
+}
 
 void parse_inject_nan(const std::string& spec, TrainOptions& o) {
   const auto comma = spec.find(',');

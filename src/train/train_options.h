@@ -47,7 +47,8 @@ struct TrainOptions {
   std::int64_t inject_nan_count = 1;  // ...for this many iterations
 };
 
-// Algorithms that --deterministic makes bit-reproducible (the synchronous ones: not asgd).
+// Whether --deterministic makes `algo` bit-reproducible (its registry entry's `deterministic`:
+// the synchronous ones, not asgd). InvalidArgument for an unknown name.
 bool supports_determinism(const std::string& algo);
 // Parses --inject-nan-at STEP[,COUNT] into options (InvalidArgument naming the flag).
 void parse_inject_nan(const std::string& spec, TrainOptions& options);
