@@ -65,6 +65,18 @@ double parse_duration_s(std::string_view text) {
   return apply_suffix(text, "duration", kSuffixes, "ns, us, ms, s, min or h", false);
 }
 
+BandwidthLatency parse_bandwidth_latency(std::string_view text) {
+  BandwidthLatency out;
+  const auto comma = text.find(',');
+  out.bandwidth_bytes_per_s = parse_bandwidth_bytes_per_s(text.substr(0, comma));
+  if (comma != std::string_view::npos) {
+    const std::string_view lat = text.substr(comma + 1);
+    if (lat.find(',') != std::string_view::npos) FERRY_THROW(InvalidArgument, "more than two fields");
+    out.latency_s = parse_duration_s(lat);
+  }
+  return out;
+}
+
 std::uint64_t parse_bytes(std::string_view text) {
   static const std::vector<Suffix> kSuffixes = {
       {"B", 1.0},          {"KB", 1e3},          {"MB", 1e6},          {"GB", 1e9},         {"TB", 1e12},

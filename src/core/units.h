@@ -14,6 +14,17 @@ double parse_duration_s(std::string_view text);
 // "24GiB", "512MiB", "1.5GB", "4096" -> bytes. Binary (KiB) and decimal (KB) prefixes.
 std::uint64_t parse_bytes(std::string_view text);
 
+// A link's rate and delay, written "BANDWIDTH[,LATENCY]": "1Gbps,50us", "12GBps,10us", "10Gbps"
+// (latency 0). The one grammar of --link, for training's emulated NICs (comm/link) and MoE's
+// host-to-device links (moe/store/link.h), which add their own named links around it.
+struct BandwidthLatency {
+  double bandwidth_bytes_per_s = 0;
+  double latency_s = 0;
+};
+// Throws InvalidArgument on a bad bandwidth or latency or more than two fields; the caller
+// adds which flag it was.
+BandwidthLatency parse_bandwidth_latency(std::string_view text);
+
 // 1536 -> "1.5 KiB".
 std::string format_bytes(double bytes);
 // 0.000050 -> "50 us".

@@ -54,3 +54,20 @@ TEST(Units, Formatting) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+TEST(BandwidthLatency, OneGrammarForEveryLink) {
+  const BandwidthLatency a = parse_bandwidth_latency("1Gbps,50us");
+  EXPECT_DOUBLE_EQ(a.bandwidth_bytes_per_s, 1.25e8);
+  EXPECT_DOUBLE_EQ(a.latency_s, 50e-6);
+  const BandwidthLatency b = parse_bandwidth_latency("12GBps");
+  EXPECT_DOUBLE_EQ(b.bandwidth_bytes_per_s, 12e9);
+  EXPECT_DOUBLE_EQ(b.latency_s, 0);
+  for (const char* bad : {"", "1Gbps,", "1Gbps,50", "1Gbps,50us,3", ",50us", "fast"})
+    EXPECT_THROW(parse_bandwidth_latency(bad), InvalidArgument) << bad;
+}
+
+}  // namespace
+}  // namespace ferry

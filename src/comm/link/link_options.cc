@@ -8,16 +8,10 @@ namespace ferry::comm {
 LinkOptions parse_link_spec(std::string_view spec) {
   LinkOptions link;
   if (spec.empty() || spec == "none") return link;
-  auto comma = spec.find(',');
-  std::string_view bw = spec.substr(0, comma);
   try {
-    link.bandwidth_bytes_per_s = parse_bandwidth_bytes_per_s(bw);
-    if (comma != std::string_view::npos) {
-      std::string_view lat = spec.substr(comma + 1);
-      if (lat.find(',') != std::string_view::npos)
-        FERRY_THROW(InvalidArgument, "more than two fields");
-      link.latency_s = parse_duration_s(lat);
-    }
+    const BandwidthLatency rate = parse_bandwidth_latency(spec);
+    link.bandwidth_bytes_per_s = rate.bandwidth_bytes_per_s;
+    link.latency_s = rate.latency_s;
   } catch (const InvalidArgument& e) {
     FERRY_THROW(InvalidArgument, "invalid --link '", spec, "' (expected BANDWIDTH[,LATENCY] such as 1Gbps,50us, or none): ",
                 e.what());

@@ -1,9 +1,9 @@
 #include "moe/store/link.h"
 
-#include <map>
-#include <mutex>
+#include <cctype>
 
 #include "core/error.h"
+#include "core/registry.h"
 #include "core/units.h"
 
 namespace ferry::moe {
@@ -16,22 +16,21 @@ std::unique_ptr<Link> make_cuda_link(const LinkSpec& spec, const LinkSource& sou
 
 namespace {
 
-std::mutex& registry_mutex() {
-  static std::mutex mu;
-  return mu;
-}
-std::map<std::string, LinkFactory>& registry() {
-  static std::map<std::string, LinkFactory> r;
+Registry<LinkEntry>& registry() {
+  static Registry<LinkEntry> r("link kind");
   return r;
 }
 
-// "12GBps,10us" -> bandwidth and latency.
-void parse_pair(const std::string& text, const std::string& body, LinkSpec& spec) {
-  auto comma = body.find(',');
-  if (comma == std::string::npos)
-    FERRY_THROW(InvalidArgument, "invalid --link '", text, "': expected BANDWIDTH,LATENCY such as 12GBps,10us");
-  spec.bandwidth_bytes_per_s = parse_bandwidth_bytes_per_s(body.substr(0, comma));
-  spec.latency_s = parse_duration_s(body.substr(comma + 1));
+// "12GBps,10us" -> bandwidth and latency, in the grammar training's --link shares.
+void parse_rate(const std::string& text, const std::string& body, LinkSpec& spec) {
+  try {
+    const BandwidthLatency rate = parse_bandwidth_latency(body);
+    spec.bandwidth_bytes_per_s = rate.bandwidth_bytes_per_s;
+    spec.latency_s = rate.latency_s;
+  } catch (const InvalidArgument& e) {
+    FERRY_THROW(InvalidArgument, "invalid --link '", text, "': expected BANDWIDTH[,LATENCY] such as 12GBps,10us (",
+                e.what(), ")");
+  }
 }
 
 }  // namespace
@@ -58,18 +57,28 @@ LinkSpec parse_link_spec(const std::string& text) {
     spec.latency_s = 0;
   } else if (text.rfind("file:", 0) == 0) {
     spec.kind = "file";
-    parse_pair(text, text.substr(5), spec);
+    parse_rate(text, text.substr(5), spec);
   } else if (text == "cuda") {
     spec.kind = "cuda";
   } else if (text.rfind("emulated:", 0) == 0) {
-    parse_pair(text, text.substr(9), spec);
-  } else if (text == "mixtral-a100" || text.rfind("scaled:", 0) == 0) {
-    spec.kind = "scaled";
-  } else if (text.find(',') != std::string::npos) {
-    parse_pair(text, text, spec);
+    parse_rate(text, text.substr(9), spec);
+  } else if (text == "mixtral-a100") {
+    spec.scaled_ratio = kMixtralA100TransferRatio;
+  } else if (text.rfind("scaled:", 0) == 0) {
+    std::size_t used = 0;
+    try {
+      spec.scaled_ratio = std::stod(text.substr(7), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    FERRY_REQUIRE(used > 0 && used == text.size() - 7, "invalid --link '", text,
+                  "': expected scaled:RATIO with a number");
+    FERRY_REQUIRE(spec.scaled_ratio > 0, "invalid --link '", text, "': ratio must be positive");
+  } else if (text.find(',') != std::string::npos || (!text.empty() && std::isdigit(static_cast<unsigned char>(text[0])))) {
+    parse_rate(text, text, spec);
   } else {
     FERRY_THROW(InvalidArgument, "invalid --link '", text,
-                "': expected pcie3, pcie4, pcie5, BANDWIDTH,LATENCY (12GBps,10us), mixtral-a100, scaled:RATIO, "
+                "': expected pcie3, pcie4, pcie5, BANDWIDTH[,LATENCY] (12GBps,10us), mixtral-a100, scaled:RATIO, "
                 "file, none or cuda");
   }
   return spec;
@@ -77,16 +86,8 @@ LinkSpec parse_link_spec(const std::string& text) {
 
 LinkSpec resolve_scaled_link(const std::string& text, std::uint64_t expert_bytes, double device_expert_s) {
   LinkSpec spec = parse_link_spec(text);
-  if (spec.kind != "scaled") return spec;
-  double ratio = kMixtralA100TransferRatio;
-  if (text.rfind("scaled:", 0) == 0) {
-    try {
-      ratio = std::stod(text.substr(7));
-    } catch (const std::exception&) {
-      FERRY_THROW(InvalidArgument, "invalid --link '", text, "': expected scaled:RATIO with a number");
-    }
-  }
-  FERRY_REQUIRE(ratio > 0, "invalid --link '", text, "': ratio must be positive");
+  if (spec.scaled_ratio <= 0) return spec;
+  const double ratio = spec.scaled_ratio;
   FERRY_REQUIRE(device_expert_s > 0, "--link ", text,
                 " needs a compute profile with a device expert time (--compute a100 or --device-expert-us)");
   spec.kind = "emulated";
@@ -97,40 +98,33 @@ LinkSpec resolve_scaled_link(const std::string& text, std::uint64_t expert_bytes
   return spec;
 }
 
-void register_link(const std::string& kind, LinkFactory factory) {
-  std::lock_guard lock(registry_mutex());
-  registry()[kind] = std::move(factory);
-}
+void register_link(LinkEntry entry) { registry().add(std::move(entry)); }
 
 void register_builtin_links() {
-  register_link("emulated", make_emulated_link);
-  register_link("none", make_emulated_link);
-  register_link("file", make_file_link);
+  auto& r = registry();
+  r.add_if_absent({"emulated", "memcpy paced to a bandwidth and a per-transfer latency", "", make_emulated_link});
+  r.add_if_absent({"none", "unpaced memcpy", "", [](const LinkSpec& spec, const LinkSource& source) {
+                     LinkSpec unpaced = spec;
+                     unpaced.bandwidth_bytes_per_s = 0;
+                     return make_emulated_link(unpaced, source);
+                   }});
+  r.add_if_absent({"file", "O_DIRECT reads of the checkpoint, optionally paced", "", make_file_link});
 #ifdef FERRY_MOE_CUDA_LINK
-  register_link("cuda", make_cuda_link);
+  r.add_if_absent({"cuda", "CUDA copy stream with pinned staging", "", make_cuda_link});
+#else
+  r.add_if_absent({"cuda", "CUDA copy stream with pinned staging", "this ferry was built without a CUDA libtorch"});
 #endif
 }
 
 std::unique_ptr<Link> make_link(const LinkSpec& spec, const LinkSource& source) {
-  LinkFactory f;
-  {
-    std::lock_guard lock(registry_mutex());
-    auto it = registry().find(spec.kind);
-    if (it == registry().end()) {
-      if (spec.kind == "cuda")
-        FERRY_THROW(InvalidArgument, "--link cuda: this ferry was built without a CUDA libtorch");
-      FERRY_THROW(InvalidArgument, "unknown link kind '", spec.kind, "'");
-    }
-    f = it->second;
-  }
-  return f(spec, source);
+  FERRY_REQUIRE(spec.scaled_ratio <= 0, "--link ", spec.text, ": a scaled link needs resolve_scaled_link() first");
+  const LinkEntry& entry = registry().at(spec.kind);
+  FERRY_REQUIRE(entry.unavailable.empty(), "--link ", entry.name, ": ", entry.unavailable);
+  return entry.make(spec, source);
 }
 
-std::vector<std::string> link_kinds() {
-  std::lock_guard lock(registry_mutex());
-  std::vector<std::string> out;
-  for (const auto& [k, v] : registry()) out.push_back(k);
-  return out;
-}
+const LinkEntry* find_link(const std::string& kind) { return registry().find(kind); }
+
+std::vector<std::string> link_kinds() { return registry().names(); }
 
 }  // namespace ferry::moe

@@ -24,6 +24,7 @@ struct LinkSpec {
   double bandwidth_bytes_per_s = 25e9;    // emulated pacing (file: optional extra pacing, 0 = none)
   double latency_s = 10e-6;               // fixed cost per transfer
   std::uint64_t chunk_bytes = 1u << 20;   // transfers proceed (and can be cancelled) chunk by chunk
+  double scaled_ratio = 0;                // "scaled:R": > 0 until resolve_scaled_link() sets the bandwidth
   std::string text;                       // as the user wrote it, for reports
 };
 
@@ -33,9 +34,10 @@ struct LinkSource {
   const Checkpoint* checkpoint = nullptr; // for the file link (outlives the link: owned by the engine)
 };
 
-// Parses "pcie3", "pcie4", "12GBps,10us", "emulated:12GBps,10us", "none", "file", "file:2GBps,50us",
-// "cuda". "scaled:R" (and "mixtral-a100" = scaled:62) is resolved against the device compute time by
-// resolve_scaled_link(). Throws InvalidArgument naming the text.
+// Parses "pcie3", "pcie4", "pcie5", "12GBps,10us", "emulated:12GBps,10us", "none", "file",
+// "file:2GBps,50us", "cuda". BANDWIDTH[,LATENCY] is the grammar of training's --link too
+// (core/units.h, parse_bandwidth_latency). "scaled:R" (and "mixtral-a100" = scaled:62) is resolved
+// against the device compute time by resolve_scaled_link(). Throws InvalidArgument naming the text.
 LinkSpec parse_link_spec(const std::string& text);
 
 // For a scaled spec: bandwidth such that one expert of `expert_bytes` takes `ratio` times
@@ -60,12 +62,23 @@ class Link {
 
 using LinkFactory = std::function<std::unique_ptr<Link>(const LinkSpec&, const LinkSource&)>;
 
-// Registers a link kind (replaces an existing one of the same name).
-void register_link(const std::string& kind, LinkFactory factory);
-// emulated, none, file (and cuda in CUDA builds). Idempotent.
+// A link kind's registry entry (core/registry.h).
+struct LinkEntry {
+  std::string name;                 // LinkSpec::kind
+  std::string summary;              // one line for help texts
+  std::string unavailable = {};     // why this build cannot make it ("" = it can), e.g. no CUDA
+  LinkFactory make = {};
+};
+
+// Registers a link kind; InvalidArgument if the name is taken.
+void register_link(LinkEntry entry);
+// emulated, none, file and cuda (unavailable unless built with a CUDA libtorch). Idempotent.
 void register_builtin_links();
-// Builds the link named by spec.kind; throws InvalidArgument for an unknown kind.
+// Builds the link named by spec.kind; throws InvalidArgument for an unknown or unavailable kind.
 std::unique_ptr<Link> make_link(const LinkSpec& spec, const LinkSource& source);
+// nullptr for an unknown kind.
+const LinkEntry* find_link(const std::string& kind);
+// Sorted; for --help.
 std::vector<std::string> link_kinds();
 
 }  // namespace ferry::moe
