@@ -20,4 +20,10 @@ void parse_command_line(CLI::App& app, int argc, char** argv);
 // "a | b | c": a help text's list of choices, from a registry's names.
 std::string choices(const std::vector<std::string>& names);
 
+// Validators that name what they expect (CLI11 prefixes the flag): a finite number >= lo (NaN
+// and Inf are refused, unlike CLI::NonNegativeNumber, which lets NaN through), and a thread
+// count from 1 to 4x this machine's cores (more only slows a run down and looks like a hang).
+CLI::Validator finite_at_least(double lo);
+CLI::Validator thread_count();
+
 }  // namespace ferry::apps

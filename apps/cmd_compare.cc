@@ -97,7 +97,7 @@ int run_compare(int argc, char** argv) {
   app.add_option("--codecs", codecs,
                  "comma-separated codec specs, where the algorithm takes one; a comma followed by KEY=VALUE "
                  "continues the spec before it: none,topk:ratio=0.05,ef=0 is two codecs. NAME: " +
-                     choices(compress::builtin_codec_registry().names()))
+                     choices(compress::codec_names()))
       ->capture_default_str();
   app.add_option("--link", link, "emulated NIC: BANDWIDTH,LATENCY")->capture_default_str();
   app.add_option("--bandwidths", bandwidths,

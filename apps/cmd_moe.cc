@@ -131,7 +131,8 @@ int run_pretrain(PretrainOptions& o, int threads, std::string& dtype) {
 }
 
 struct GenerateFlags {
-  std::string model, prompt = "def ", policy = "lru", device_mem = "50%", link = "pcie4", compute = "none";
+  // --compute a100 as in `ferry moe bench` (docs/moe.md, "Compute profile").
+  std::string model, prompt = "def ", policy = "lru", device_mem = "50%", link = "pcie4", compute = "a100";
   // Seeded sampling by default: greedy decoding of a tiny model falls into repetition loops.
   int tokens = 64, top_k = 20, threads = 1;
   double temperature = 0.8;
@@ -265,7 +266,7 @@ int run_moe(int argc, char** argv) {
   pt->add_option("--seq-len", pre.seq_len, "tokens per sequence")->capture_default_str();
   pt->add_option("--lr", pre.lr, "peak learning rate")->capture_default_str();
   pt->add_option("--max-minutes", pre.max_minutes, "stop training after this long")->capture_default_str();
-  pt->add_option("--threads", pt_threads, "libtorch threads")->capture_default_str();
+  pt->add_option("--threads", pt_threads, "libtorch threads")->check(thread_count())->capture_default_str();
   pt->add_option("--dtype", pt_dtype, "checkpoint dtype")->capture_default_str();
   pt->add_option("--seed", pre.seed, "seed")->capture_default_str();
   add_shape_flags(pt, pre.config);
@@ -281,10 +282,10 @@ int run_moe(int argc, char** argv) {
   gen->add_option("--link", gf.link, "pcie3, pcie4, BW,LAT (12GBps,10us), mixtral-a100, file, none")->capture_default_str();
   gen->add_option("--compute", gf.compute, "none, a100 or DEVICE,HOST_PER_TOKEN (100us,1ms)")->capture_default_str();
   gen->add_option("--tokens", gf.tokens, "tokens to generate")->capture_default_str();
-  gen->add_option("--temperature", gf.temperature, "0 = greedy")->capture_default_str();
-  gen->add_option("--top-k", gf.top_k, "sample among the k most likely (0 = all)")->capture_default_str();
+  gen->add_option("--temperature", gf.temperature, "0 = greedy")->check(finite_at_least(0))->capture_default_str();
+  gen->add_option("--top-k", gf.top_k, "sample among the k most likely (0 = all)")->check(CLI::Range(0, 1 << 20))->capture_default_str();
   gen->add_option("--seed", gf.seed, "sampling seed")->capture_default_str();
-  gen->add_option("--threads", gf.threads, "libtorch threads")->capture_default_str();
+  gen->add_option("--threads", gf.threads, "libtorch threads")->check(thread_count())->capture_default_str();
 
   // bench
   auto* bn = app.add_subcommand("bench", "compare policies x batches x budgets; bench.csv, bench.md, bench.png");
@@ -306,7 +307,7 @@ int run_moe(int argc, char** argv) {
       ->capture_default_str();
   bn->add_option("--lru-scope", bo.lru_scope, "global or layer")->capture_default_str();
   bn->add_option("--out", bn_out, "output directory")->required();
-  bn->add_option("--threads", bn_threads, "libtorch threads")->capture_default_str();
+  bn->add_option("--threads", bn_threads, "libtorch threads")->check(thread_count())->capture_default_str();
   bn->add_flag("--overhead", bn_overhead, "also measure all-resident engine vs the reference forward");
 
   // trace
@@ -348,6 +349,18 @@ int run_moe(int argc, char** argv) {
   sm->add_option("--context", so.context_tokens, "KV-cache tokens per sequence")->capture_default_str();
   sm->add_option("--out", sm_out, "output directory")->required();
 
+  // `ferry moe` alone or with an unknown word: one line listing the commands.
+  std::vector<std::string> names;
+  bool known = false;
+  for (const CLI::App* sub : {mk, pt, gen, bn, tr, fit_predictor.app, dm, sm}) {
+    names.push_back(sub->get_name());
+    known |= argc >= 2 && sub->check_name(argv[1]);
+  }
+  if (argc < 2 || (argv[1][0] != '-' && !known)) {
+    FERRY_THROW(InvalidArgument, argc < 2 ? std::string("ferry moe needs a command")
+                                          : "unknown command 'moe " + std::string(argv[1]) + "'",
+                "; commands: ", choices(names), " (ferry moe COMMAND --help)");
+  }
   parse_command_line(app, argc, argv);
 
   if (*mk) return run_make_tiny(app, tiny, mk_out, mk_dtype);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "apps/cli.h"
 #include "apps/cmd_moe_predict.h"
 #include "core/error.h"
 #include "core/metrics.h"
@@ -190,7 +191,7 @@ FitPredictorCommand add_fit_predictor_command(CLI::App& moe) {
   c->add_option("--test-seqs", f.o.test_sequences, "comma-separated test sequence ids")->delimiter(',');
   c->add_option("--heldout", f.o.heldout_fraction, "share of sequences held out (last ones)")->capture_default_str();
   c->add_option("--model", f.model, "model directory: adds the next-gate baseline (hidden-state traces)");
-  c->add_option("--threads", f.threads, "libtorch threads")->capture_default_str();
+  c->add_option("--threads", f.threads, "libtorch threads")->check(thread_count())->capture_default_str();
   return FitPredictorCommand{c, [flags] { return run_fit_predictor(*flags); }};
 }
 

@@ -75,7 +75,7 @@ void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_sp
       ->capture_default_str();
   app.add_option("--codec", o.codec,
                  "gradient codec spec NAME[:KEY=VALUE,...], e.g. topk:ratio=0.01 (docs/compression.md); NAME: " +
-                     choices(compress::builtin_codec_registry().names()))
+                     choices(compress::codec_names()))
       ->capture_default_str();
   app.add_option("--compress-pull", o.pull_codec,
                  "parameter server: compress pull replies too, with SPEC (default: the --codec); pulls are fp32 "

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Bad input to `ferry moe` and `ferry moe generate`: one line naming the flag, exit code 2.
+set -u
+ferry="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../cli_expect.sh"
+gen() { expect_cli_error "$1" "$ferry" moe generate --model "$tmp/none" "${@:2}"; }
+
+expect_cli_error "ferry moe needs a command; commands: make-tiny | pretrain | generate" "$ferry" moe
+expect_cli_error "unknown command 'moe foo'; commands: make-tiny" "$ferry" moe foo
+gen "--threads" --threads 0
+gen "--threads" --threads -3
+gen "--threads" --threads 100000
+gen "--temperature" --temperature nan
+gen "--temperature" --temperature -1
+gen "--temperature" --temperature inf
+gen "--top-k" --top-k -1
+gen "$tmp/none" --threads 1
+[ "$failures" -eq 0 ] && echo "all bad inputs rejected cleanly" && exit 0
+exit 1
