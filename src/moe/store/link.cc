@@ -95,6 +95,7 @@ LinkSpec resolve_scaled_link(const std::string& text, std::uint64_t expert_bytes
   const double total = ratio * device_expert_s;
   FERRY_REQUIRE(total > spec.latency_s, "--link ", text, ": transfer time below the link latency");
   spec.bandwidth_bytes_per_s = static_cast<double>(expert_bytes) / (total - spec.latency_s);
+  spec.scaled_ratio = 0;  // resolved: a plain emulated link from here on
   return spec;
 }
 
