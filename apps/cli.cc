@@ -27,41 +27,40 @@ std::string choices(const std::vector<std::string>& names) {
   return out;
 }
 
-CLI::Validator finite_at_least(double lo) {
+namespace {
+
+// A validator that parses the whole text with `parse` (std::stod / std::stoi) and accepts it
+// when `ok`; `expected` says what it wants in the error and the help.
+template <typename Parse, typename Ok>
+CLI::Validator number_validator(Parse parse, Ok ok, std::string expected, std::string help) {
   return CLI::Validator(
-      [lo](std::string& text) -> std::string {
-        double v = 0;
+      [=](std::string& text) -> std::string {
         std::size_t used = 0;
         try {
-          v = std::stod(text, &used);
+          if (ok(parse(text, &used)) && used == text.size()) return "";
         } catch (const std::exception&) {
-          return "'" + text + "' is not a number";
         }
-        if (used != text.size() || !std::isfinite(v) || v < lo)
-          return "must be a finite number >= " + CLI::detail::to_string(lo) + ", got '" + text + "'";
-        return "";
+        return "must be " + expected + ", got '" + text + "'";
       },
-      "NUMBER>=" + CLI::detail::to_string(lo));
+      help);
+}
+
+}  // namespace
+
+CLI::Validator finite_at_least(double lo) {
+  return number_validator([](const std::string& t, std::size_t* used) { return std::stod(t, used); },
+                          [lo](double v) { return std::isfinite(v) && v >= lo; },
+                          "a finite number >= " + CLI::detail::to_string(lo), "NUMBER>=" + CLI::detail::to_string(lo));
 }
 
 CLI::Validator thread_count() {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int most = 4 * cores;
-  return CLI::Validator(
-      [cores, most](std::string& text) -> std::string {
-        int v = 0;
-        std::size_t used = 0;
-        try {
-          v = std::stoi(text, &used);
-        } catch (const std::exception&) {
-          return "'" + text + "' is not a whole number";
-        }
-        if (used != text.size() || v < 1 || v > most)
-          return "must be from 1 to " + std::to_string(most) + " (4 x this machine's " + std::to_string(cores) +
-                 " cores), got '" + text + "'";
-        return "";
-      },
-      "1.." + std::to_string(most));
+  return number_validator([](const std::string& t, std::size_t* used) { return std::stoi(t, used); },
+                          [most](int v) { return v >= 1 && v <= most; },
+                          "from 1 to " + std::to_string(most) + " (4 x this machine's " + std::to_string(cores) +
+                              " cores)",
+                          "1.." + std::to_string(most));
 }
 
 }  // namespace ferry::apps

@@ -352,7 +352,7 @@ int run_moe(int argc, char** argv) {
   // `ferry moe` alone or with an unknown word: one line listing the commands.
   std::vector<std::string> names;
   bool known = false;
-  for (const CLI::App* sub : {mk, pt, gen, bn, tr, fit_predictor.app, dm, sm}) {
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
     names.push_back(sub->get_name());
     known |= argc >= 2 && sub->check_name(argv[1]);
   }
