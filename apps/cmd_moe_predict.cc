@@ -144,7 +144,7 @@ int run_fit_predictor(FitPredictorFlags& f) {
       std::printf("%-16s", s.predictor.c_str());
       for (int d = 0; d < o.lookahead; ++d) std::printf("  %.3f / %.3f", s.precision(d), s.recall(d));
       std::printf("  %8.1f\n", s.us_per_token());
-      if (s.predictor == "llapor") {
+      if (&p == &preds.front()) {  // the predictor this command fitted: its layers' recall
         std::printf("  per layer, l+1 recall:");
         for (int l = 0; l + 1 < s.num_layers; ++l) std::printf(" %.2f", s.recall(l, 0));
         std::printf("\n");

@@ -72,11 +72,15 @@ class Registry {
 
   // Parses `text` as a spec of one of the entries: the entry (at(), so an unknown name throws)
   // and a reader over its options. The caller passes the reader to the entry's factory and then
-  // calls reader.finish(), so that unknown keys are refused.
+  // calls reader.finish(), so that unknown keys are refused. An Entry with a field
+  // `std::string positional_key` takes "name:VALUE" for "name:<positional_key>=VALUE".
   std::pair<const Entry*, SpecReader> parse(std::string_view text) const {
-    Spec spec = Spec::parse(text, what_);
-    const Entry* entry = &at(spec.name);
-    return {entry, SpecReader(std::move(spec), what_)};
+    const std::string name = Spec::name_of(text);
+    if (name.empty()) Spec::parse(text, what_);  // throws the grammar's "empty name" error
+    const Entry* entry = &at(name);
+    std::string_view positional;
+    if constexpr (requires { entry->positional_key; }) positional = entry->positional_key;
+    return {entry, SpecReader(Spec::parse(text, what_, positional), what_)};
   }
 
  private:

@@ -29,16 +29,34 @@ std::string format_double(double v) {
   return out.str();
 }
 
+// Whether `s` starts with "key=": an identifier (letters, digits, '_', '-') and '='.
+bool starts_with_key(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  const std::size_t first = i;
+  while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_' || s[i] == '-')) ++i;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return i > first && i < s.size() && s[i] == '=';
+}
+
 }  // namespace
 
-Spec Spec::parse(std::string_view text, std::string_view what) {
+std::string Spec::name_of(std::string_view text) { return lower(trim(text.substr(0, text.find(':')))); }
+
+Spec Spec::parse(std::string_view text, std::string_view what, std::string_view positional_key) {
   Spec spec;
   auto colon = text.find(':');
-  spec.name = lower(trim(text.substr(0, colon)));
+  spec.name = name_of(text);
   FERRY_REQUIRE(!spec.name.empty(), what, " spec '", text,
                 "': empty name (expected name or name:key=value,...)");
   if (colon == std::string_view::npos) return spec;
   std::string_view rest = text.substr(colon + 1);
+  if (!positional_key.empty() && !starts_with_key(rest)) {
+    std::string value = trim(rest);
+    FERRY_REQUIRE(!value.empty(), what, " spec '", text, "': nothing after ':'");
+    spec.params.emplace_back(std::string(positional_key), std::move(value));
+    return spec;
+  }
   while (true) {
     auto comma = rest.find(',');
     std::string_view item = rest.substr(0, comma);
@@ -178,8 +196,23 @@ void SpecReader::finish() const {
 
 std::string SpecReader::canonical() const {
   std::string out = spec_.name;
-  for (std::size_t i = 0; i < resolved_.size(); ++i)
-    out += (i == 0 ? ":" : ",") + resolved_[i].first + "=" + resolved_[i].second;
+  bool first = true;
+  for (const auto& [k, v] : resolved_) {
+    if (v.empty()) continue;
+    out += (first ? ":" : ",") + k + "=" + v;
+    first = false;
+  }
+  return out;
+}
+
+std::vector<std::string> join_spec_items(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    if (!out.empty() && starts_with_key(item))
+      out.back() += "," + item;
+    else
+      out.push_back(item);
+  }
   return out;
 }
 

@@ -6,6 +6,9 @@
 // spec can name another: "prescope:window=3,predictor=llapor:dir=/models/p" (the inner spec has
 // one key at most, since ',' ends the outer value).
 //
+// A component may name one positional key: then "llapor:/models/p" means "llapor:dir=/models/p"
+// (the whole text after ':' is that key's value unless it starts with "key=").
+//
 // Spec is the parsed text. SpecReader hands typed values to a component's factory, remembers
 // which keys were read, so that a key nobody asked for is reported (finish()), and prints the
 // canonical spec with every option resolved, defaults included ("topk" -> "topk:ratio=0.01,ef=1").
@@ -26,7 +29,11 @@ struct Spec {
 
   // `what` names the kind of thing in error messages ("codec", "policy"). Throws InvalidArgument
   // on an empty name, a parameter without '=', an empty key or value, or a key given twice.
-  static Spec parse(std::string_view text, std::string_view what = "spec");
+  // With a `positional_key`, text after ':' that does not start with "key=" is that key's value.
+  static Spec parse(std::string_view text, std::string_view what = "spec",
+                    std::string_view positional_key = {});
+  // The name part of a spec text (lower case, blanks trimmed; "" if there is none).
+  static std::string name_of(std::string_view text);
   // "name" or "name:key=value,..." in the order of params.
   std::string str() const;
 };
@@ -51,7 +58,8 @@ class SpecReader {
 
   // Throws InvalidArgument for the first key that no getter asked for, listing the known keys.
   void finish() const;
-  // "name:key=value,..." with every key a getter asked for, in the order they were asked.
+  // "name:key=value,..." with every key a getter asked for, in the order they were asked; a key
+  // whose value is empty (an optional string that was not given) is left out.
   std::string canonical() const;
   const std::string& name() const { return spec_.name; }
   const std::string& what() const { return what_; }
@@ -64,5 +72,10 @@ class SpecReader {
   std::string what_;
   std::vector<std::pair<std::string, std::string>> resolved_;  // key -> canonical value
 };
+
+// A list of specs split on every ',' (as a comma-separated flag is: "lru,prescope:window=2,
+// predictor=cooccurrence,ondemand"): an item that starts with "key=" continues the spec before it
+// and is joined back to it -> {"lru", "prescope:window=2,predictor=cooccurrence", "ondemand"}.
+std::vector<std::string> join_spec_items(const std::vector<std::string>& items);
 
 }  // namespace ferry

@@ -60,6 +60,26 @@ TEST(Registry, UnknownNamesDuplicatesAndUnknownKeysAreInvalidArguments) {
   EXPECT_THROW(build(r, "triangle:side=2"), InvalidArgument);
 }
 
+struct FileEntry {
+  std::string name;
+  std::string summary;
+  std::string positional_key = "path";
+};
+
+TEST(Registry, EntriesMayNameAPositionalKey) {
+  Registry<FileEntry> r("reader");
+  r.add({"csv", "a csv file"});
+  auto [entry, reader] = r.parse("CSV:/data/x.csv");
+  EXPECT_EQ(entry->name, "csv");
+  EXPECT_EQ(reader.get_string("path", ""), "/data/x.csv");
+  reader.finish();
+  EXPECT_EQ(reader.canonical(), "csv:path=/data/x.csv");
+  auto [e2, r2] = r.parse("csv:path=/y,sep=;");
+  EXPECT_EQ(e2->name, "csv");
+  EXPECT_EQ(r2.get_string("path", ""), "/y");
+  EXPECT_THROW(r2.finish(), InvalidArgument);  // sep is unknown to a reader that only asked for path
+}
+
 TEST(Registry, ReferencesStayValidAndLookupsAreThreadSafe) {
   Registry<ShapeEntry> r("shape");
   register_shapes(r);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -32,6 +33,30 @@ TEST(Spec, ValuesMayHoldColonsAndEqualsSoSpecsNest) {
   EXPECT_EQ(inner.params.at(0).second, "/tmp/a=b");
   EXPECT_EQ(s.str(), "prescope:window=3,predictor=llapor:dir=/tmp/a=b");
   EXPECT_EQ(Spec::parse("lru").str(), "lru");
+}
+
+TEST(Spec, APositionalKeyTakesTheTextAfterTheColon) {
+  Spec a = Spec::parse("llapor:/models/p,q=1", "predictor", "dir");
+  ASSERT_EQ(a.params.size(), 1u);
+  EXPECT_EQ(a.params[0].first, "dir");
+  EXPECT_EQ(a.params[0].second, "/models/p,q=1");  // all of it: paths may hold ',' and '='
+  Spec b = Spec::parse("llapor:dir=/models/p", "predictor", "dir");
+  EXPECT_EQ(b.params.at(0).second, "/models/p");
+  Spec c = Spec::parse("prescope:window=2,predictor=llapor:/m", "policy", "predictor");
+  EXPECT_EQ(c.params.size(), 2u);
+  Spec d = Spec::parse("prescope:llapor:/m", "policy", "predictor");
+  EXPECT_EQ(d.params.at(0).first, "predictor");
+  EXPECT_EQ(d.params.at(0).second, "llapor:/m");
+  EXPECT_THROW(Spec::parse("llapor:/models/p"), InvalidArgument);  // no positional key: key=value only
+  EXPECT_THROW(Spec::parse("llapor: ", "predictor", "dir"), InvalidArgument);
+}
+
+TEST(Spec, CommaSplitListsAreJoinedBackIntoSpecs) {
+  const std::vector<std::string> split = {"lru", "prescope:window=2", "predictor=cooccurrence", "ondemand",
+                                          "next-gate:lookahead=2", "scope=layer"};
+  EXPECT_EQ(join_spec_items(split), (std::vector<std::string>{"lru", "prescope:window=2,predictor=cooccurrence",
+                                                              "ondemand", "next-gate:lookahead=2,scope=layer"}));
+  EXPECT_EQ(join_spec_items({"a=1"}), (std::vector<std::string>{"a=1"}));  // nothing to join to
 }
 
 TEST(Spec, ErrorsNameWhatWasParsed) {

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/report.h"
+#include "core/spec.h"
 #include "moe/engine/engine.h"
 #include "moe/engine/generate.h"
 #include "moe/model/checkpoint.h"
@@ -83,30 +84,25 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
     counts = eng->stats().expert_counts;
   }
   std::vector<BenchRow> rows;
-  const int total = static_cast<int>(o.policies.size() * o.batches.size() * o.budgets.size());
+  const std::vector<std::string> policies = join_spec_items(o.policies);  // a spec's keys were split off on ','
+  for (const auto& p : policies) make_policy(p);  // a bad spec fails before any run
+  const int total = static_cast<int>(policies.size() * o.batches.size() * o.budgets.size());
   for (const auto& budget : o.budgets)
     for (int batch : o.batches) {
       auto prompts = make_prompts(o.model_dir, o.corpus, batch, o.prompt_tokens, o.seed + batch);
-      for (const auto& policy : o.policies) {
+      for (const auto& policy : policies) {
         EngineOptions eo;
-        eo.policy = policy;
+        eo.policy = policy;  // the spec: the policy reads its keys (predictor=, window=, ...)
         std::string label = policy;
-        if (auto colon = policy.find(':'); colon != std::string::npos) {  // prescope:PREDICTOR
-          const std::string spec = policy.substr(colon + 1);
-          eo.policy = policy.substr(0, colon);
-          FERRY_REQUIRE(eo.policy == "prescope" && !spec.empty(), "invalid --policies entry '", policy,
-                        "': only prescope takes a predictor (prescope:PREDICTOR)");
-          label = eo.policy + "+" + spec.substr(0, spec.find(':'));
-          eo.policy_options.predictor = [spec](const PolicyContext& ctx) {
-            register_builtin_predictors();
-            return make_predictor(spec, PredictorContext{ctx.routers, ctx.num_layers, ctx.num_experts, ctx.top_k});
-          };
-        }
+        // "prescope:llapor:DIR" (its predictor only) is reported as "prescope+llapor".
+        const Spec spec = Spec::parse(policy, "policy", policy_entry(policy).positional_key);
+        if (spec.params.size() == 1 && spec.params[0].first == "predictor")
+          label = spec.name + "+" + Spec::name_of(spec.params[0].second);
         eo.device_mem = budget;
         eo.link = o.link;
         eo.compute = o.compute;
         eo.policy_options.expert_counts = counts;
-        eo.policy_options.lru_scope = o.lru_scope;
+        eo.policy_options.lru_scope = o.lru_scope;  // a scope= key in the spec overrides it
         auto eng = MoeEngine::open(o.model_dir, eo);
         SamplingOptions so;
         so.max_new_tokens = o.new_tokens;

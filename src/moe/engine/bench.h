@@ -15,8 +15,8 @@ namespace ferry::moe {
 
 struct BenchOptions {
   std::string model_dir;                     // checkpoint directory
-  // Policy names; "prescope:PREDICTOR" gives prescope that predictor (a make_predictor() spec such
-  // as llapor:DIR), reported as "prescope+NAME".
+  // Policy specs (make_policy(): "lru:scope=layer", "prescope:window=2,predictor=cooccurrence");
+  // "prescope:PREDICTOR" (a make_predictor() spec such as llapor:DIR) is reported as "prescope+NAME".
   std::vector<std::string> policies = {"ondemand", "lru", "static-hot", "next-gate", "fiddler"};
   std::vector<int> batches = {1, 4, 16};     // sequences decoded together
   std::vector<std::string> budgets = {"25%", "50%"};  // --device-mem values

@@ -158,15 +158,12 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   // chose one) is timed into stats.predictor_s. Policies that do not take one ignore the factory.
   PolicyOptions po = options.policy_options;
   {
-    auto inner = po.predictor;
     double* total = &m.stats.predictor_s;
-    po.predictor = [inner, total](const PolicyContext& ctx) -> std::unique_ptr<Predictor> {
-      std::unique_ptr<Predictor> p = inner ? inner(ctx) : (ctx.routers ? make_next_gate_predictor(ctx.routers) : nullptr);
-      if (!p) return nullptr;
+    po.wrap_predictor = [total](std::unique_ptr<Predictor> p) -> std::unique_ptr<Predictor> {
       return std::make_unique<TimedPredictor>(std::move(p), total);
     };
   }
-  m.policy = make_policy(options.policy, po);  // early: a bad name fails before loading
+  m.policy = make_policy(options.policy, po);  // early: a bad spec fails before loading
   m.ck = Checkpoint::open(model_dir);
   const MoeConfig& c = m.ck->config();
   if (const RoutingTrace* t = options.forced_routing) {

@@ -34,7 +34,7 @@ ComputeProfile parse_compute_profile(const std::string& text);
 std::uint64_t parse_device_mem(const std::string& text, std::uint64_t total_expert_bytes);
 
 struct EngineOptions {
-  std::string policy = "lru";      // a registered policy name
+  std::string policy = "lru";      // a policy spec (make_policy(): "lru", "prescope:window=2", ...)
   PolicyOptions policy_options;    // passed to the policy factory
   std::string device_mem = "50%";  // device budget for routed experts (bytes or % of all experts)
   std::string link = "pcie4";      // see parse_link_spec(); "mixtral-a100" scales to the compute profile

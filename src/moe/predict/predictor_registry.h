@@ -1,6 +1,6 @@
-// Predictors chosen by name: "next-gate", "cooccurrence[:TRACE]", "previous-token", "llapor:DIR".
-// A spec is NAME or NAME:ARG; the argument is the predictor's (a trace to fit a table on, a
-// directory written by `ferry moe fit-predictor`).
+// Predictors chosen by spec (core/spec.h): "next-gate", "previous-token", "cooccurrence" (learns
+// online), "cooccurrence:TRACE" (= cooccurrence:trace=TRACE, fitted on a recorded trace),
+// "llapor:DIR" (= llapor:dir=DIR, written by `ferry moe fit-predictor`). Unknown keys are refused.
 #pragma once
 
 #include <functional>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/spec.h"
 #include "moe/predict/predictor.h"
 
 namespace ferry::moe {
@@ -19,14 +20,28 @@ struct PredictorContext {
   int top_k = 0;
 };
 
-// Builds a predictor from the argument after ':' ("" when none) and the context.
-using PredictorFactory = std::function<std::unique_ptr<Predictor>(const std::string& arg, const PredictorContext&)>;
-void register_predictor(const std::string& name, PredictorFactory factory);
+// A predictor's registry entry (core/registry.h).
+struct PredictorEntry {
+  std::string name;
+  std::string summary;                 // one line for help texts
+  std::string positional_key = {};     // "llapor:DIR" means llapor:dir=DIR
+  bool needs_routers = false;          // reads the model's routers: not available in trace replay
+  // Reads its options from `spec` (calling spec.finish() before any expensive load) and builds
+  // the predictor for `ctx`. IoError / FormatError for missing or corrupt files, InvalidArgument
+  // for a context it cannot serve.
+  std::function<std::unique_ptr<Predictor>(SpecReader& spec, const PredictorContext& ctx)> make;
+};
+
+// Adds a predictor to the process's registry; InvalidArgument if the name is taken.
+void register_predictor(PredictorEntry entry);
 // next-gate, cooccurrence, previous-token, llapor. Idempotent.
 void register_builtin_predictors();
-// Throws InvalidArgument naming the spec and listing the known names; the factories throw IoError /
-// FormatError for missing or corrupt files and InvalidArgument for a context they cannot serve.
+// Throws InvalidArgument naming the spec's unknown name (listing the known ones) or unknown key;
+// the factories' errors as above.
 std::unique_ptr<Predictor> make_predictor(const std::string& spec, const PredictorContext& ctx);
+// The entry of a spec's name (InvalidArgument for an unknown one); registers the builtins first.
+const PredictorEntry& predictor_entry(const std::string& spec);
+// Sorted; for --help.
 std::vector<std::string> predictor_names();
 
 }  // namespace ferry::moe

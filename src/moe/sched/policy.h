@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/spec.h"
 #include "moe/predict/predictor.h"
 #include "moe/sched/cost_model.h"
 #include "moe/store/expert_cache.h"
@@ -40,16 +41,33 @@ struct PolicyContext {
   CostModel cost;                        // link and compute times
 };
 
+// What a policy is built from. The scalar fields are also spec keys (make_policy): "lru:scope=layer",
+// "next-gate:lookahead=2", "prescope:window=3,predictor=llapor:DIR"; a key given in the spec
+// overrides the field, an absent one keeps it. The others are data only the caller has.
 struct PolicyOptions {
-  std::string lru_scope = "global";          // lru / next-gate eviction: "global" or "layer" (quota = slots / layers)
+  std::string lru_scope = "global";          // lru / next-gate eviction (key scope): "global" or "layer"
+                                             // (quota = slots / layers)
   std::vector<std::uint64_t> expert_counts;  // static-hot, fiddler: routing counts [layer * E + e] of a calibration
                                              // run (empty: spread evenly over layers)
-  int lookahead = 1;                         // next-gate: layers ahead to speculate
-  int window = 3;                            // prescope, oracle: layers PreSched plans ahead
+  int lookahead = 1;                         // next-gate (key lookahead): layers ahead to speculate
+  int window = 3;                            // prescope, oracle (key window): layers PreSched plans ahead
   // prescope: builds the predictor when the policy is attached; empty: next-gate from the model's
-  // routers (none in trace replay and the simulator, where the caller must give one)
+  // routers (none in trace replay and the simulator, where the caller must give one). The spec key
+  // predictor=SPEC (predictor_registry.h) sets it.
   std::function<std::unique_ptr<Predictor>(const PolicyContext&)> predictor;
   const FutureRouting* future = nullptr;     // oracle: the recorded routing to come (simulator, replay); outlives the policy
+  // Wraps the predictor a policy that takes one ends up with, from `predictor` or the spec, or
+  // else next-gate on the model's routers (the engine times it this way); empty: no wrapper.
+  std::function<std::unique_ptr<Predictor>(std::unique_ptr<Predictor>)> wrap_predictor;
+};
+
+// What a planning policy's planner cost (prescope, oracle), for the report that its run time is a
+// small part of a layer. Zero for policies that do not plan.
+struct PlanTiming {
+  std::uint64_t plans = 0;
+  double solve_s = 0;           // thread CPU time building the window and solving it, summed
+  std::uint64_t states = 0;     // DP states expanded, summed
+  std::uint64_t prefetches = 0; // prefetches the plans issued
 };
 
 class Policy : public EvictionAdvisor {
@@ -69,16 +87,41 @@ class Policy : public EvictionAdvisor {
   virtual void on_layer_done(int layer) {}
   // After the last layer of each forward (one step of the batch).
   virtual void on_step_done() {}
+  // The planner's cost so far (a capability query: zeros unless the policy plans).
+  virtual PlanTiming plan_timing() const { return {}; }
   // Step 4 (demand load), when the cache is full: which unpinned candidate leaves for `incoming`.
   ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId incoming) override = 0;
 };
 
 using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicyOptions&)>;
+
+// A policy's registry entry (core/registry.h): capabilities are data, asked instead of names.
+struct PolicyEntry {
+  std::string name;
+  std::string summary;                   // one line for help texts
+  std::string positional_key = {};       // prescope: "predictor", so "prescope:llapor:DIR" works
+  bool takes_predictor = false;          // uses PolicyOptions::predictor (spec key predictor=SPEC)
+  bool needs_future = false;             // needs PolicyOptions::future (simulator, replay only)
+  bool is_bound = false;                 // knows the future: the bound other policies are reported against
+  // Reads the policy's spec keys (absent keys keep the values in `options`), then builds it.
+  std::function<std::unique_ptr<Policy>(SpecReader& spec, const PolicyOptions& options)> make = {};
+};
+
+// Adds a policy to the process's registry; InvalidArgument if the name is taken.
+void register_policy(PolicyEntry entry);
+// The same for a policy that takes no spec keys.
 void register_policy(const std::string& name, PolicyFactory factory);
 // ondemand, lru, static-hot, next-gate, fiddler, moe-infinity, prescope, oracle. Idempotent.
 void register_builtin_policies();
-// Throws InvalidArgument naming the unknown policy and listing the known ones.
-std::unique_ptr<Policy> make_policy(const std::string& name, const PolicyOptions& options = {});
+// Builds the policy of `spec` ("lru", "lru:scope=layer", ...) from `options` overridden by the
+// spec's keys. Throws InvalidArgument naming an unknown policy (listing the known ones), an
+// unknown key (listing the policy's keys) or a bad value.
+std::unique_ptr<Policy> make_policy(const std::string& spec, const PolicyOptions& options = {});
+// The entry of a spec's policy name; InvalidArgument for an unknown one.
+const PolicyEntry& policy_entry(const std::string& spec);
+// nullptr for an unknown name.
+const PolicyEntry* find_policy(const std::string& name);
+// Sorted; for --help.
 std::vector<std::string> policy_names();
 
 // The `slots` experts with the highest calibration counts (ties and missing counts: spread

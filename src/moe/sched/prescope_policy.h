@@ -14,13 +14,7 @@
 
 namespace ferry::moe {
 
-// What the planner cost: for the report that its run time is a small part of a layer.
-struct PreSchedTiming {
-  std::uint64_t plans = 0;
-  double solve_s = 0;           // thread CPU time building the window and solving it, summed
-  std::uint64_t states = 0;     // DP states expanded, summed
-  std::uint64_t prefetches = 0; // prefetches the plans issued
-};
+using PreSchedTiming = PlanTiming;  // policy.h
 
 class PreScopePolicy : public Policy {
  public:
@@ -33,6 +27,7 @@ class PreScopePolicy : public Policy {
   void on_step_done() override { ++steps_; }
   ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId incoming) override;
   const PreSchedTiming& timing() const { return timing_; }
+  PlanTiming plan_timing() const override { return timing_; }
 
  protected:
   // One layer of the window: the model layer and, per expert, its probability and the tokens it

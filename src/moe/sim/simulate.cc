@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/report.h"
+#include "core/spec.h"
 #include "core/units.h"
 #include "moe/predict/predictor_registry.h"
 #include "moe/trace/routing_trace.h"
@@ -23,10 +24,17 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
   FERRY_REQUIRE(!o.batches.empty(), "--batch is empty");
   for (int b : o.batches) FERRY_REQUIRE(b >= 1, "invalid --batch ", b, ": expected a batch of at least 1");
   FERRY_REQUIRE(!o.policies.empty(), "--policies is empty");
-  register_builtin_policies();
-  const auto known = policy_names();
-  for (const auto& p : o.policies)
-    if (std::find(known.begin(), known.end(), p) == known.end()) make_policy(p);  // throws naming the known ones
+  const std::vector<std::string> policies = join_spec_items(o.policies);  // a spec's keys were split off on ','
+  bool takes_predictor = false;
+  {
+    const FutureRouting none{};  // building checks a spec's keys; policies that need the future get an empty one
+    PolicyOptions check;
+    check.future = &none;
+    for (const auto& p : policies) {
+      make_policy(p, check);  // throws naming an unknown policy (and the known ones), key or value
+      takes_predictor |= policy_entry(p).takes_predictor;
+    }
+  }
   FERRY_REQUIRE(o.window >= 1 && o.window <= 8, "invalid --window ", o.window, ": expected 1 to 8 layers");
   FERRY_REQUIRE(o.context_tokens >= 1, "invalid --context ", o.context_tokens, ": expected at least 1 token");
   const std::string pfile = o.profiles_file.empty() ? find_hardware_profiles() : o.profiles_file;
@@ -64,7 +72,7 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
   auto make_pred = [spec](const PolicyContext& ctx) {
     return make_predictor(spec, PredictorContext{nullptr, ctx.num_layers, ctx.num_experts, ctx.top_k});
   };
-  if (std::find(o.policies.begin(), o.policies.end(), "prescope") != o.policies.end())
+  if (takes_predictor)
     make_pred(PolicyContext{nullptr, nullptr, shape.layers, shape.experts, shape.top_k, {}});
 
   std::vector<SimulateRow> rows;
@@ -76,7 +84,7 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
       SimOptions so;
       so.batch = b;
       so.capacity_experts = static_cast<std::uint64_t>(tm.expert_budget_bytes(mem, b) / shape.expert_bytes());
-      for (const auto& name : o.policies) {
+      for (const auto& name : policies) {
         PolicyOptions po;
         po.expert_counts = counts;
         po.window = o.window;
@@ -93,7 +101,8 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
 std::string simulate_markdown(const std::vector<SimulateRow>& rows) {
   std::map<std::pair<std::string, int>, double> oracle;
   for (const auto& r : rows)
-    if (r.result.policy == "oracle") oracle[{r.profile, r.result.batch}] = r.result.tokens_per_s();
+    if (const PolicyEntry* e = find_policy(r.result.policy); e && e->is_bound)
+      oracle[{r.profile, r.result.batch}] = r.result.tokens_per_s();
   ReportTable md = ReportTable::of({"profile", "batch", "policy", "tokens/s", "vs oracle", "TPOT ms", "hit rate",
                                     "moved", "io wait", "host execs", "pred. precision", "pred. recall"});
   for (const auto& row : rows) {

@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "moe/sched/layer_protocol.h"
-#include "moe/sched/prescope_policy.h"
 
 namespace ferry::moe {
 
@@ -323,8 +322,8 @@ SimResult simulate(const FutureRouting& routing, Policy& policy, const TimeModel
   r.bytes_moved = cache.bytes_moved;
   r.link_busy_s = cache.busy_s;
   r.device_layer_compute_s = r.steps ? sim.device_compute / (r.steps * shape.layers) : 0;
-  if (auto* ps = dynamic_cast<PreScopePolicy*>(&policy); ps && ps->timing().plans)
-    r.planner_s_per_plan = ps->timing().solve_s / ps->timing().plans;
+  if (const PlanTiming t = policy.plan_timing(); t.plans)
+    r.planner_s_per_plan = t.solve_s / t.plans;
   return r;
 }
 

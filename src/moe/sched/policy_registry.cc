@@ -1,0 +1,136 @@
+// The policy registry (policy.h): each builtin policy's entry, with its spec keys and capabilities.
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/registry.h"
+#include "moe/predict/predictor_registry.h"
+#include "moe/sched/policy.h"
+
+namespace ferry::moe {
+
+std::unique_ptr<Policy> make_ondemand_policy(const PolicyOptions&);
+std::unique_ptr<Policy> make_lru_policy(const PolicyOptions&);
+std::unique_ptr<Policy> make_static_hot_policy(const PolicyOptions&);
+std::unique_ptr<Policy> make_next_gate_policy(const PolicyOptions&);
+std::unique_ptr<Policy> make_fiddler_policy(const PolicyOptions&);
+std::unique_ptr<Policy> make_moe_infinity_policy(const PolicyOptions&);
+std::unique_ptr<Policy> make_prescope_policy(const PolicyOptions&);
+std::unique_ptr<Policy> make_oracle_policy(const PolicyOptions&);
+
+namespace {
+
+Registry<PolicyEntry>& registry() {
+  static Registry<PolicyEntry> r("policy");
+  return r;
+}
+
+// The spec keys, one reader per PolicyOptions field.
+void read_scope(SpecReader& s, PolicyOptions& o) {
+  o.lru_scope = s.get_choice("scope", o.lru_scope, {"global", "layer"});
+}
+
+// PreScopePolicy checks the same range (1 to 8) for a window the caller sets.
+void read_window(SpecReader& s, PolicyOptions& o) {
+  const std::int64_t w = s.get_int("window", o.window);
+  FERRY_REQUIRE(w >= 1 && w <= 8, "policy '", s.name(), "': window=", w, ": expected 1 to 8 layers");
+  o.window = static_cast<int>(w);
+}
+
+// predictor=SPEC: the predictor is built when the policy is attached (it needs the model's shape);
+// its name is checked now.
+void read_predictor(SpecReader& s, PolicyOptions& o) {
+  const std::string spec = s.get_string("predictor", "");
+  if (spec.empty()) return;
+  predictor_entry(spec);  // an unknown predictor fails here, before any run
+  o.predictor = [spec](const PolicyContext& ctx) {
+    return make_predictor(spec, PredictorContext{ctx.routers, ctx.num_layers, ctx.num_experts, ctx.top_k});
+  };
+}
+
+using KeyReader = void (*)(SpecReader&, PolicyOptions&);
+
+// A factory that applies `keys` to a copy of the options and builds with `make`.
+std::function<std::unique_ptr<Policy>(SpecReader&, const PolicyOptions&)> with_keys(
+    std::initializer_list<KeyReader> keys, PolicyFactory make) {
+  std::vector<KeyReader> k(keys);
+  return [k, make](SpecReader& spec, const PolicyOptions& options) {
+    PolicyOptions o = options;
+    for (KeyReader read : k) read(spec, o);
+    spec.finish();
+    if (o.wrap_predictor) {  // after the keys, so that a predictor= of the spec is wrapped too
+      o.predictor = [inner = o.predictor, wrap = o.wrap_predictor](const PolicyContext& ctx) {
+        std::unique_ptr<Predictor> p =
+            inner ? inner(ctx) : (ctx.routers ? make_next_gate_predictor(ctx.routers) : nullptr);
+        return p ? wrap(std::move(p)) : nullptr;
+      };
+      o.wrap_predictor = nullptr;
+    }
+    return make(o);
+  };
+}
+
+void read_lookahead(SpecReader& s, PolicyOptions& o) {
+  const std::int64_t k = s.get_int("lookahead", o.lookahead);
+  if (s.has("lookahead"))
+    FERRY_REQUIRE(k >= 1 && k <= 64, "policy '", s.name(), "': lookahead=", k, ": expected 1 to 64 layers");
+  o.lookahead = static_cast<int>(k);
+}
+
+}  // namespace
+
+void register_policy(PolicyEntry entry) {
+  FERRY_CHECK(entry.make != nullptr, "policy '", entry.name, "' has no factory");
+  registry().add(std::move(entry));
+}
+
+void register_policy(const std::string& name, PolicyFactory factory) {
+  register_policy(PolicyEntry{.name = name, .summary = "", .make = with_keys({}, std::move(factory))});
+}
+
+void register_builtin_policies() {
+  auto& r = registry();
+  r.add_if_absent({.name = "ondemand", .summary = "load each missed expert when it is needed; no cache policy",
+                   .make = with_keys({}, make_ondemand_policy)});
+  r.add_if_absent({.name = "lru", .summary = "least-recently-used expert cache (scope=global|layer)",
+                   .make = with_keys({read_scope}, make_lru_policy)});
+  r.add_if_absent({.name = "static-hot", .summary = "the calibration's most routed experts stay resident",
+                   .make = with_keys({}, make_static_hot_policy)});
+  r.add_if_absent({.name = "next-gate", .summary = "prefetch what the next layers' gates predict (scope, lookahead)",
+                   .make = with_keys({read_scope, read_lookahead}, make_next_gate_policy)});
+  r.add_if_absent({.name = "fiddler", .summary = "hot experts resident, misses run on the host (Fiddler)",
+                   .make = with_keys({}, make_fiddler_policy)});
+  r.add_if_absent({.name = "moe-infinity", .summary = "activation-matrix prefetch (MoE-Infinity)",
+                   .make = with_keys({}, make_moe_infinity_policy)});
+  r.add_if_absent({.name = "prescope", .summary = "PreScope: predictor + cross-layer PreSched plan (window, predictor)",
+                   .positional_key = "predictor", .takes_predictor = true,
+                   .make = with_keys({read_window, read_predictor}, make_prescope_policy)});
+  r.add_if_absent({.name = "oracle", .summary = "the recorded future with PreSched and Belady eviction: the bound",
+                   .needs_future = true, .is_bound = true, .make = with_keys({read_window}, make_oracle_policy)});
+}
+
+std::unique_ptr<Policy> make_policy(const std::string& spec, const PolicyOptions& options) {
+  register_builtin_policies();
+  auto [entry, reader] = registry().parse(spec);
+  std::unique_ptr<Policy> policy = entry->make(reader, options);
+  reader.finish();
+  return policy;
+}
+
+const PolicyEntry& policy_entry(const std::string& spec) {
+  register_builtin_policies();
+  return registry().at(Spec::name_of(spec));
+}
+
+const PolicyEntry* find_policy(const std::string& name) {
+  register_builtin_policies();
+  return registry().find(name);
+}
+
+std::vector<std::string> policy_names() {
+  register_builtin_policies();
+  return registry().names();
+}
+
+}  // namespace ferry::moe

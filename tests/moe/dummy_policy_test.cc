@@ -1,0 +1,153 @@
+// The recipe of docs/architecture.md ("a new policy or predictor is one file plus one
+// registration line"), followed by a test-only policy and a test-only predictor: once registered
+// they are listed, built by spec, used by the simulator, and unknown keys in their specs are
+// refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "core/error.h"
+#include "moe/predict/predictor_registry.h"
+#include "moe/sched/lru_policy.h"
+#include "moe/sched/policy.h"
+#include "moe/sim/simulate.h"
+#include "moe/sim/simulator.h"
+#include "random_trace.h"
+
+namespace ferry::moe {
+namespace {
+
+std::atomic<int> g_predictions{0};
+
+// The predictor's "one file": expert `expert` at every later layer, with certainty.
+class ConstantPredictor final : public Predictor {
+ public:
+  ConstantPredictor(const PredictorContext& ctx, int expert) : ctx_(ctx), expert_(expert) {}
+  std::string name() const override { return "test-constant"; }
+  void predict(const PredictInput& in, int lookahead, std::vector<std::vector<float>>& out) override {
+    ++g_predictions;
+    out.assign(std::max(0, std::min(lookahead, ctx_.num_layers - 1 - in.layer)),
+               std::vector<float>(ctx_.num_experts, 0.0f));
+    for (auto& layer : out) layer[expert_] = 1.0f;
+  }
+
+ private:
+  PredictorContext ctx_;
+  int expert_;
+};
+
+// The policy's "one file": LRU until `limit` layers were routed, then every expert on the host.
+class HostAfterPolicy final : public LruPolicy {
+ public:
+  HostAfterPolicy(const PolicyOptions& o, std::int64_t limit) : LruPolicy(o), limit_(limit) {}
+  std::string name() const override { return "test-host-after"; }
+  void on_route(const RouteInfo& route, std::span<Placement> placement) override {
+    LruPolicy::on_route(route, placement);
+    if (routes_++ >= limit_) std::fill(placement.begin(), placement.end(), Placement::kHost);
+  }
+
+ private:
+  std::int64_t limit_;
+  std::int64_t routes_ = 0;
+};
+
+// The "one registration line" of each (once per process: a second add is an InvalidArgument).
+void register_dummies() {
+  static const bool once = [] {
+    register_predictor({.name = "test-constant", .summary = "test only: one expert, always",
+                        .make = [](SpecReader& s, const PredictorContext& ctx) -> std::unique_ptr<Predictor> {
+                          const std::int64_t e = s.get_int("expert", 0);
+                          FERRY_REQUIRE(e >= 0 && e < ctx.num_experts, "predictor 'test-constant': expert=", e,
+                                        " out of range");
+                          return std::make_unique<ConstantPredictor>(ctx, static_cast<int>(e));
+                        }});
+    register_policy({.name = "test-host-after", .summary = "test only: LRU, then everything on the host",
+                     .make = [](SpecReader& s, const PolicyOptions& o) -> std::unique_ptr<Policy> {
+                       const std::int64_t limit = s.get_int("limit", 1'000'000);
+                       return std::make_unique<HostAfterPolicy>(o, limit);
+                     }});
+    return true;
+  }();
+  (void)once;
+}
+
+HardwareProfile a100() { return find_profile(load_hardware_profiles(find_hardware_profiles()), "a100-pcie4"); }
+
+SimResult run(const std::string& spec) {
+  const RoutingTrace t = testing::random_trace(5, 32, 8, 2, 12, 2);
+  const FutureRouting f = form_batches(t, 1);
+  TimeModel tm(a100(), model_shape("mixtral-8x7b"), 512);
+  SimOptions so;
+  so.capacity_experts = 24;
+  PolicyOptions o;
+  o.future = &f;
+  auto p = make_policy(spec, o);
+  return simulate(f, *p, tm, so);
+}
+
+TEST(DummyPolicy, IsListedBuiltBySpecAndUsedByTheSimulator) {
+  register_dummies();
+  const auto names = policy_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "test-host-after"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "prescope"), names.end());
+  EXPECT_EQ(run("test-host-after").host_execs, 0u);       // the default limit: LRU throughout
+  const SimResult all_host = run("test-host-after:limit=0");  // the key reaches the policy
+  EXPECT_GT(all_host.host_execs, 0u);
+  EXPECT_EQ(all_host.host_execs, all_host.accesses);
+  EXPECT_EQ(all_host.loads, 0u);
+}
+
+TEST(DummyPolicy, UnknownKeysAndBadValuesAreRefused) {
+  register_dummies();
+  try {
+    make_policy("test-host-after:limt=3");
+    ADD_FAILURE() << "unknown key accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("policy 'test-host-after': unknown option 'limt' (known: limit)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(make_policy("test-host-after:limit=many"), InvalidArgument);
+  EXPECT_THROW(make_policy("lru:scope=row"), InvalidArgument);
+  EXPECT_THROW(make_policy("lru:window=2"), InvalidArgument);      // a key of another policy
+  EXPECT_THROW(make_policy("prescope:window=9"), InvalidArgument);  // the key reaches PreSched's range check
+  EXPECT_THROW(make_policy("next-gate:lookahead=0"), InvalidArgument);
+  EXPECT_NE(make_policy("lru:scope=layer"), nullptr);
+  EXPECT_NE(make_policy("prescope:window=2"), nullptr);
+  EXPECT_THROW(make_policy("no-such-policy"), InvalidArgument);
+  EXPECT_THROW(register_policy("lru", [](const PolicyOptions& o) { return make_policy("lru", o); }),
+               InvalidArgument);
+}
+
+TEST(DummyPredictor, IsListedBuiltBySpecAndUsedByPrescope) {
+  register_dummies();
+  const auto names = predictor_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "test-constant"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "llapor"), names.end());
+  const PredictorContext ctx{nullptr, 32, 8, 2};
+  EXPECT_EQ(make_predictor("test-constant:expert=3", ctx)->name(), "test-constant");
+  EXPECT_THROW(make_predictor("test-constant:exprt=3", ctx), InvalidArgument);
+  EXPECT_THROW(make_predictor("test-constant:expert=9", ctx), InvalidArgument);
+
+  g_predictions = 0;
+  const SimResult r = run("prescope:window=2,predictor=test-constant:expert=3");
+  EXPECT_GT(g_predictions.load(), 0);  // prescope asked the predictor its spec named
+  EXPECT_GT(r.prefetches, 0u);
+  EXPECT_THROW(make_policy("prescope:predictor=no-such-predictor"), InvalidArgument);
+  EXPECT_TRUE(policy_entry("prescope").takes_predictor);
+  EXPECT_FALSE(policy_entry("lru").takes_predictor);
+  EXPECT_TRUE(policy_entry("oracle").is_bound);
+}
+
+TEST(PolicyRegistry, PositionalPredictorAndCommaSplitSpecs) {
+  register_dummies();
+  g_predictions = 0;
+  run("prescope:test-constant:expert=1");  // prescope's positional key is its predictor
+  EXPECT_GT(g_predictions.load(), 0);
+  EXPECT_EQ(join_spec_items({"lru", "prescope:window=2", "predictor=cooccurrence"}),
+            (std::vector<std::string>{"lru", "prescope:window=2,predictor=cooccurrence"}));
+}
+
+}  // namespace
+}  // namespace ferry::moe
