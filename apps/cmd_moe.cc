@@ -342,8 +342,9 @@ int run_moe(int argc, char** argv) {
   sm->add_option("--profiles", so.profiles_file, "profiles file (default: src/moe/sim/profiles.json)");
   sm->add_option("--device-mem", so.device_mem, "GPU memory for the model, e.g. 24GiB (default: the profile's)");
   sm->add_option("--batch", so.batches, "comma-separated batch sizes")->delimiter(',')->capture_default_str();
-  sm->add_option("--policies", so.policies, "comma-separated policies: " + choices(policy_names()))->delimiter(',')->capture_default_str();
-  sm->add_option("--predictor", so.predictor, "prescope's predictor spec NAME[:ARG]: " + choices(predictor_names()))
+  sm->add_option("--policies", so.policies, "comma-separated policies: " + choices(trace_policy_names()))
+      ->delimiter(',')->capture_default_str();
+  sm->add_option("--predictor", so.predictor, "prescope's predictor spec NAME[:ARG]: " + choices(trace_predictor_names()))
       ->capture_default_str();
   sm->add_option("--window", so.window, "PreSched window in layers")->capture_default_str();
   sm->add_option("--context", so.context_tokens, "KV-cache tokens per sequence")->capture_default_str();

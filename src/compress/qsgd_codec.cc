@@ -133,10 +133,15 @@ void QsgdCodec::unpack(std::span<const std::byte> payload, const Parsed& p, floa
   BitReader reader(norms + 4 * nb);
   for (std::size_t b = 0; b < nb; ++b) {
     const std::size_t lo = b * p.bucket, hi = std::min(n, lo + p.bucket);
-    const float unit = load_le<float>(norms + 4 * b) / static_cast<float>(p.levels);
+    const float norm = load_le<float>(norms + 4 * b);
+    const float unit = norm / static_cast<float>(p.levels);
+    // A subnormal bucket: norm / s underflows (to 0 below 1.4e-45 * s), so take norm * l / s in
+    // double there, as encode takes the ratio.
+    const bool float_unit = unit >= std::numeric_limits<float>::min() || norm == 0.0f;
     for (std::size_t i = lo; i < hi; ++i) {
       const std::uint32_t f = reader.get(bits);
-      float v = unit * static_cast<float>(f >> 1);
+      float v = float_unit ? unit * static_cast<float>(f >> 1)
+                           : static_cast<float>(static_cast<double>(norm) * (f >> 1) / p.levels);
       v = (f & 1u) ? -v : v;
       if constexpr (kAdd) {
         out[i] += v;

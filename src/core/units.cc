@@ -65,14 +65,22 @@ double parse_duration_s(std::string_view text) {
   return apply_suffix(text, "duration", kSuffixes, "ns, us, ms, s, min or h", false);
 }
 
-BandwidthLatency parse_bandwidth_latency(std::string_view text) {
+BandwidthLatency parse_bandwidth_latency(std::string_view text, std::string_view whole) {
   BandwidthLatency out;
-  const auto comma = text.find(',');
-  out.bandwidth_bytes_per_s = parse_bandwidth_bytes_per_s(text.substr(0, comma));
-  if (comma != std::string_view::npos) {
-    const std::string_view lat = text.substr(comma + 1);
-    if (lat.find(',') != std::string_view::npos) FERRY_THROW(InvalidArgument, "more than two fields");
-    out.latency_s = parse_duration_s(lat);
+  try {
+    const auto comma = text.find(',');
+    out.bandwidth_bytes_per_s = parse_bandwidth_bytes_per_s(text.substr(0, comma));
+    if (comma != std::string_view::npos) {
+      const std::string_view lat = text.substr(comma + 1);
+      if (lat.find(',') != std::string_view::npos) FERRY_THROW(InvalidArgument, "more than two fields");
+      out.latency_s = parse_duration_s(lat);
+      // Links sleep for it: a latency beyond any network's is a typo, and one beyond a
+      // std::chrono duration's range would wrap to no delay at all.
+      if (out.latency_s > 3600) FERRY_THROW(InvalidArgument, "latency '", lat, "' is above one hour");
+    }
+  } catch (const InvalidArgument& e) {
+    FERRY_THROW(InvalidArgument, "invalid --link '", whole.empty() ? text : whole,
+                "': expected BANDWIDTH[,LATENCY] such as 1Gbps,50us or 12GBps,10us (", e.what(), ")");
   }
   return out;
 }
@@ -83,8 +91,10 @@ std::uint64_t parse_bytes(std::string_view text) {
       {"KiB", 1024.0},     {"MiB", 1048576.0},   {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
       {"K", 1024.0},       {"M", 1048576.0},     {"G", 1073741824.0}};
   double v = apply_suffix(text, "size", kSuffixes, "B, KB, MB, GB, KiB, MiB or GiB", true);
-  if (v > 1.8e19) FERRY_THROW(InvalidArgument, "invalid size '", text, "': too large");
-  return static_cast<std::uint64_t>(std::llround(v));
+  // 2^64 and above do not fit (llround would also wrap above 2^63).
+  if (!(std::round(v) < 18446744073709551616.0))
+    FERRY_THROW(InvalidArgument, "invalid size '", text, "': too large (at most 2^64 - 1 bytes, about 16 EiB)");
+  return static_cast<std::uint64_t>(std::round(v));
 }
 
 std::string format_bytes(double bytes) {

@@ -21,9 +21,10 @@ struct BandwidthLatency {
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
 };
-// Throws InvalidArgument on a bad bandwidth or latency or more than two fields; the caller
-// adds which flag it was.
-BandwidthLatency parse_bandwidth_latency(std::string_view text);
+// Throws InvalidArgument "invalid --link 'WHOLE': expected BANDWIDTH[,LATENCY] ... (why)" on a bad
+// bandwidth, a latency that is bad or above an hour, or more than two fields. `whole` is the flag's
+// value as given, when `text` is only its rate part ("file:2GBps,50us"); empty: `text`.
+BandwidthLatency parse_bandwidth_latency(std::string_view text, std::string_view whole = {});
 
 // 1536 -> "1.5 KiB".
 std::string format_bytes(double bytes);

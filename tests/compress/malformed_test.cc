@@ -219,8 +219,9 @@ TEST(Malformed, QsgdRefusesNonFiniteGradients) {
   std::vector<float> huge(4, 3e38f);
   std::vector<std::byte> out;
   EXPECT_THROW(c->encode(huge, out), InvalidArgument);
-  // A subnormal bucket (s / norm overflows fp32) still quantises: every decoded value is finite,
-  // has the sign of its input and a magnitude of at most the norm.
+  // A subnormal bucket (s / norm overflows fp32, norm / s underflows) still quantises: every
+  // decoded value is finite, has the sign of its input and a magnitude of at most the norm, and the
+  // largest element (|x| / norm = 0.8, so its level is at least 1 for any s >= 2) is not lost.
   std::vector<float> tiny = {1e-45f, -1e-45f, 0.0f, 2e-45f};
   c->encode(tiny, out);
   std::vector<float> back(4);
@@ -230,6 +231,8 @@ TEST(Malformed, QsgdRefusesNonFiniteGradients) {
     EXPECT_LE(std::fabs(back[i]), 3e-45f) << i;
     EXPECT_FALSE(back[i] != 0 && std::signbit(back[i]) != std::signbit(tiny[i])) << i;
   }
+  EXPECT_GT(back[3], 0.0f);
+  EXPECT_EQ(back[2], 0.0f);
 }
 
 TEST(Malformed, RandomCorruptionNeverCrashes) {

@@ -26,6 +26,10 @@ TEST(Units, Bytes) {
   EXPECT_EQ(parse_bytes("512MiB"), 512ull << 20);
   EXPECT_EQ(parse_bytes("1.5GB"), 1500000000ull);
   EXPECT_EQ(parse_bytes("4096"), 4096ull);
+  // Up to 2^64 - 1; above, refused (1.7e19 wrapped to 2^63 through llround).
+  EXPECT_EQ(parse_bytes("1.7e19B"), 17000000000000000000ull);
+  EXPECT_THROW(parse_bytes("18446744073709551616"), InvalidArgument);  // 2^64
+  EXPECT_THROW(parse_bytes("1e300B"), InvalidArgument);
 }
 
 TEST(Units, ErrorsNameTheInputAndTheExpectation) {
@@ -67,6 +71,17 @@ TEST(BandwidthLatency, OneGrammarForEveryLink) {
   EXPECT_DOUBLE_EQ(b.latency_s, 0);
   for (const char* bad : {"", "1Gbps,", "1Gbps,50", "1Gbps,50us,3", ",50us", "fast"})
     EXPECT_THROW(parse_bandwidth_latency(bad), InvalidArgument) << bad;
+  // A latency a std::chrono sleep cannot hold ran as no latency: anything above an hour is refused,
+  // and the message names the whole flag value.
+  EXPECT_DOUBLE_EQ(parse_bandwidth_latency("1Gbps,1h").latency_s, 3600);
+  try {
+    parse_bandwidth_latency("1Gbps,1e99us", "file:1Gbps,1e99us");
+    ADD_FAILURE() << "1e99us accepted";
+  } catch (const InvalidArgument& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("invalid --link 'file:1Gbps,1e99us'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("above one hour"), std::string::npos) << msg;
+  }
 }
 
 }  // namespace

@@ -34,6 +34,18 @@ TEST(LinkRegistry, ScaledLinksResolveAndUnavailableKindsAreRefused) {
   EXPECT_NEAR(1000 / s.bandwidth_bytes_per_s + s.latency_s, 10e-3, 1e-12);
   EXPECT_EQ(resolve_scaled_link("pcie4", 1000, 1e-3).bandwidth_bytes_per_s, 25e9);
   EXPECT_THROW(make_link(parse_link_spec("mixtral-a100"), {}), InvalidArgument);  // not resolved
+  // Once resolved, a scaled link is an ordinary one: make_link builds it (ferry moe bench and demo
+  // use the default mixtral-a100 this way).
+  for (const char* scaled : {"mixtral-a100", "scaled:10"}) {
+    const LinkSpec r = resolve_scaled_link(scaled, 1000, 1e-3);
+    EXPECT_LE(r.scaled_ratio, 0) << scaled;
+    try {
+      make_link(r, {});  // no host pool here: the emulated link's own check is the one that fails
+      ADD_FAILURE() << scaled << ": an emulated link without a host pool";
+    } catch (const std::exception& e) {
+      EXPECT_STREQ(e.what(), "the emulated link needs the host pool") << scaled;
+    }
+  }
   LinkSpec unknown;
   unknown.kind = "warp";
   EXPECT_THROW(make_link(unknown, {}), InvalidArgument);

@@ -121,8 +121,7 @@ TEST(Simulator, HitRateEqualsReplayOnMixtralTrace) {
 }
 
 TEST(Simulator, OracleBoundsEveryPolicyOnRandomTraces) {
-  const std::vector<std::string> policies = {"ondemand", "lru", "static-hot", "next-gate", "fiddler", "moe-infinity",
-                                             "prescope"};
+  const std::vector<std::string> policies = {"ondemand", "lru", "static-hot", "fiddler", "moe-infinity", "prescope"};
   for (std::uint32_t seed : {11u, 12u, 13u}) {
     const RoutingTrace t = random_trace(seed, 12);
     std::vector<std::uint64_t> counts(32 * 8, 0);

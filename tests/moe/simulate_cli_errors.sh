@@ -20,6 +20,18 @@ expect_error "invalid --batch 0" --trace "$t" --batch 1,0
 expect_error "less than one mixtral-8x7b expert" --trace "$t" --device-mem 3GiB
 expect_error "does not fit model shape 'granite-3.0-1b-a400m'" --trace "$t" --model-shape granite-3.0-1b-a400m
 expect_error "$tmp/none.jsonl" --trace "$tmp/none.jsonl"
+expect_error "policy 'next-gate' predicts from the model's routers" --trace "$t" --policies lru,next-gate:lookahead=2
+expect_error "invalid --device-mem '0'" --trace "$t" --device-mem 0
+expect_error "invalid --device-mem '0GiB'" --trace "$t" --device-mem 0GiB
+# Two specs of one policy are two rows, each named by its spec.
+if "$ferry" moe simulate --trace "$t" --batch 1 --policies lru,lru:scope=layer,prescope:window=2 --out "$tmp/specs" \
+  >/dev/null 2>&1; then
+  for want in '^lru,' '^lru:scope=layer,' '^prescope:window=2,'; do
+    grep -q -- "$want" "$tmp/specs/simulate.csv" || { echo "FAIL: simulate.csv has no row '$want'"; failures=$((failures + 1)); }
+  done
+else
+  echo "FAIL: the run with lru,lru:scope=layer,prescope:window=2"; failures=$((failures + 1))
+fi
 # And a good run writes its three outputs.
 "$ferry" moe simulate --trace "$t" --batch 1,2 --policies lru,prescope,oracle --out "$tmp/good" >/dev/null 2>&1 \
   && [ -s "$tmp/good/simulate.csv" ] && [ -s "$tmp/good/simulate.md" ] || { echo "FAIL: good run"; failures=$((failures + 1)); }

@@ -93,11 +93,6 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
       for (const auto& policy : policies) {
         EngineOptions eo;
         eo.policy = policy;  // the spec: the policy reads its keys (predictor=, window=, ...)
-        std::string label = policy;
-        // "prescope:llapor:DIR" (its predictor only) is reported as "prescope+llapor".
-        const Spec spec = Spec::parse(policy, "policy", policy_entry(policy).positional_key);
-        if (spec.params.size() == 1 && spec.params[0].first == "predictor")
-          label = spec.name + "+" + Spec::name_of(spec.params[0].second);
         eo.device_mem = budget;
         eo.link = o.link;
         eo.compute = o.compute;
@@ -109,7 +104,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         auto g = generate(*eng, prompts, so);
         auto s = eng->stats();
         BenchRow r;
-        r.policy = label;
+        r.policy = policy_label(policy);
         r.batch = batch;
         r.budget = budget;
         r.tokens_per_s = g.tokens_per_s();

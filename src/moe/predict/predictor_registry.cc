@@ -95,4 +95,11 @@ std::vector<std::string> predictor_names() {
   return registry().names();
 }
 
+std::vector<std::string> trace_predictor_names() {
+  std::vector<std::string> out;
+  for (const std::string& name : predictor_names())
+    if (!registry().at(name).needs_routers) out.push_back(name);
+  return out;
+}
+
 }  // namespace ferry::moe

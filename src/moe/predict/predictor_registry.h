@@ -43,5 +43,7 @@ std::unique_ptr<Predictor> make_predictor(const std::string& spec, const Predict
 const PredictorEntry& predictor_entry(const std::string& spec);
 // Sorted; for --help.
 std::vector<std::string> predictor_names();
+// Those that do not need the model's routers: the ones a routing trace can drive (simulate, replay).
+std::vector<std::string> trace_predictor_names();
 
 }  // namespace ferry::moe

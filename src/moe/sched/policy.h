@@ -103,6 +103,7 @@ struct PolicyEntry {
   bool takes_predictor = false;          // uses PolicyOptions::predictor (spec key predictor=SPEC)
   bool needs_future = false;             // needs PolicyOptions::future (simulator, replay only)
   bool is_bound = false;                 // knows the future: the bound other policies are reported against
+  bool needs_routers = false;            // reads the model's routers (PolicyContext::routers): not in a trace
   // Reads the policy's spec keys (absent keys keep the values in `options`), then builds it.
   std::function<std::unique_ptr<Policy>(SpecReader& spec, const PolicyOptions& options)> make = {};
 };
@@ -123,6 +124,11 @@ const PolicyEntry& policy_entry(const std::string& spec);
 const PolicyEntry* find_policy(const std::string& name);
 // Sorted; for --help.
 std::vector<std::string> policy_names();
+// Those that do not need the model's routers: the ones a routing trace can drive (simulate, replay).
+std::vector<std::string> trace_policy_names();
+// The name a report prints for a policy spec: the spec as given, or "prescope+llapor" for one whose
+// only key is its predictor ("prescope:llapor:DIR"), so that two specs of one policy stay apart.
+std::string policy_label(const std::string& spec);
 
 // The `slots` experts with the highest calibration counts (ties and missing counts: spread
 // evenly over layers), for static placements.

@@ -98,7 +98,7 @@ void register_builtin_policies() {
   r.add_if_absent({.name = "static-hot", .summary = "the calibration's most routed experts stay resident",
                    .make = with_keys({}, make_static_hot_policy)});
   r.add_if_absent({.name = "next-gate", .summary = "prefetch what the next layers' gates predict (scope, lookahead)",
-                   .make = with_keys({read_scope, read_lookahead}, make_next_gate_policy)});
+                   .needs_routers = true, .make = with_keys({read_scope, read_lookahead}, make_next_gate_policy)});
   r.add_if_absent({.name = "fiddler", .summary = "hot experts resident, misses run on the host (Fiddler)",
                    .make = with_keys({}, make_fiddler_policy)});
   r.add_if_absent({.name = "moe-infinity", .summary = "activation-matrix prefetch (MoE-Infinity)",
@@ -131,6 +131,19 @@ const PolicyEntry* find_policy(const std::string& name) {
 std::vector<std::string> policy_names() {
   register_builtin_policies();
   return registry().names();
+}
+
+std::vector<std::string> trace_policy_names() {
+  std::vector<std::string> out;
+  for (const std::string& name : policy_names())
+    if (!registry().at(name).needs_routers) out.push_back(name);
+  return out;
+}
+
+std::string policy_label(const std::string& spec) {
+  const Spec s = Spec::parse(spec, "policy", policy_entry(spec).positional_key);
+  if (s.params.size() == 1 && s.params[0].first == "predictor") return s.name + "+" + Spec::name_of(s.params[0].second);
+  return spec;
 }
 
 }  // namespace ferry::moe

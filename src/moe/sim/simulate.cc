@@ -32,6 +32,9 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
     check.future = &none;
     for (const auto& p : policies) {
       make_policy(p, check);  // throws naming an unknown policy (and the known ones), key or value
+      FERRY_REQUIRE(!policy_entry(p).needs_routers, "policy '", Spec::name_of(p),
+                    "' predicts from the model's routers, which a routing trace does not hold (it would run as "
+                    "lru): run it with ferry moe bench on a model");
       takes_predictor |= policy_entry(p).takes_predictor;
     }
   }
@@ -44,6 +47,8 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
   for (const auto& name : o.profiles) profiles.push_back(find_profile(all_profiles, name));
   FERRY_REQUIRE(!profiles.empty(), "--profile is empty");
   const std::uint64_t mem_flag = o.device_mem.empty() ? 0 : parse_bytes(o.device_mem);
+  FERRY_REQUIRE(o.device_mem.empty() || mem_flag > 0, "invalid --device-mem '", o.device_mem,
+                "': expected a size above zero, e.g. 24GiB (leave it out for the profile's memory)");
   for (const auto& hw : profiles) {
     const std::uint64_t mem = mem_flag ? mem_flag : hw.device_mem_bytes;
     for (int b : o.batches) {
@@ -92,6 +97,7 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
         po.future = &routing;
         auto policy = make_policy(name, po);
         rows.push_back({hw.name, mem, simulate(routing, *policy, tm, so)});
+        rows.back().result.policy = policy_label(name);
       }
     }
   }
@@ -101,7 +107,7 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
 std::string simulate_markdown(const std::vector<SimulateRow>& rows) {
   std::map<std::pair<std::string, int>, double> oracle;
   for (const auto& r : rows)
-    if (const PolicyEntry* e = find_policy(r.result.policy); e && e->is_bound)
+    if (const PolicyEntry* e = find_policy(Spec::name_of(r.result.policy)); e && e->is_bound)
       oracle[{r.profile, r.result.batch}] = r.result.tokens_per_s();
   ReportTable md = ReportTable::of({"profile", "batch", "policy", "tokens/s", "vs oracle", "TPOT ms", "hit rate",
                                     "moved", "io wait", "host execs", "pred. precision", "pred. recall"});

@@ -17,7 +17,7 @@ struct SimulateOptions {
   std::string profiles_file;               // empty: src/moe/sim/profiles.json of the source tree
   std::string device_mem;                  // GPU memory for the model ("24GiB"); empty: the profile's
   std::vector<int> batches = {1, 4, 16, 64};
-  std::vector<std::string> policies = {"ondemand", "lru", "static-hot", "next-gate", "fiddler", "moe-infinity",
+  std::vector<std::string> policies = {"ondemand", "lru", "static-hot", "fiddler", "moe-infinity",
                                        "prescope", "oracle"};
   std::string predictor = "cooccurrence";  // prescope's predictor (a predictor spec, see predictor_registry.h)
   int window = 3;                          // PreSched window (layers)

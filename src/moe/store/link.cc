@@ -23,14 +23,9 @@ Registry<LinkEntry>& registry() {
 
 // "12GBps,10us" -> bandwidth and latency, in the grammar training's --link shares.
 void parse_rate(const std::string& text, const std::string& body, LinkSpec& spec) {
-  try {
-    const BandwidthLatency rate = parse_bandwidth_latency(body);
-    spec.bandwidth_bytes_per_s = rate.bandwidth_bytes_per_s;
-    spec.latency_s = rate.latency_s;
-  } catch (const InvalidArgument& e) {
-    FERRY_THROW(InvalidArgument, "invalid --link '", text, "': expected BANDWIDTH[,LATENCY] such as 12GBps,10us (",
-                e.what(), ")");
-  }
+  const BandwidthLatency rate = parse_bandwidth_latency(body, text);
+  spec.bandwidth_bytes_per_s = rate.bandwidth_bytes_per_s;
+  spec.latency_s = rate.latency_s;
 }
 
 }  // namespace
