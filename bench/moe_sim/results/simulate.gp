@@ -8,7 +8,7 @@ set ylabel 'decode tokens/s (simulated)'
 set key top left font ',9'
 set grid
 set title 'v100-pcie3'
-plot '-' using 1:2 with linespoints title 'ondemand', '-' using 1:2 with linespoints title 'lru', '-' using 1:2 with linespoints title 'static-hot', '-' using 1:2 with linespoints title 'next-gate', '-' using 1:2 with linespoints title 'fiddler', '-' using 1:2 with linespoints title 'moe-infinity', '-' using 1:2 with linespoints title 'prescope', '-' using 1:2 with linespoints title 'oracle'
+plot '-' using 1:2 with linespoints title 'ondemand', '-' using 1:2 with linespoints title 'lru', '-' using 1:2 with linespoints title 'static-hot', '-' using 1:2 with linespoints title 'fiddler', '-' using 1:2 with linespoints title 'moe-infinity', '-' using 1:2 with linespoints title 'prescope', '-' using 1:2 with linespoints title 'oracle'
 1 0.526356
 4 0.781431
 16 2.17612
@@ -23,11 +23,6 @@ e
 4 6.75914
 16 6.65217
 64 6.25436
-e
-1 0.633767
-4 0.781431
-16 2.17612
-64 8.4946
 e
 1 6.47945
 4 6.75914
@@ -50,7 +45,7 @@ e
 64 11.5319
 e
 set title 'a100-pcie4'
-plot '-' using 1:2 with linespoints title 'ondemand', '-' using 1:2 with linespoints title 'lru', '-' using 1:2 with linespoints title 'static-hot', '-' using 1:2 with linespoints title 'next-gate', '-' using 1:2 with linespoints title 'fiddler', '-' using 1:2 with linespoints title 'moe-infinity', '-' using 1:2 with linespoints title 'prescope', '-' using 1:2 with linespoints title 'oracle'
+plot '-' using 1:2 with linespoints title 'ondemand', '-' using 1:2 with linespoints title 'lru', '-' using 1:2 with linespoints title 'static-hot', '-' using 1:2 with linespoints title 'fiddler', '-' using 1:2 with linespoints title 'moe-infinity', '-' using 1:2 with linespoints title 'prescope', '-' using 1:2 with linespoints title 'oracle'
 1 1.05045
 4 1.56127
 16 4.34859
@@ -65,11 +60,6 @@ e
 4 10.1476
 16 9.98098
 64 9.38269
-e
-1 1.26435
-4 1.56127
-16 4.34859
-64 16.9736
 e
 1 9.77457
 4 10.1476
