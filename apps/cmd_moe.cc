@@ -225,7 +225,7 @@ int run_bench_cmd(BenchOptions& o, const std::string& out, int threads, bool ove
 std::string profile_choices() {
   try {
     std::vector<std::string> names;
-    for (const auto& p : load_hardware_profiles(find_hardware_profiles())) names.push_back(p.name);
+    for (const auto& p : builtin_hardware_profiles()) names.push_back(p.name);
     return choices(names);
   } catch (const std::exception&) {
     return "(the profiles of --profiles)";
@@ -339,7 +339,7 @@ int run_moe(int argc, char** argv) {
   sm->add_option("--model-shape", so.model_shape, "model whose sizes the trace is simulated at: " + choices(model_shape_names()))->capture_default_str();
   sm->add_option("--profile", so.profiles, "comma-separated hardware profiles: " + profile_choices())
       ->delimiter(',')->capture_default_str();
-  sm->add_option("--profiles", so.profiles_file, "profiles file (default: src/moe/sim/profiles.json)");
+  sm->add_option("--profiles", so.profiles_file, "profiles file (default: the profiles built in, from src/moe/sim/profiles.json)");
   sm->add_option("--device-mem", so.device_mem, "GPU memory for the model, e.g. 24GiB (default: the profile's)");
   sm->add_option("--batch", so.batches, "comma-separated batch sizes")->delimiter(',')->capture_default_str();
   sm->add_option("--policies", so.policies, "comma-separated policies: " + choices(trace_policy_names()))

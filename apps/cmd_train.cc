@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -89,6 +90,8 @@ void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_sp
   app.add_option("--eval-every", o.eval_every,
                  "also record test accuracy every N iterations (finer time to target; 0: off)");
   app.add_option("--threads", o.threads_per_rank, "libtorch threads per rank (0: cores / ranks)");
+  app.add_flag("--oversubscribe", o.oversubscribe,
+               "allow more than 8 ranks per core (--np + --servers) or more than 4 threads per core (--threads)");
   app.add_option("--out", o.out_dir, "directory for summary.json and metrics.jsonl");
   add_delayed_flags(app, o.delayed);
 }
@@ -130,8 +133,16 @@ int run_train(int argc, char** argv) {
 
   if (!comm::launched_by_mpirun()) {
     // Bad data is reported here, once, before any rank starts.
-    train::load_mnist(train::MnistOptions{o.data_dir, train::Split::kTrain, {}, o.train_limit});
-    train::load_mnist(train::MnistOptions{o.data_dir, train::Split::kTest, {}, o.test_limit});
+    train::check_training_data(train::load_mnist(train::MnistOptions{o.data_dir, train::Split::kTrain, {}, o.train_limit}),
+                               train::load_mnist(train::MnistOptions{o.data_dir, train::Split::kTest, {}, o.test_limit}),
+                               o);
+    // The output directory too: a rank that cannot write it would fail after the run.
+    if (!o.out_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.out_dir, ec);
+      if (ec || access(o.out_dir.c_str(), W_OK) != 0)
+        FERRY_THROW(IoError, "cannot write --out '", o.out_dir, "': ", ec ? ec.message() : std::strerror(errno));
+    }
     if (!o.resume.empty()) {
       const std::string dir = train::find_checkpoint(o.resume);
       train::check_resumable(train::read_checkpoint_meta(dir), o, dir);

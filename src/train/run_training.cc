@@ -45,6 +45,24 @@ void update_loss_ema(double& ema, double loss) {
 
 }  // namespace
 
+void check_training_data(const Dataset& train, const Dataset& test, const TrainOptions& o) {
+  const ModelOptions model;  // the shape every model is built for (make_model's default)
+  for (const Dataset* d : {&train, &test}) {
+    if (!d->images.defined()) continue;
+    const auto s = d->images.sizes();
+    FERRY_REQUIRE(s.size() == 4 && s[1] == model.in_channels && s[2] == model.height && s[3] == model.width,
+                  "data set '", d->name, "' holds images of ", s.size() == 4 ? s[1] : 0, " x ",
+                  s.size() == 4 ? s[2] : 0, " x ", s.size() == 4 ? s[3] : 0, " (channels x height x width); --model ",
+                  o.model, " is built for ", model.in_channels, " x ", model.height, " x ", model.width);
+    FERRY_REQUIRE(d->num_classes <= model.num_classes, "data set '", d->name, "' has ", d->num_classes,
+                  " classes; --model ", o.model, " has ", model.num_classes, " outputs");
+  }
+  const std::int64_t global = o.batch * static_cast<std::int64_t>(o.num_workers);
+  FERRY_REQUIRE(train.size() >= global, "data set '", train.name, "' holds ", train.size(),
+                " training items, fewer than one global batch (--batch ", o.batch, " x --np ", o.num_workers, " = ",
+                global, "): lower --batch or --np, or raise --train-limit");
+}
+
 nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
                             const std::function<void(const std::string& why)>& on_stall) {
   validate(o);
@@ -98,6 +116,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
   Dataset test_set;
   if (rank == 0 || eval_schedule.each_epoch || eval_schedule.every > 0)
     test_set = load_mnist(MnistOptions{o.data_dir, Split::kTest, {}, o.test_limit});
+  check_training_data(train_set, test_set, o);
   DataLoader loader(train_set, DataLoaderOptions{o.batch, world.num_workers, rank, o.seed, true});
 
   FlatParams params(model->parameters());

@@ -1,5 +1,9 @@
 #include "train/train_options.h"
 
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
 #include "compress/codec_registry.h"
 #include "core/error.h"
 #include "train/gradient_codecs.h"
@@ -30,8 +34,20 @@ void validate(const TrainOptions& o) {
   }
   FERRY_REQUIRE(o.epochs >= 1, "--epochs must be at least 1, got ", o.epochs);
   FERRY_REQUIRE(o.batch >= 1, "--batch must be at least 1, got ", o.batch);
-  FERRY_REQUIRE(o.lr > 0, "--lr must be positive, got ", o.lr);
+  FERRY_REQUIRE(o.lr > 0 && std::isfinite(o.lr), "--lr must be a finite number > 0, got ", o.lr);
   FERRY_REQUIRE(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got ", o.momentum);
+  FERRY_REQUIRE(o.weight_decay >= 0 && std::isfinite(o.weight_decay), "--wd must be a finite number >= 0, got ",
+                o.weight_decay);
+  FERRY_REQUIRE(o.threads_per_rank >= 0, "--threads must be >= 0 (0: cores / ranks), got ", o.threads_per_rank);
+  // Far more ranks or threads than cores looks like a hang and loads the machine: ask for it.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int ranks = o.num_workers + (topology == Topology::kAllreduce ? 0 : o.num_servers);
+  FERRY_REQUIRE(o.oversubscribe || ranks <= 8 * cores, ranks, " ranks (--np ", o.num_workers, " + --servers ",
+                o.num_servers, ") on ", cores, " cores is more than 8 per core: give --oversubscribe to run it anyway");
+  FERRY_REQUIRE(o.oversubscribe || o.threads_per_rank <= 4 * cores, "--threads ", o.threads_per_rank, " on ", cores,
+                " cores is more than 4 per core: give --oversubscribe to run it anyway");
+  FERRY_REQUIRE(o.train_limit >= 0, "--train-limit must be >= 0 (0: all), got ", o.train_limit);
+  FERRY_REQUIRE(o.test_limit >= 0, "--test-limit must be >= 0 (0: all), got ", o.test_limit);
   FERRY_REQUIRE(o.max_steps >= 0, "--max-steps must be >= 0, got ", o.max_steps);
   FERRY_REQUIRE(o.eval_every >= 0, "--eval-every must be >= 0 (0: off), got ", o.eval_every);
   FERRY_REQUIRE(o.checkpoint_every >= 0, "--checkpoint-every must be >= 0, got ", o.checkpoint_every);

@@ -33,6 +33,7 @@ struct TrainOptions {
   std::int64_t eval_every = 0;      // also evaluate every N iterations; 0 = off
   std::string out_dir = "";         // summary.json and metrics.jsonl; empty = none
   int threads_per_rank = 0;         // libtorch intra-op threads; 0 = cores / ranks (>= 1)
+  bool oversubscribe = false;       // allow more than 8 ranks per core or 4 threads per core
   bool progress = true;             // rank 0 draws a progress bar
   DelayedOptions delayed = {};      // odsgd, ssdsgd, cdsgd, localsgd, wfbp (delayed_options.h)
   // Reliability (docs/reliability.md).

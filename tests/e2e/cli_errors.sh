@@ -29,6 +29,29 @@ expect_error "odsgd does not run on --topology allreduce" --algo odsgd --topolog
 expect_error "--sync-every must be at least 1" --algo localsgd --sync-every 0
 expect_error "wfbp does not compress" --algo wfbp --codec twobit
 expect_error "--eval-every must be >= 0" --eval-every -5
+expect_error "--lr must be a finite number > 0" --lr inf
+expect_error "--wd must be a finite number >= 0" --wd nan
+expect_error "--train-limit must be >= 0" --train-limit -1
+expect_error "latency '1e99us' is above one hour" --link 1Gbps,1e99us
+# Far more ranks or threads than cores: refused unless asked for (it looked like a hang).
+expect_error "give --oversubscribe to run it anyway" --np 1000
+expect_error "--threads 1000 on" --threads 1000
+expect_error "cannot write --out '/dev/null/out'" --out /dev/null/out
+# MNIST-format files the models cannot take, found before mpirun starts: 8 x 8 images, and a
+# training set smaller than one global batch.
+be32() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 >> 24 & 255)) $(($1 >> 16 & 255)) $(($1 >> 8 & 255)) $(($1 & 255)))"; }
+write_idx() {  # DIR N SIDE: train and t10k IDX files of N images of SIDE x SIDE
+  mkdir -p "$1"
+  for split in train t10k; do
+    { be32 2051; be32 "$2"; be32 "$3"; be32 "$3"; head -c $(($2 * $3 * $3)) /dev/zero; } >"$1/$split-images-idx3-ubyte"
+    { be32 2049; be32 "$2"; head -c "$2" /dev/zero; } >"$1/$split-labels-idx1-ubyte"
+  done
+}
+write_idx "$tmp/small8" 100 8
+expect_error "holds images of 1 x 8 x 8 (channels x height x width); --model mlp is built for 1 x 28 x 28" \
+  --model mlp --np 1 --data "$tmp/small8"
+write_idx "$tmp/few" 10 28
+expect_error "fewer than one global batch (--batch 64 x --np 2 = 128)" --np 2 --batch 64 --data "$tmp/few"
 expect_cli_error "--threshold must be positive" "$ferry" compare --threshold 0 --out "$tmp/cmp"
 # compare refuses, before any run, flags that ferry train does not have and those it sets itself.
 expect_cli_error "--bogus" "$ferry" compare --bogus 3 --out "$tmp/cmp"

@@ -72,7 +72,7 @@ void register_dummies() {
   (void)once;
 }
 
-HardwareProfile a100() { return find_profile(load_hardware_profiles(find_hardware_profiles()), "a100-pcie4"); }
+HardwareProfile a100() { return find_profile(builtin_hardware_profiles(), "a100-pcie4"); }
 
 SimResult run(const std::string& spec) {
   const RoutingTrace t = testing::random_trace(5, 32, 8, 2, 12, 2);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bad input to `ferry moe` and `ferry moe generate`: one line naming the flag, exit code 2.
+# Bad input to `ferry moe`, `ferry moe generate` and `make-tiny`: one line naming the flag, exit code 2.
 set -u
 ferry="$1"
 tmp=$(mktemp -d)
@@ -17,5 +17,8 @@ gen "--temperature" --temperature -1
 gen "--temperature" --temperature inf
 gen "--top-k" --top-k -1
 gen "$tmp/none" --threads 1
+# A shape no machine of this kind holds is refused before any allocation (it was std::bad_alloc).
+expect_cli_error "make-tiny: this shape has" "$ferry" moe make-tiny --hidden 1000000000 --out "$tmp/huge"
+[ -e "$tmp/huge" ] && { echo "FAIL: make-tiny wrote a refused model"; failures=$((failures + 1)); }
 [ "$failures" -eq 0 ] && echo "all bad inputs rejected cleanly" && exit 0
 exit 1

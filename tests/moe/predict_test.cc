@@ -411,6 +411,32 @@ TEST(PredictorErrors, BadSpecsFilesAndFlags) {
   fs::copy(path + ".hidden.bin", dir / "c.jsonl.hidden.bin");
   fs::resize_file(dir / "c.jsonl.hidden.bin", fs::file_size(dir / "c.jsonl.hidden.bin") - 4);
   EXPECT_THROW(read_predictor_trace(dir / "c.jsonl"), FormatError);
+  // A row count whose 32 + rows x hs x 4 wraps around 2^64 to the file's true size (it passed the
+  // size check and then failed allocating): refused as a FormatError naming the rows.
+  fs::copy(path, dir / "w.jsonl");
+  fs::copy(path + ".hidden.bin", dir / "w.jsonl.hidden.bin");
+  {
+    std::fstream f(dir / "w.jsonl.hidden.bin", std::ios::in | std::ios::out | std::ios::binary);
+    std::uint32_t hs = 0;
+    std::uint64_t rows = 0;
+    f.seekg(12);
+    f.read(reinterpret_cast<char*>(&hs), 4);
+    f.seekg(24);
+    f.read(reinterpret_cast<char*>(&rows), 8);
+    const std::uint64_t row_bytes = std::uint64_t{hs} * 4;
+    // rows x row_bytes is unchanged modulo 2^64 when rows grows by 2^64 / (row_bytes' largest
+    // power-of-two factor).
+    const std::uint64_t pow2 = row_bytes & (~row_bytes + 1);
+    rows += ~std::uint64_t{0} / pow2 + 1;
+    f.seekp(24);
+    f.write(reinterpret_cast<const char*>(&rows), 8);
+  }
+  try {
+    read_predictor_trace(dir / "w.jsonl");
+    ADD_FAILURE() << "a wrapping row count was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("the header promises"), std::string::npos) << e.what();
+  }
 
   // Options the fit cannot honour.
   auto bad = quick_options();

@@ -1,5 +1,8 @@
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -7,6 +10,8 @@
 #include "core/error.h"
 #include "moe/model/checkpoint.h"
 #include "moe/model/safetensors.h"
+#include "moe/model/weights.h"
+#include "moe/store/host_pool.h"
 #include "moe_test_util.h"
 
 namespace ferry::moe {
@@ -160,6 +165,68 @@ TEST(Checkpoint, ConfigErrorsAreClear) {
     EXPECT_NE(std::string(e.what()).find("hidden_size"), std::string::npos) << e.what();
   }
   EXPECT_THROW(Checkpoint::open(dir / "absent"), IoError);
+}
+
+// NaN or Inf in a weight, and rms_norm_eps < 0 or rope_theta <= 0 in the config, made garbage
+// text; they are refused at load, naming the tensor or the field.
+TEST(Checkpoint, NonFiniteWeightsAndBadNormOrRopeAreRefused) {
+  TempDir dir;
+  MoeConfig c = testing::tiny_config();
+  TensorNames n(c);
+  for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    auto tensors = random_tensors(c, 5);
+    for (auto& t : tensors)
+      if (t.name == n.expert(1, 2, 3)) t.values[7] = bad;
+    write_checkpoint(dir / "w", c, tensors, {DType::kBF16, 1});
+    auto ck = Checkpoint::open(dir / "w");
+    std::vector<float> out(static_cast<std::size_t>(c.intermediate_size) * c.hidden_size);
+    try {
+      ck->read_f32(n.expert(1, 2, 3), {c.intermediate_size, c.hidden_size}, out.data());
+      ADD_FAILURE() << "read " << bad;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(n.expert(1, 2, 3)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("at element 7: weights must be finite"), std::string::npos) << e.what();
+    }
+    // Every other tensor still reads.
+    ck->read_f32(n.expert(1, 2, 1), {c.intermediate_size, c.hidden_size}, out.data());
+  }
+  for (const auto& [key, value, want] : {std::tuple{"rms_norm_eps", -1e-5, "rms_norm_eps must be a finite number >= 0"},
+                                         std::tuple{"rope_theta", 0.0, "rope_theta must be a finite number > 0"},
+                                         std::tuple{"rope_theta", -10000.0, "rope_theta must be"}}) {
+    nlohmann::json j = config_to_json(c);
+    j[key] = value;
+    try {
+      config_from_json(j, "cfg");
+      ADD_FAILURE() << key << " = " << value;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A config whose sizes are far beyond its files' (hidden_size 1e9) allocated before the tensors
+// were checked (std::bad_alloc); the shapes are checked first.
+TEST(Checkpoint, HugeConfigSizesFailOnTheFirstTensorNotInAnAllocation) {
+  TempDir dir;
+  MoeConfig c = testing::tiny_config();
+  write_checkpoint(dir.path(), c, random_tensors(c, 6), {});
+  nlohmann::json j = config_to_json(c);
+  j["hidden_size"] = 1000000000;
+  j["head_dim"] = c.head_dim;
+  std::ofstream(dir / "config.json") << j.dump();
+  auto ck = Checkpoint::open(dir.path());
+  try {
+    load_dense_weights(*ck);
+    ADD_FAILURE() << "loaded";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("1000000000"), std::string::npos) << e.what();
+  }
+  try {
+    HostPool::load(*ck);
+    ADD_FAILURE() << "loaded";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("1000000000"), std::string::npos) << e.what();
+  }
 }
 
 // Found by UBSan while writing the fuzz seeds: an empty F32 tensor made the dtype conversion

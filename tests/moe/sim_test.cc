@@ -3,9 +3,12 @@
 // traces, and bad flags are refused with a clear error.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include "core/error.h"
+#include "core/paths.h"
 #include "moe/predict/predictor_registry.h"
 #include "moe/sched/policy.h"
 #include "moe/sched/prescope_policy.h"
@@ -22,19 +25,15 @@ RoutingTrace random_trace(std::uint32_t seed, int tokens, int sequences = 2) {
   return testing::random_trace(seed, 32, 8, 2, tokens, sequences);
 }
 
-HardwareProfile a100() {
-  const std::string file = find_hardware_profiles();
-  if (!file.empty()) return find_profile(load_hardware_profiles(file), "a100-pcie4");
-  HardwareProfile h;  // the same figures, should the source tree not be found
-  h.name = "a100-pcie4";
-  h.device_mem_bytes = 40ull << 30;
-  h.hbm_Bps = 1555e9;
-  h.tensor_flops = 312e12;
-  h.link_Bps = 24e9;
-  h.link_latency_s = 10e-6;
-  h.host_Bps = 150e9;
-  h.host_flops = 1.5e12;
-  return h;
+HardwareProfile a100() { return find_profile(builtin_hardware_profiles(), "a100-pcie4"); }
+
+// The profiles built into the binary are those of the source tree's profiles.json.
+TEST(HardwareProfiles, BuiltInEqualsTheSourceFile) {
+  const std::string file = find_upward("src/moe/sim/profiles.json", false);
+  if (file.empty()) GTEST_SKIP() << "source tree not found";
+  std::ifstream in(file);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), builtin_hardware_profiles_json());
+  EXPECT_EQ(builtin_hardware_profiles().size(), load_hardware_profiles(file).size());
 }
 
 std::unique_ptr<Policy> policy_for(const std::string& name, const FutureRouting* future,

@@ -32,6 +32,10 @@ if "$ferry" moe simulate --trace "$t" --batch 1 --policies lru,lru:scope=layer,p
 else
   echo "FAIL: the run with lru,lru:scope=layer,prescope:window=2"; failures=$((failures + 1))
 fi
+# The hardware profiles are built in: a run from outside the source tree finds them.
+(cd "$tmp" && env -u FERRY_SOURCE_DIR "$ferry" moe simulate --trace "$t" --batch 1 --policies lru --out "$tmp/away" \
+  >/dev/null 2>"$tmp/away.err") && [ -s "$tmp/away/simulate.csv" ] \
+  || { echo "FAIL: simulate outside the source tree:"; cat "$tmp/away.err"; failures=$((failures + 1)); }
 # And a good run writes its three outputs.
 "$ferry" moe simulate --trace "$t" --batch 1,2 --policies lru,prescope,oracle --out "$tmp/good" >/dev/null 2>&1 \
   && [ -s "$tmp/good/simulate.csv" ] && [ -s "$tmp/good/simulate.md" ] || { echo "FAIL: good run"; failures=$((failures + 1)); }

@@ -121,6 +121,26 @@ TEST(Traces, MalformedTraceNamesFileAndLine) {
     EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
   }
   EXPECT_THROW(read_routing_trace(dir / "absent.jsonl"), IoError);
+  // A token routed twice to one expert, and gate probabilities outside [0, 1], are refused naming
+  // the line (they were read as given and counted twice).
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"problem_id": 0, "layer": 0, "token_idx": 0, "experts": [3, 3], "gating_probs": [0.5, 0.5]})",
+       "expert 3 appears twice"},
+      {R"({"problem_id": 0, "layer": 0, "token_idx": 0, "experts": [1, 2], "gating_probs": [1.5, -0.5]})",
+       "holds 1.5: gate probabilities are numbers in [0, 1]"},
+      {R"({"problem_id": 0, "layer": 0, "token_idx": 0, "experts": [1, 2], "gating_probs": [0.5, -0.01]})",
+       "holds -0.01"},
+  };
+  for (const auto& [line, want] : bad) {
+    std::ofstream(dir / "one.jsonl") << line << "\n";
+    try {
+      read_routing_trace(dir / "one.jsonl");
+      ADD_FAILURE() << "accepted: " << line;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("line 1"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Traces, RecordedTraceReadsBackInTheMixtralFormat) {

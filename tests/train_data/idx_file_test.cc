@@ -105,6 +105,20 @@ TEST_F(IdxFileTest, TrailingBytesAreSizeMismatch) {
   expect_error<FormatError>([&] { read_idx_file(p, kIdxImagesMagic); }, p, "size mismatch");
 }
 
+// A 60 KiB gzip file that inflates to 64 MiB after a header announcing one 28 x 28 image was
+// inflated whole before the header was checked; now reading stops a chunk past the announced size.
+TEST_F(IdxFileTest, InflationStopsAtTheSizeTheHeaderAnnounces) {
+  const std::string full = path("one");
+  write_idx_file(full, {1, 28, 28}, ramp(784), false);
+  auto bytes = read_maybe_gzip(full);
+  bytes.resize(bytes.size() + (64u << 20), 0);
+  const std::string p = path("bomb.gz");
+  write_maybe_gzip(p, bytes, true);
+  EXPECT_LT(fs::file_size(p), 1u << 20);
+  expect_error<FormatError>([&] { read_idx_file(p, kIdxImagesMagic); }, p,
+                            "size mismatch: more than the 800 bytes its header announces");
+}
+
 TEST_F(IdxFileTest, CutGzipStreamIsFormatError) {
   const std::string full = path("full.gz");
   write_idx_file(full, {50, 28, 28}, ramp(50 * 28 * 28), true);

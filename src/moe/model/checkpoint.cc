@@ -1,5 +1,8 @@
 #include "moe/model/checkpoint.h"
 
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -92,7 +95,22 @@ TensorRef Checkpoint::expect(const std::string& name, const std::vector<std::int
 
 void Checkpoint::read_f32(const std::string& name, const std::vector<std::int64_t>& expected_shape, float* dst) const {
   TensorRef r = expect(name, expected_shape);
-  convert_to_f32(r.info->dtype, r.file->data(*r.info), dst, static_cast<std::size_t>(r.info->numel()));
+  const auto n = static_cast<std::size_t>(r.info->numel());
+  convert_to_f32(r.info->dtype, r.file->data(*r.info), dst, n);
+  // A NaN or Inf weight turns every later activation into garbage text: refused at load. One
+  // branch-free pass (all exponent bits set = Inf or NaN) that the compiler vectorises.
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, dst + i, 4);
+    bad |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  if (bad) {
+    std::size_t i = 0;
+    while (std::isfinite(dst[i])) ++i;
+    FERRY_THROW(FormatError, "tensor '", name, "' in '", r.file->path(), "' holds ", dst[i], " at element ", i,
+                ": weights must be finite");
+  }
 }
 
 }  // namespace ferry::moe

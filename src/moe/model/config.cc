@@ -1,5 +1,6 @@
 #include "moe/model/config.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -47,6 +48,15 @@ int require_int(const nlohmann::json& j, const char* key, const std::string& ori
 
 }  // namespace
 
+double MoeConfig::parameter_count() const {
+  const double H = hidden_size, V = vocab_size, D = head_dim, I = intermediate_size;
+  const double S = shared_expert_intermediate_size;
+  const double attention = H * (num_heads * D) * 2 + H * (num_kv_heads * D) * 2;
+  const double per_layer = attention + 2 * H + num_experts * H + num_experts * 3 * H * I + 3 * H * S +
+                           (S > 0 && shared_expert_gate ? H : 0);
+  return V * H * (tie_word_embeddings ? 1 : 2) + num_layers * per_layer + H;
+}
+
 void MoeConfig::validate(const std::string& origin) const {
   auto need = [&](bool ok, const std::string& what) {
     if (!ok) FERRY_THROW(InvalidArgument, "config '", origin, "': ", what);
@@ -64,6 +74,9 @@ void MoeConfig::validate(const std::string& origin) const {
   need(top_k > 0 && top_k <= num_experts, "num_experts_per_tok (" + std::to_string(top_k) + ") must be in 1.." +
                                               std::to_string(num_experts));
   need(max_position_embeddings > 0, "max_position_embeddings must be positive");
+  need(std::isfinite(rms_norm_eps) && rms_norm_eps >= 0,
+       "rms_norm_eps must be a finite number >= 0, got " + std::to_string(rms_norm_eps));
+  need(std::isfinite(rope_theta) && rope_theta > 0, "rope_theta must be a finite number > 0, got " + std::to_string(rope_theta));
 }
 
 MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin) {

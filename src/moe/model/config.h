@@ -30,6 +30,9 @@ struct MoeConfig {
 
   // Bytes of one routed expert in float32 (w1, w3: I x H; w2: H x I).
   std::int64_t expert_params() const { return 3ll * hidden_size * intermediate_size; }
+  // Every weight of the model (embedding, attention, norms, routers, experts, LM head), in double
+  // so that absurd sizes do not wrap.
+  double parameter_count() const;
   // Throws InvalidArgument naming the field when inconsistent (e.g. heads not dividing).
   void validate(const std::string& origin) const;
 };

@@ -5,10 +5,14 @@
 #include <filesystem>
 #include <random>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/metrics.h"
+#include "core/units.h"
+#include "moe/model/dtype.h"
 #include "moe/model/safetensors.h"
 
 namespace ferry::moe {
@@ -100,6 +104,20 @@ void make_tiny_model(const std::string& dir, const TinyModelOptions& options) {
   MoeConfig c = options.config;
   if (c.tokenizer.empty() && c.vocab_size == 256) c.tokenizer = "byte";
   c.validate("make-tiny");
+  // The weights are generated in memory in float32 and then written: refuse sizes the machine
+  // cannot hold instead of failing in an allocation.
+  const double f32_bytes = c.parameter_count() * 4;
+  const double file_bytes = c.parameter_count() * static_cast<double>(dtype_size(options.write.dtype));
+  const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  FERRY_REQUIRE(f32_bytes < ram, "make-tiny: this shape has ", c.parameter_count(), " weights (",
+                format_bytes(f32_bytes), " in float32), more than this machine's ", format_bytes(ram), " of memory");
+  std::error_code ec;
+  fs::path parent = fs::absolute(dir).parent_path();
+  while (!parent.empty() && !fs::exists(parent, ec)) parent = parent.parent_path();
+  const auto space = fs::space(parent, ec);
+  FERRY_REQUIRE(ec || file_bytes < static_cast<double>(space.available), "make-tiny: the model's ",
+                format_bytes(file_bytes), " of weights do not fit the ", format_bytes(static_cast<double>(space.available)),
+                " free on ", parent.string());
   write_checkpoint(dir, c, random_tensors(c, options.seed), options.write);
 }
 

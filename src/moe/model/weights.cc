@@ -5,6 +5,7 @@
 namespace ferry::moe {
 
 torch::Tensor load_tensor_f32(const Checkpoint& ck, const std::string& name, const std::vector<std::int64_t>& shape) {
+  ck.expect(name, shape);  // before allocating: a config's sizes are checked against the file's tensor first
   torch::Tensor t = torch::empty(shape, torch::kFloat32);
   ck.read_f32(name, shape, t.data_ptr<float>());
   return t;

@@ -42,10 +42,12 @@ PredictorTrace read_predictor_trace(const std::string& path, bool with_hidden) {
   if (version != 1) FERRY_THROW(FormatError, "'", side, "': unsupported version ", version);
   if (dtype != 0) FERRY_THROW(FormatError, "'", side, "': unsupported dtype ", dtype, " (0 = float32)");
   if (hs == 0 || hs > (1u << 20)) FERRY_THROW(FormatError, "'", side, "': invalid hidden size ", hs);
-  const auto size = std::filesystem::file_size(side);
-  if (size != 32 + rows * hs * sizeof(float))
+  const std::uint64_t size = std::filesystem::file_size(side);
+  // Compared by division: 32 + rows * hs * 4 wraps for a header's huge row count.
+  const std::uint64_t row_bytes = std::uint64_t{hs} * sizeof(float);
+  if (size < 32 || (size - 32) % row_bytes != 0 || (size - 32) / row_bytes != rows)
     FERRY_THROW(FormatError, "'", side, "': ", size, " bytes, but the header promises ", rows, " rows of ", hs,
-                " floats (", 32 + rows * hs * sizeof(float), " bytes)");
+                " floats (32 + ", rows, " x ", row_bytes, " bytes)");
   p.hidden_size = static_cast<int>(hs);
   p.hidden.resize(static_cast<std::size_t>(rows) * hs);
   if (!in.read(reinterpret_cast<char*>(p.hidden.data()), static_cast<std::streamsize>(p.hidden.size() * sizeof(float))))

@@ -40,9 +40,8 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
   }
   FERRY_REQUIRE(o.window >= 1 && o.window <= 8, "invalid --window ", o.window, ": expected 1 to 8 layers");
   FERRY_REQUIRE(o.context_tokens >= 1, "invalid --context ", o.context_tokens, ": expected at least 1 token");
-  const std::string pfile = o.profiles_file.empty() ? find_hardware_profiles() : o.profiles_file;
-  FERRY_REQUIRE(!pfile.empty(), "no hardware profiles: src/moe/sim/profiles.json not found (give --profiles FILE)");
-  const auto all_profiles = load_hardware_profiles(pfile);
+  const auto all_profiles =
+      o.profiles_file.empty() ? builtin_hardware_profiles() : load_hardware_profiles(o.profiles_file);
   std::vector<HardwareProfile> profiles;
   for (const auto& name : o.profiles) profiles.push_back(find_profile(all_profiles, name));
   FERRY_REQUIRE(!profiles.empty(), "--profile is empty");
@@ -149,9 +148,10 @@ std::vector<PlotScript> write_simulate_outputs(const std::vector<SimulateRow>& r
   for (const auto& row : rows) chart.add(row.profile, row.result.policy, row.result.batch, row.result.tokens_per_s());
   PanelChart::Style style;
   style.panel_width = 560;
-  style.height = 440;
+  style.height = 500;
+  // The legend below the panel, where it cannot cover a line.
   style.settings = "set logscale x 2\nset logscale y\nset xlabel 'batch'\n"
-                   "set ylabel 'decode tokens/s (simulated)'\nset key top left font ',9'\nset grid\n";
+                   "set ylabel 'decode tokens/s (simulated)'\nset key below horizontal font ',9'\nset grid\n";
   const std::string gp = (dir / "simulate.gp").string();
   write_report_file(gp, chart.gnuplot((dir / "simulate.png").string(), style));
   return {PlotScript{gp, ""}};

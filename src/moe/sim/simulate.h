@@ -14,7 +14,7 @@ struct SimulateOptions {
   std::string trace;                       // routing trace (any format read_routing_trace knows)
   std::string model_shape = "mixtral-8x7b";
   std::vector<std::string> profiles = {"a100-pcie4"};
-  std::string profiles_file;               // empty: src/moe/sim/profiles.json of the source tree
+  std::string profiles_file;               // empty: the built-in profiles (src/moe/sim/profiles.json)
   std::string device_mem;                  // GPU memory for the model ("24GiB"); empty: the profile's
   std::vector<int> batches = {1, 4, 16, 64};
   std::vector<std::string> policies = {"ondemand", "lru", "static-hot", "fiddler", "moe-infinity",

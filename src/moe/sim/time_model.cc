@@ -2,21 +2,22 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "core/paths.h"
 #include "core/units.h"
 
 namespace ferry::moe {
 
-std::vector<HardwareProfile> load_hardware_profiles(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) FERRY_THROW(IoError, "cannot read hardware profiles '", path, "'");
+namespace {
+
+// Parses a profiles.json's text; `path` names it in messages.
+std::vector<HardwareProfile> parse_hardware_profiles(const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     FERRY_THROW(FormatError, "hardware profiles '", path, "': invalid JSON (", e.what(), ")");
   }
@@ -56,7 +57,17 @@ std::vector<HardwareProfile> load_hardware_profiles(const std::string& path) {
   return out;
 }
 
-std::string find_hardware_profiles() { return find_upward("src/moe/sim/profiles.json", false); }
+}  // namespace
+
+std::vector<HardwareProfile> load_hardware_profiles(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) FERRY_THROW(IoError, "cannot read hardware profiles '", path, "'");
+  return parse_hardware_profiles(std::string(std::istreambuf_iterator<char>(in), {}), path);
+}
+
+std::vector<HardwareProfile> builtin_hardware_profiles() {
+  return parse_hardware_profiles(builtin_hardware_profiles_json(), "built-in src/moe/sim/profiles.json");
+}
 
 const HardwareProfile& find_profile(const std::vector<HardwareProfile>& profiles, const std::string& name) {
   std::string known;

@@ -47,9 +47,10 @@ struct ModelShape {
 // Profiles from a profiles.json (see src/moe/sim/profiles.json). Throws IoError / FormatError naming
 // the file and the field.
 std::vector<HardwareProfile> load_hardware_profiles(const std::string& path);
-// src/moe/sim/profiles.json of the source tree (FERRY_SOURCE_DIR, the working directory and its
-// parents); empty when absent.
-std::string find_hardware_profiles();
+// The profiles of src/moe/sim/profiles.json as built into the binary (the default everywhere).
+std::vector<HardwareProfile> builtin_hardware_profiles();
+// That file's text (generated: builtin_profiles.cc.in).
+const char* builtin_hardware_profiles_json();
 // Throws InvalidArgument naming the unknown profile and listing the known ones.
 const HardwareProfile& find_profile(const std::vector<HardwareProfile>& profiles, const std::string& name);
 // "mixtral-8x7b", "granite-3.0-1b-a400m". Throws InvalidArgument listing the known shapes.

@@ -8,9 +8,17 @@ std::unique_ptr<HostPool> HostPool::load(const Checkpoint& ck) {
   pool->layout_ = {c.hidden_size, c.intermediate_size};
   pool->num_layers_ = c.num_layers;
   pool->num_experts_ = c.num_experts;
-  pool->data_.resize(static_cast<std::size_t>(pool->layout_.floats()) * c.num_layers * c.num_experts);
   TensorNames n(c);
   const std::int64_t H = c.hidden_size, I = c.intermediate_size;
+  // Every expert tensor's shape first: a config whose sizes the files do not hold fails here,
+  // naming the tensor, instead of in allocating a pool of the config's size.
+  for (int l = 0; l < c.num_layers; ++l)
+    for (int e = 0; e < c.num_experts; ++e) {
+      ck.expect(n.expert(l, e, 1), {I, H});
+      ck.expect(n.expert(l, e, 3), {I, H});
+      ck.expect(n.expert(l, e, 2), {H, I});
+    }
+  pool->data_.resize(static_cast<std::size_t>(pool->layout_.floats()) * c.num_layers * c.num_experts);
   for (int l = 0; l < c.num_layers; ++l)
     for (int e = 0; e < c.num_experts; ++e) {
       float* dst = const_cast<float*>(pool->expert({l, e}));

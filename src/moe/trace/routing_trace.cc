@@ -45,6 +45,8 @@ std::vector<int> get_experts(const nlohmann::json& v, const std::string& where) 
   for (const auto& e : v) {
     if (!is_int(e) || e.get<int>() < 0 || e.get<int>() >= kMaxTraceExperts)
       FERRY_THROW(FormatError, where, ": expert id ", e.dump(), " is not an integer in [0, ", kMaxTraceExperts, ")");
+    if (std::find(out.begin(), out.end(), e.get<int>()) != out.end())
+      FERRY_THROW(FormatError, where, ": expert ", e.get<int>(), " appears twice (a token routes to distinct experts)");
     out.push_back(e.get<int>());
   }
   if (out.empty()) FERRY_THROW(FormatError, where, ": no experts");
@@ -81,7 +83,9 @@ std::vector<float> get_weight_vec(const nlohmann::json& j, const char* key, std:
                 " numbers, one per expert");
   std::vector<float> out;
   for (const auto& w : j[key]) {
-    if (!w.is_number()) FERRY_THROW(FormatError, "trace '", path, "' line ", lineno, ": '", key, "' holds ", w.dump());
+    if (!w.is_number() || !(w.get<double>() >= 0 && w.get<double>() <= 1))
+      FERRY_THROW(FormatError, "trace '", path, "' line ", lineno, ": '", key, "' holds ", w.dump(),
+                  ": gate probabilities are numbers in [0, 1]");
     out.push_back(w.get<float>());
   }
   return out;

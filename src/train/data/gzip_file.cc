@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -41,7 +42,8 @@ std::string gz_error_text(gzFile file) {
 
 }  // namespace
 
-std::vector<std::uint8_t> read_maybe_gzip(const std::string& path, std::uint64_t max_bytes) {
+std::vector<std::uint8_t> read_maybe_gzip(const std::string& path, std::uint64_t max_bytes, std::size_t head_bytes,
+                                          const ContentBound& bound) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) FERRY_THROW(IoError, path, ": no such file");
   if (std::filesystem::is_directory(path, ec))
@@ -54,19 +56,27 @@ std::vector<std::uint8_t> read_maybe_gzip(const std::string& path, std::uint64_t
 
   std::vector<std::uint8_t> bytes;
   constexpr std::size_t kChunk = 1 << 20;
-  for (;;) {
+  // Reads up to `want` more bytes; false at the end of the content.
+  auto read_more = [&](std::size_t want) {
     const std::size_t old = bytes.size();
-    bytes.resize(old + kChunk);
-    const int got = gzread(file.get(), bytes.data() + old, static_cast<unsigned>(kChunk));
-    if (got < 0) {
-      FERRY_THROW(FormatError, path, ": corrupt or truncated gzip data (",
-                  gz_error_text(file.get()), ")");
-    }
+    bytes.resize(old + want);
+    const int got = gzread(file.get(), bytes.data() + old, static_cast<unsigned>(want));
+    if (got < 0)
+      FERRY_THROW(FormatError, path, ": corrupt or truncated gzip data (", gz_error_text(file.get()), ")");
     bytes.resize(old + static_cast<std::size_t>(got));
-    if (bytes.size() > max_bytes)
-      FERRY_THROW(FormatError, path, ": larger than the expected at most ", max_bytes, " bytes");
-    if (got == 0) break;
+    return got > 0;
+  };
+  bool more = true;
+  if (bound) {  // the head (gzread returns fewer bytes than asked only at the end), then its bound
+    while (more && bytes.size() < head_bytes) more = read_more(head_bytes - bytes.size());
+    const std::uint64_t announced = bound(bytes);
+    while (more && bytes.size() <= announced) more = read_more(kChunk);
+    if (bytes.size() > announced)
+      FERRY_THROW(FormatError, path, ": size mismatch: more than the ", announced, " bytes its header announces");
   }
+  while (more && bytes.size() <= max_bytes) more = read_more(kChunk);
+  if (bytes.size() > max_bytes)
+    FERRY_THROW(FormatError, path, ": larger than the expected at most ", max_bytes, " bytes");
   // A gzip stream that ends early makes gzread return the partial data; the error shows here.
   int code = Z_OK;
   gzerror(file.get(), &code);

@@ -1,6 +1,7 @@
 #include "train/data/idx_file.h"
 
 #include <cstdio>
+#include <span>
 
 #include "core/error.h"
 #include "train/data/gzip_file.h"
@@ -32,23 +33,23 @@ std::string dims_text(const std::vector<std::int64_t>& dims) {
   return s + "]";
 }
 
-}  // namespace
+// The magic and dims of an IDX file's first bytes (at least its header; more is ignored).
+struct IdxHeader {
+  std::vector<std::int64_t> dims;
+  std::uint64_t count = 1;       // prod(dims): the data bytes after the header
+  std::size_t header_bytes = 0;  // 4 + 4 * ndim
+};
 
-IdxArray read_idx_file(const std::string& path, std::uint32_t expected_magic) {
-  // 1 TiB of pixels is far beyond any data set this reads; it bounds a corrupt header.
-  return parse_idx_bytes(read_maybe_gzip(path, std::uint64_t{1} << 40), expected_magic, path);
-}
-
-IdxArray parse_idx_bytes(const std::vector<std::uint8_t>& bytes, std::uint32_t expected_magic,
-                         const std::string& path) {
+IdxHeader parse_idx_header(std::span<const std::uint8_t> bytes, std::uint32_t expected_magic,
+                           const std::string& path) {
   const std::uint32_t ndim = expected_magic & 0xFF;
   FERRY_CHECK((expected_magic & 0xFFFFFF00u) == 0x00000800u && ndim >= 1,
               "not an unsigned-byte IDX magic: ", hex32(expected_magic));
-
-  const std::size_t header = 4 + 4 * static_cast<std::size_t>(ndim);
+  IdxHeader h;
+  h.header_bytes = 4 + 4 * static_cast<std::size_t>(ndim);
   if (bytes.size() < 4)
     FERRY_THROW(FormatError, path, ": truncated IDX header: ", bytes.size(),
-                " bytes, expected at least ", header);
+                " bytes, expected at least ", h.header_bytes);
   const std::uint32_t magic = read_be32(bytes.data());
   if (magic != expected_magic) {
     FERRY_THROW(FormatError, path, ": wrong IDX magic ", hex32(magic), ", expected ",
@@ -58,25 +59,46 @@ IdxArray parse_idx_bytes(const std::vector<std::uint8_t>& bytes, std::uint32_t e
                                                     : "unsigned-byte array",
                 ")");
   }
-  if (bytes.size() < header)
+  if (bytes.size() < h.header_bytes)
     FERRY_THROW(FormatError, path, ": truncated IDX header: ", bytes.size(),
-                " bytes, expected at least ", header);
-
-  IdxArray out;
-  out.path = path;
-  std::uint64_t count = 1;
+                " bytes, expected at least ", h.header_bytes);
   for (std::uint32_t i = 0; i < ndim; ++i) {
     const std::uint32_t d = read_be32(bytes.data() + 4 + 4 * i);
     if (d == 0 || d > 0x7FFFFFFFu)
       FERRY_THROW(FormatError, path, ": IDX dimension ", i, " is ", d,
                   ", expected a positive size");
-    out.dims.push_back(d);
+    h.dims.push_back(d);
     // Checked before multiplying: count * d could wrap past 2^64 back to a small number.
-    if (d > (std::uint64_t{1} << 40) / count)
-      FERRY_THROW(FormatError, path, ": IDX dims ", dims_text(out.dims),
+    if (d > (std::uint64_t{1} << 40) / h.count)
+      FERRY_THROW(FormatError, path, ": IDX dims ", dims_text(h.dims),
                   " describe more data than any file this reads");
-    count *= d;
+    h.count *= d;
   }
+  return h;
+}
+
+}  // namespace
+
+IdxArray read_idx_file(const std::string& path, std::uint32_t expected_magic) {
+  // The header is checked as soon as it is inflated, and the content may not exceed the size it
+  // announces: a small gzip file that inflates to gigabytes fails there. 1 TiB of pixels is far
+  // beyond any data set this reads; it bounds a corrupt header.
+  const std::size_t header = 4 + 4 * static_cast<std::size_t>(expected_magic & 0xFF);
+  auto bound = [&](std::span<const std::uint8_t> head) {
+    const IdxHeader h = parse_idx_header(head, expected_magic, path);
+    return h.header_bytes + h.count;
+  };
+  return parse_idx_bytes(read_maybe_gzip(path, std::uint64_t{1} << 40, header, bound), expected_magic, path);
+}
+
+IdxArray parse_idx_bytes(const std::vector<std::uint8_t>& bytes, std::uint32_t expected_magic,
+                         const std::string& path) {
+  const IdxHeader h = parse_idx_header(bytes, expected_magic, path);
+  IdxArray out;
+  out.path = path;
+  out.dims = h.dims;
+  const std::size_t header = h.header_bytes;
+  const std::uint64_t count = h.count;
   const std::uint64_t payload = bytes.size() - header;
   if (payload < count) {
     FERRY_THROW(FormatError, path, ": truncated IDX data: dims ", dims_text(out.dims),
