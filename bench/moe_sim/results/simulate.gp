@@ -1,11 +1,11 @@
-set terminal pngcairo size 1120,440 noenhanced
+set terminal pngcairo size 1120,500 noenhanced
 set output '/work/main/bench/moe_sim/results/simulate.png'
 set multiplot layout 1,2
 set logscale x 2
 set logscale y
 set xlabel 'batch'
 set ylabel 'decode tokens/s (simulated)'
-set key top left font ',9'
+set key below horizontal font ',9'
 set grid
 set title 'v100-pcie3'
 plot '-' using 1:2 with linespoints title 'ondemand', '-' using 1:2 with linespoints title 'lru', '-' using 1:2 with linespoints title 'static-hot', '-' using 1:2 with linespoints title 'fiddler', '-' using 1:2 with linespoints title 'moe-infinity', '-' using 1:2 with linespoints title 'prescope', '-' using 1:2 with linespoints title 'oracle'
