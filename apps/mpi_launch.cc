@@ -22,16 +22,22 @@
 
 namespace ferry::apps {
 
-ChildResult relaunch_under_mpirun(int ranks, int argc, char** argv, const std::vector<std::string>& export_env) {
+ChildResult run_under_mpirun(int ranks, const std::vector<std::string>& command,
+                             const std::vector<std::string>& export_env) {
   std::vector<std::string> args = {"mpirun", "-np", std::to_string(ranks)};
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
   if (ranks > static_cast<int>(std::thread::hardware_concurrency())) args.push_back("--oversubscribe");
   // Ranks share the machine's cores: do not let OpenMPI pin them all to one core each.
   args.insert(args.end(), {"--bind-to", "none", "-x", "OMP_NUM_THREADS=1"});
   for (const auto& name : export_env) args.insert(args.end(), {"-x", name});
-  args.push_back(self_executable());
-  for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
+  args.insert(args.end(), command.begin(), command.end());
   return run_child(args);
+}
+
+ChildResult relaunch_under_mpirun(int ranks, int argc, char** argv, const std::vector<std::string>& export_env) {
+  std::vector<std::string> command = {self_executable()};
+  for (int i = 0; i < argc; ++i) command.push_back(argv[i]);
+  return run_under_mpirun(ranks, command, export_env);
 }
 
 namespace {

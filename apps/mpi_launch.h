@@ -13,6 +13,9 @@ namespace ferry::apps {
 // SIGHUP to ferry ends the whole job). Environment variables named in `export_env` are passed to
 // the ranks (mpirun -x).
 ChildResult relaunch_under_mpirun(int ranks, int argc, char** argv, const std::vector<std::string>& export_env = {});
+// The same for any command (`ferry run -- python3 train.py`): mpirun -np ranks command...
+ChildResult run_under_mpirun(int ranks, const std::vector<std::string>& command,
+                             const std::vector<std::string>& export_env = {});
 
 // Rank status files, so that the launcher can say which rank failed when mpirun stops a job.
 // Every rank writes, into the directory named by $FERRY_RANK_DIR (when set):

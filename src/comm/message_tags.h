@@ -22,6 +22,7 @@ inline constexpr int kTagPsReplyBase = 100;
 // ---- training driver (src/train/run_training.cc and its parts) ----
 inline constexpr int kTagTrainStats = 60;           // worker -> rank 0: its end-of-run WorkerStats
 inline constexpr int kTagTrainCheckpointDone = 61;  // worker -> rank 0: my checkpoint state file is written
+inline constexpr int kTagTrainJob = 62;  // worker 0 -> each server: the job a DistributedOptimizer runs (or none)
 
 // ---- collectives over point-to-point messages (src/comm/p2p_collectives.cc) ----
 inline constexpr int kTagAllreduce = kMaxUserTag + 1;
@@ -31,9 +32,9 @@ inline constexpr int kTagBarrier = kMaxUserTag + 4;
 
 namespace detail {
 // Every single tag above (the reply range is checked separately).
-inline constexpr std::array<int, 8> kSingleTags = {kTagPsRequest,  kTagPsCheckpointAck, kTagTrainStats,
-                                                   kTagTrainCheckpointDone, kTagAllreduce, kTagBroadcast,
-                                                   kTagAllgather, kTagBarrier};
+inline constexpr std::array<int, 9> kSingleTags = {kTagPsRequest,  kTagPsCheckpointAck, kTagTrainStats,
+                                                   kTagTrainCheckpointDone, kTagTrainJob, kTagAllreduce,
+                                                   kTagBroadcast, kTagAllgather, kTagBarrier};
 constexpr bool tags_are_distinct() {
   for (std::size_t i = 0; i < kSingleTags.size(); ++i) {
     if (kSingleTags[i] < 0) return false;

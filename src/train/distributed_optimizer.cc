@@ -1,22 +1,52 @@
 #include "train/distributed_optimizer.h"
 
+#include <span>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "comm/link/link_options.h"
+#include "comm/link/shaped_communicator.h"
+#include "comm/message_tags.h"
 #include "core/error.h"
 #include "train/flat_params.h"
+#include "train/gradient_codecs.h"
 #include "train/ps_setup.h"
 #include "train/strategy.h"
+#include "train/train_options.h"
 
 namespace ferry::train {
 namespace {
 
-StrategyOptions strategy_options(const DistributedOptimizerOptions& o, const comm::Communicator& comm) {
+// The training options these optimizer options stand for, so that one validator (train_options.h)
+// checks both `ferry train`'s flags and this API.
+TrainOptions as_train_options(const DistributedOptimizerOptions& o, int world_size) {
   register_builtin_strategies();
-  const StrategyInfo& info = strategy_info(o.algo);
-  Topology topology = resolve_topology(info, o.topology);
-  int servers = topology == Topology::kParameterServer ? o.num_servers : 0;
-  FERRY_REQUIRE(topology == Topology::kAllreduce || servers >= 1, "the ps topology needs num_servers >= 1");
-  FERRY_REQUIRE(servers < comm.size(), "num_servers ", servers, " leaves no worker in a world of ", comm.size());
-  return StrategyOptions{topology, WorldLayout{comm.size() - servers, servers},
-                         ps::SgdOptions{o.lr, o.momentum, o.weight_decay, 1.0f}};
+  TrainOptions t;
+  t.algo = o.algo;
+  t.topology = o.topology;
+  const Topology topology = resolve_topology(strategy_info(o.algo), o.topology);
+  t.num_servers = topology == Topology::kParameterServer ? o.num_servers : 0;
+  t.num_workers = world_size - t.num_servers;
+  t.lr = o.lr;
+  t.momentum = o.momentum;
+  t.weight_decay = o.weight_decay;
+  t.codec = o.codec.empty() ? default_codec(strategy_info(o.algo), o.delayed) : o.codec;
+  t.pull_codec = o.pull_codec;
+  t.link = comm::parse_link_spec(o.link);
+  t.delayed = o.delayed;
+  t.oversubscribe = true;  // the world exists already: its size is the launcher's business
+  return t;
+}
+
+StrategyOptions strategy_options(const TrainOptions& t) {
+  const Topology topology = resolve_topology(strategy_info(t.algo), t.topology);
+  return StrategyOptions{topology,
+                         world_layout(t),
+                         ps::SgdOptions{t.lr, t.momentum, t.weight_decay, 1.0f},
+                         canonical_codec(t),
+                         canonical_pull_codec(t),
+                         t.delayed};
 }
 
 std::vector<std::size_t> numels_of(const std::vector<at::Tensor>& params) {
@@ -25,16 +55,48 @@ std::vector<std::size_t> numels_of(const std::vector<at::Tensor>& params) {
   return n;
 }
 
+
 }  // namespace
 
+void validate(const DistributedOptimizerOptions& o, int world_size) {
+  register_builtin_strategies();
+  strategy_info(o.algo);    // an unknown algorithm first, listing the known ones
+  validate_delayed_options(o.delayed);  // then the options' own values, whatever the world
+  const Topology topology = resolve_topology(strategy_info(o.algo), o.topology);
+  if (topology == Topology::kParameterServer)
+    FERRY_REQUIRE(o.num_servers >= 1, "--topology ps needs --servers >= 1, got ", o.num_servers);
+  FERRY_REQUIRE(o.num_servers < world_size || topology == Topology::kAllreduce, "--servers ", o.num_servers,
+                " leaves no worker in a world of ", world_size, " ranks");
+  validate(as_train_options(o, world_size));
+}
+
 DistributedOptimizer::DistributedOptimizer(std::vector<at::Tensor> params, comm::Communicator* comm,
-                                           DistributedOptimizerOptions options)
-    : comm_(comm), options_(std::move(options)), params_(std::move(params)) {
-  StrategyOptions so = strategy_options(options_, *comm_);
+                                           DistributedOptimizerOptions options, bool announce_to_servers)
+    : raw_comm_(comm), comm_(comm), options_(std::move(options)), params_(std::move(params)) {
+  validate(options_, raw_comm_->size());
+  const TrainOptions t = as_train_options(options_, raw_comm_->size());
+  if (announce_to_servers && raw_comm_->rank() == 0) {
+    // Resolved values only, so that the servers need none of the algorithm's defaults.
+    nlohmann::json job = {{"algo", options_.algo},          {"topology", "ps"},
+                          {"num_servers", t.num_servers},   {"lr", t.lr},
+                          {"momentum", t.momentum},         {"weight_decay", t.weight_decay},
+                          {"codec", canonical_codec(t)},    {"pull_codec", canonical_pull_codec(t)},
+                          {"link", options_.link},          {"shapes", shapes_of(params_)}};
+    const std::string text = job.dump();
+    for (int s = t.num_workers; s < raw_comm_->size(); ++s)
+      raw_comm_->send(s, comm::kTagTrainJob, std::as_bytes(std::span(text.data(), text.size())));
+  }
+  if (t.link.enabled()) {
+    shaped_ = std::make_unique<comm::ShapedCommunicator>(raw_comm_, t.link);
+    comm_ = shaped_.get();
+  }
+  const StrategyOptions so = strategy_options(t);
+  codec_ = so.codec;
   if (so.world.is_server(comm_->rank())) return;
   flat_ = std::make_unique<FlatParams>(params_);
   strategy_ = strategy_info(options_.algo).make(StrategyContext{comm_, so});
   strategy_->setup(*flat_);
+  has_layer_gate_ = static_cast<bool>(strategy_->layer_gate());
 }
 
 DistributedOptimizer::~DistributedOptimizer() = default;
@@ -43,8 +105,10 @@ bool DistributedOptimizer::is_server() const { return !strategy_; }
 
 void DistributedOptimizer::serve() {
   FERRY_REQUIRE(is_server(), "serve() is for parameter-server ranks");
-  StrategyOptions so = strategy_options(options_, *comm_);
-  run_parameter_server(*comm_, so.world, numels_of(params_), strategy_info(options_.algo).server_mode, so.sgd);
+  const TrainOptions t = as_train_options(options_, raw_comm_->size());
+  const StrategyOptions so = strategy_options(t);
+  run_parameter_server(*comm_, so.world, numels_of(params_), strategy_info(options_.algo).server_mode, so.sgd,
+                       so.codec, shapes_of(params_), so.pull_codec);
 }
 
 void DistributedOptimizer::zero_grad() {
@@ -57,6 +121,9 @@ void DistributedOptimizer::step() {
   FERRY_REQUIRE(!finished_, "step() after finish()");
   flat_->gather_grads();
   strategy_->step(*flat_, iteration_++);
+  // No per-layer gate in the caller's model (wfbp): every pending update lands before step()
+  // returns, so the next forward reads this step's weights (without wfbp's forward overlap).
+  if (has_layer_gate_) strategy_->complete(*flat_);
 }
 
 void DistributedOptimizer::finish() {
@@ -65,6 +132,37 @@ void DistributedOptimizer::finish() {
   finished_ = true;
 }
 
+void DistributedOptimizer::announce_no_job(comm::Communicator* comm, int num_servers) {
+  const std::string text = "null";
+  for (int s = comm->size() - num_servers; s < comm->size(); ++s)
+    comm->send(s, comm::kTagTrainJob, std::as_bytes(std::span(text.data(), text.size())));
+}
+
+bool DistributedOptimizer::serve_announced_job(comm::Communicator* comm, int num_servers) {
+  const comm::Message m = comm->recv(0, comm::kTagTrainJob);
+  const auto job = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(m.data.data()), m.data.size()));
+  if (job.is_null()) return false;
+  FERRY_CHECK(job.at("num_servers").get<int>() == num_servers, "the job announces ", job.at("num_servers").get<int>(),
+              " servers; this world has ", num_servers);
+  DistributedOptimizerOptions o;
+  o.algo = job.at("algo");
+  o.topology = job.at("topology");
+  o.num_servers = num_servers;
+  o.lr = job.at("lr");
+  o.momentum = job.at("momentum");
+  o.weight_decay = job.at("weight_decay");
+  o.codec = job.at("codec");
+  o.pull_codec = job.at("pull_codec");
+  o.link = job.at("link");
+  std::vector<at::Tensor> params;
+  for (const auto& shape : job.at("shapes").get<TensorShapes>()) params.push_back(at::empty(shape));
+  DistributedOptimizer server(std::move(params), comm, o);
+  server.serve();
+  return true;
+}
+
 double DistributedOptimizer::comm_wait_s() const { return strategy_ ? strategy_->comm_wait_s() : 0.0; }
+
+std::uint64_t DistributedOptimizer::bytes_sent() const { return comm_->counters().bytes_sent; }
 
 }  // namespace ferry::train

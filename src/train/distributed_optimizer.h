@@ -16,12 +16,14 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "train/delayed_options.h"
 
 namespace ferry::train {
 
 class FlatParams;
 class Strategy;
 
+// The options of `ferry train` that concern the optimizer (same names, same checks: validate()).
 struct DistributedOptimizerOptions {
   std::string algo = "ssgd";          // strategy name (see strategy_names())
   std::string topology = "";          // allreduce | ps; empty = the strategy's default
@@ -29,19 +31,36 @@ struct DistributedOptimizerOptions {
   float lr = 0.05f;                   // learning rate of the global optimizer
   float momentum = 0.9f;              // its momentum
   float weight_decay = 0.0f;          // its L2 coefficient
+  std::string codec = "";             // gradient codec spec; empty = the algorithm's default
+  std::string pull_codec = "";        // ps: codec of the pull replies; empty = fp32 pulls
+  std::string link = "none";          // emulated NIC of every rank: BANDWIDTH[,LATENCY] or none
+  DelayedOptions delayed = {};        // odsgd, ssdsgd, cdsgd, localsgd, wfbp knobs
 };
+
+// Checks `options` for a world of `world_size` ranks as `ferry train` checks its flags; throws
+// InvalidArgument naming the option in its command-line spelling (--delay-steps).
+void validate(const DistributedOptimizerOptions& options, int world_size);
 
 class DistributedOptimizer {
  public:
   // `params` are rebound into one flat buffer (their values kept); `comm` must outlive this.
   // Worker ranks start from worker 0's weights after construction.
-  DistributedOptimizer(std::vector<at::Tensor> params, comm::Communicator* comm, DistributedOptimizerOptions options);
+  DistributedOptimizer(std::vector<at::Tensor> params, comm::Communicator* comm, DistributedOptimizerOptions options,
+                       bool announce_to_servers = false);
   ~DistributedOptimizer();
 
   // True on parameter-server ranks: call serve() there, not step().
   bool is_server() const;
   // Runs this rank's server loop until every worker has called finish().
   void serve();
+
+  // For front-ends whose server ranks do not build the model (the Python package): on a ps
+  // topology, worker 0's constructor also sends every server the job (world, optimizer, codecs,
+  // link, tensor shapes). A server rank calls serve_announced_job(), which receives it and serves
+  // it until the workers finish; it returns false at once when the workers announce that no
+  // job comes (announce_no_job(), called by worker 0 when it ends without one).
+  static bool serve_announced_job(comm::Communicator* comm, int num_servers);
+  static void announce_no_job(comm::Communicator* comm, int num_servers);
 
   void zero_grad();
   // Synchronises the gradients of this iteration and updates the weights.
@@ -50,15 +69,23 @@ class DistributedOptimizer {
   void finish();
   // Seconds spent blocked on communication so far.
   double comm_wait_s() const;
+  // Bytes this rank has sent so far (through the emulated link when there is one, else raw).
+  std::uint64_t bytes_sent() const;
+  // The codec spec in use, every option resolved ("none" when uncompressed).
+  const std::string& codec() const { return codec_; }
 
  private:
-  comm::Communicator* comm_;  // see constructor
+  comm::Communicator* raw_comm_;  // see constructor
+  std::unique_ptr<comm::Communicator> shaped_;  // the emulated link around raw_comm_, if any
+  comm::Communicator* comm_;      // shaped_ or raw_comm_
+  std::string codec_;
   DistributedOptimizerOptions options_;
   std::vector<at::Tensor> params_;
   std::unique_ptr<FlatParams> flat_;
   std::unique_ptr<Strategy> strategy_;
   std::int64_t iteration_ = 0;
   bool finished_ = false;
+  bool has_layer_gate_ = false;
 };
 
 }  // namespace ferry::train

@@ -33,6 +33,11 @@ void FlatParams::gather_grads() {
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     auto& p = params_[i];
+    // A parameter re-pointed elsewhere (p.data = ..., .to(), load_state_dict(assign=True)) would
+    // train a copy that no update reaches: refused, not silently wrong.
+    FERRY_REQUIRE(p.data_ptr() == static_cast<void*>(weights_ptr_ + offsets_[i]), "parameter ", i, " (",
+                  p.sizes(), ") no longer lives in the optimizer's flat buffer: it was replaced (p.data = ..., "
+                  ".to(), or a load with assign); copy new values in place instead (p.copy_(...))");
     float* expected = grads_ptr_ + offsets_[i];
     const auto& g = p.grad();
     if (!g.defined()) {

@@ -46,14 +46,14 @@ TEST(Help, TopLevelListsEveryCommand) {
   for (const char* args : {"--help", "-h"}) {
     const Output o = run_ferry(args);
     EXPECT_EQ(o.exit_code, 0) << args;
-    for (const char* cmd : {"train", "compare", "units", "moe"})
+    for (const char* cmd : {"train", "compare", "run", "units", "moe"})
       EXPECT_NE(o.text.find(cmd), std::string::npos) << args << ": " << cmd;
   }
 }
 
 TEST(Help, EverySubcommandPrintsItsOptionsAndExitsZero) {
   for (const char* cmd :
-       {"train", "compare", "units", "moe", "moe make-tiny", "moe pretrain", "moe generate", "moe bench",
+       {"train", "compare", "run", "units", "moe", "moe make-tiny", "moe pretrain", "moe generate", "moe bench",
         "moe trace", "moe fit-predictor", "moe demo", "moe simulate"}) {
     const Output o = run_ferry(std::string(cmd) + " --help");
     EXPECT_EQ(o.exit_code, 0) << cmd;

@@ -52,6 +52,13 @@ expect_error "holds images of 1 x 8 x 8 (channels x height x width); --model mlp
   --model mlp --np 1 --data "$tmp/small8"
 write_idx "$tmp/few" 10 28
 expect_error "fewer than one global batch (--batch 64 x --np 2 = 128)" --np 2 --batch 64 --data "$tmp/few"
+# ferry run: the launcher of Python scripts.
+expect_cli_error "command is required" "$ferry" run --np 2
+expect_cli_error "--np must be at least 1" "$ferry" run --np 0 -- /bin/true
+expect_cli_error "invalid --link '1Gbs'" "$ferry" run --link 1Gbs -- /bin/true
+expect_cli_error "give --oversubscribe" "$ferry" run --np 1000 -- /bin/true
+"$ferry" run --np 2 --servers 1 -- /bin/sh -c 'test "$FERRY_SERVERS" = 1 && test "$FERRY_LINK" = none' >/dev/null 2>&1 \
+  || { echo "FAIL: ferry run does not start the command with FERRY_SERVERS and FERRY_LINK"; failures=$((failures + 1)); }
 expect_cli_error "--threshold must be positive" "$ferry" compare --threshold 0 --out "$tmp/cmp"
 # compare refuses, before any run, flags that ferry train does not have and those it sets itself.
 expect_cli_error "--bogus" "$ferry" compare --bogus 3 --out "$tmp/cmp"

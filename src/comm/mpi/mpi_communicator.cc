@@ -72,6 +72,12 @@ void wait_request(MPI_Request& request, MPI_Status* status, const char* what) {
 class CommHandle {
  public:
   CommHandle() { check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "Comm_dup"); }
+  // The ranks of MPI_COMM_WORLD with this color, in world order (collective over the world).
+  explicit CommHandle(int color) {
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    check_mpi(MPI_Comm_split(MPI_COMM_WORLD, color, world_rank, &comm_), "Comm_split");
+  }
   ~CommHandle() {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -150,6 +156,8 @@ void mpi_abort(int code) {
 }
 
 struct MpiCommunicator::Impl {
+  Impl() = default;
+  explicit Impl(int color) : comm(color) {}
   CommHandle comm;
   std::atomic<std::uint64_t> bytes_sent{0}, bytes_recv{0}, messages_sent{0}, messages_recv{0};
   void count_send(std::size_t n) {
@@ -163,6 +171,12 @@ struct MpiCommunicator::Impl {
 };
 
 MpiCommunicator::MpiCommunicator() : impl_(std::make_unique<Impl>()) {
+  MPI_Comm_set_errhandler(impl_->comm.get(), MPI_ERRORS_RETURN);
+  MPI_Comm_rank(impl_->comm.get(), &rank_);
+  MPI_Comm_size(impl_->comm.get(), &size_);
+}
+
+MpiCommunicator::MpiCommunicator(int color) : impl_(std::make_unique<Impl>(color)) {
   MPI_Comm_set_errhandler(impl_->comm.get(), MPI_ERRORS_RETURN);
   MPI_Comm_rank(impl_->comm.get(), &rank_);
   MPI_Comm_size(impl_->comm.get(), &size_);

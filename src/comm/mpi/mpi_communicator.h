@@ -36,6 +36,9 @@ class MpiCommunicator final : public Communicator {
  public:
   // A communicator over MPI_COMM_WORLD (duplicated). MPI must be initialised (MpiRuntime).
   MpiCommunicator();
+  // A communicator over the ranks of MPI_COMM_WORLD that pass the same `color` (MPI_Comm_split, in
+  // world order): every rank of the world must construct one at the same time.
+  explicit MpiCommunicator(int color);
   ~MpiCommunicator() override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }

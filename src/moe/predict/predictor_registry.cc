@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/registry.h"
+#include "core/registry_names.h"
 #include "moe/predict/cooccurrence_predictor.h"
 #include "moe/predict/llapor_predictor.h"
 #include "moe/predict/previous_token_predictor.h"
@@ -96,10 +97,8 @@ std::vector<std::string> predictor_names() {
 }
 
 std::vector<std::string> trace_predictor_names() {
-  std::vector<std::string> out;
-  for (const std::string& name : predictor_names())
-    if (!registry().at(name).needs_routers) out.push_back(name);
-  return out;
+  register_builtin_predictors();
+  return names_where(registry(), [](const auto& e) { return !e.needs_routers; });
 }
 
 }  // namespace ferry::moe

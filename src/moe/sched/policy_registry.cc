@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/registry.h"
+#include "core/registry_names.h"
 #include "moe/predict/predictor_registry.h"
 #include "moe/sched/policy.h"
 
@@ -134,10 +135,8 @@ std::vector<std::string> policy_names() {
 }
 
 std::vector<std::string> trace_policy_names() {
-  std::vector<std::string> out;
-  for (const std::string& name : policy_names())
-    if (!registry().at(name).needs_routers) out.push_back(name);
-  return out;
+  register_builtin_policies();
+  return names_where(registry(), [](const auto& e) { return !e.needs_routers; });
 }
 
 std::string policy_label(const std::string& spec) {

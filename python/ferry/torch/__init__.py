@@ -1,0 +1,155 @@
+"""ferry.torch: a DistributedOptimizer wrapping a torch.optim.SGD with any ferry algorithm and codec,
+and the collectives a training script needs (broadcast_parameters, allreduce)."""
+import os
+import re
+
+import torch
+
+from .. import _C
+
+__all__ = ["DistributedOptimizer", "broadcast_parameters", "allreduce", "algorithms"]
+
+# The algorithms' options, by the name of ferry train's flag with '_' for '-'.
+_DELAYED_OPTIONS = ("warmup_steps", "lr_local", "lr_warmup_steps", "delay_steps", "local_update", "glu_coef",
+                    "correction_steps", "threshold", "sync_every", "post_local", "bucket_mb")
+
+
+def _pythonic(message):
+    """ferry's messages name command-line flags (--delay-steps); here they are keyword arguments."""
+    return re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), message)
+
+
+def algorithms():
+    """Every training algorithm ferry has, by name."""
+    return list(_C.strategy_names())
+
+
+class DistributedOptimizer:
+    """Wraps a torch.optim.SGD so that step() runs a ferry algorithm over every worker.
+
+    The update itself is ferry's (MXNet's SGD with momentum and weight decay, the one every ferry
+    algorithm is defined with), with the wrapped optimizer's lr, momentum and weight_decay: on the
+    workers for allreduce algorithms, on the servers for ps ones, and for the delayed algorithms
+    (odsgd, ssdsgd, cdsgd) the global update on the servers with a local one on the workers (lr_local,
+    default lr). The parameters are moved into one flat buffer; replace their values in place only
+    (p.copy_), never by p.data = ... (detected at step()).
+
+    Keyword options: algo, topology ("allreduce" | "ps"; default: the algorithm's), codec (a codec spec,
+    e.g. "twobit:threshold=0.005"; default: the algorithm's), compress_pull (ps: compress pull replies
+    too, with this spec, or True for the codec), link ("1Gbps,50us": an emulated NIC per rank; default:
+    FERRY_LINK or none), and the algorithms' options (%s). A bad value raises ValueError naming it.
+    """ % ", ".join(_DELAYED_OPTIONS)
+
+    def __init__(self, optimizer, named_parameters=None, algo="ssgd", topology="", codec="", compress_pull=None,
+                 link=None, **options):
+        if not _C.initialised():
+            raise ValueError("ferry is not initialised: call ferry.init() first")
+        if not isinstance(optimizer, torch.optim.SGD):
+            raise ValueError(f"optimizer: ferry runs SGD with momentum (MXNet's update) for every algorithm; got "
+                             f"{type(optimizer).__name__}, expected torch.optim.SGD")
+        groups = optimizer.param_groups
+        g = groups[0]
+        for other in groups[1:]:
+            for key in ("lr", "momentum", "weight_decay"):
+                if other[key] != g[key]:
+                    raise ValueError(f"optimizer: parameter groups with different {key} ({g[key]} and {other[key]}) "
+                                     "are not supported")
+        if g.get("nesterov") or g.get("dampening", 0) != 0:
+            raise ValueError("optimizer: nesterov and dampening are not part of ferry's SGD update")
+        if named_parameters is not None:
+            named = list(named_parameters)
+            params = [p for _, p in named]
+            in_optimizer = {id(p) for grp in groups for p in grp["params"]}
+            for name, p in named:
+                if id(p) not in in_optimizer:
+                    raise ValueError(f"named_parameters: '{name}' is not among the optimizer's parameters")
+        else:
+            params = [p for grp in groups for p in grp["params"]]
+        for i, p in enumerate(params):
+            if p.dtype != torch.float32 or p.device.type != "cpu":
+                raise ValueError(f"parameter {i}: expected a float32 CPU tensor, got {p.dtype} on {p.device}")
+        unknown = sorted(set(options) - set(_DELAYED_OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown option '{unknown[0]}' (known: {', '.join(_DELAYED_OPTIONS)})")
+
+        o = _C.OptimizerOptions()
+        o.algo = algo
+        o.topology = topology
+        o.num_servers = _C.num_servers()
+        o.lr, o.momentum, o.weight_decay = float(g["lr"]), float(g["momentum"]), float(g["weight_decay"])
+        o.codec = codec
+        if compress_pull is True:
+            if not codec:
+                raise ValueError("compress_pull=True compresses pulls with codec=, which is not given")
+            o.pull_codec = codec
+        elif compress_pull:
+            o.pull_codec = compress_pull
+        o.link = link if link is not None else os.environ.get("FERRY_LINK", "none")
+        d = _C.DelayedOptions()
+        for key, value in options.items():
+            try:
+                setattr(d, key, value)
+            except TypeError:
+                raise ValueError(f"{key}={value!r}: wrong type (default {getattr(_C.DelayedOptions(), key)!r})") \
+                    from None
+        o.delayed = d
+        self._optimizer = optimizer
+        self._lr = o.lr
+        try:
+            self._impl = _C.Optimizer(params, o)
+        except ValueError as e:
+            raise ValueError(_pythonic(str(e))) from None
+        self._finished = False
+
+    @property
+    def param_groups(self):
+        return self._optimizer.param_groups
+
+    def zero_grad(self, set_to_none=False):
+        # Gradients live in ferry's flat buffer; None would detach them (the buffer is zeroed instead).
+        self._impl.zero_grad()
+
+    def step(self, closure=None):
+        if closure is not None:
+            raise ValueError("step(closure): closures are not supported")
+        if self._optimizer.param_groups[0]["lr"] != self._lr:
+            raise ValueError("lr changed after the optimizer was wrapped (an lr scheduler?): ferry reads it once")
+        try:
+            self._impl.step()
+        except ValueError as e:
+            raise ValueError(_pythonic(str(e))) from None
+
+    def finish(self):
+        """Ends the run: every pending update lands and the final weights are in the parameters."""
+        if not self._finished:
+            self._impl.finish()
+            self._finished = True
+
+    def metrics(self):
+        return {"comm_wait_s": self._impl.comm_wait_s(), "bytes_sent": self._impl.bytes_sent(),
+                "codec": self._impl.codec()}
+
+
+def _tensors(obj):
+    if isinstance(obj, dict):
+        return [obj[k] for k in sorted(obj)]  # one order on every worker
+    return [t for _, t in obj] if obj and isinstance(next(iter(obj)), tuple) else list(obj)
+
+
+def broadcast_parameters(params, root_rank=0):
+    """Copies root_rank's tensors (a state_dict, named parameters or a list: parameters and buffers,
+    e.g. BatchNorm statistics) into every worker's, in place."""
+    with torch.no_grad():
+        for t in _tensors(params):
+            if not t.is_contiguous():
+                raise ValueError("broadcast_parameters: a tensor is not contiguous")
+            _C.broadcast_(t, root_rank)
+
+
+def allreduce(tensor, average=True):
+    """The sum (or mean) of `tensor` over every worker, as a new tensor."""
+    out = tensor.detach().clone().contiguous()
+    _C.allreduce_sum_(out)
+    if average:
+        out /= _C.world_size() - _C.num_servers()
+    return out

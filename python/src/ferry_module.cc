@@ -1,0 +1,218 @@
+// ferry._C: the C++ half of the Python package (python/ferry). It holds the process's MPI runtime
+// and two communicators (the whole world, and this rank's side: the workers or the servers), and
+// hands Python tensors to ferry's DistributedOptimizer with no copy. ferry's InvalidArgument and
+// FormatError arrive in Python as ValueError, IoError as OSError, anything else as RuntimeError
+// (pybind11 translates std::exception), each with ferry's message.
+#include <torch/extension.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "comm/mpi/mpi_communicator.h"
+#include "core/error.h"
+#include "train/distributed_optimizer.h"
+#include "train/strategy.h"
+
+namespace py = pybind11;
+using ferry::comm::MpiCommunicator;
+using ferry::comm::MpiRuntime;
+using ferry::train::DistributedOptimizer;
+using ferry::train::DistributedOptimizerOptions;
+
+namespace {
+
+struct Runtime {
+  std::unique_ptr<MpiRuntime> mpi;
+  std::unique_ptr<MpiCommunicator> world;  // every rank
+  std::unique_ptr<MpiCommunicator> side;   // the workers among themselves, or the servers
+  int num_servers = 0;
+  bool announced = false;  // worker 0 told the servers which job comes (or that none does)
+};
+
+Runtime& runtime() {
+  static Runtime r;
+  return r;
+}
+
+Runtime& initialised() {
+  Runtime& r = runtime();
+  FERRY_REQUIRE(r.world != nullptr, "ferry is not initialised: call ferry.init() first");
+  return r;
+}
+
+bool is_server_rank(const Runtime& r) { return r.world->rank() >= r.world->size() - r.num_servers; }
+
+void init(int num_servers) {
+  Runtime& r = runtime();
+  if (r.world) {
+    FERRY_REQUIRE(num_servers == r.num_servers, "ferry.init(): already initialised with ", r.num_servers,
+                  " servers, now asked for ", num_servers);
+    return;
+  }
+  r.mpi = std::make_unique<MpiRuntime>(nullptr, nullptr);
+  r.world = std::make_unique<MpiCommunicator>();
+  FERRY_REQUIRE(num_servers >= 0 && num_servers < r.world->size(), "ferry.init(): servers=", num_servers,
+                " leaves no worker in a world of ", r.world->size(), " ranks");
+  r.num_servers = num_servers;
+  r.side = std::make_unique<MpiCommunicator>(is_server_rank(r) ? 1 : 0);
+}
+
+void shutdown() {
+  Runtime& r = runtime();
+  if (!r.world) return;
+  // Worker 0 tells the servers that no job comes if it never announced one, so that they exit.
+  if (!is_server_rank(r) && r.world->rank() == 0 && r.num_servers > 0 && !r.announced)
+    DistributedOptimizer::announce_no_job(r.world.get(), r.num_servers);
+  r.announced = true;
+  r.side.reset();
+  r.world.reset();
+  r.mpi.reset();  // MPI_Finalize
+}
+
+// The parameter-server ranks' whole life: serve the job worker 0 announces, until it ends.
+bool serve() {
+  Runtime& r = initialised();
+  FERRY_REQUIRE(is_server_rank(r), "serve() is for parameter-server ranks");
+  py::gil_scoped_release release;
+  return DistributedOptimizer::serve_announced_job(r.world.get(), r.num_servers);
+}
+
+// The worker-side optimizer over Python tensors (shared storage: FlatParams rebinds them).
+class PyOptimizer {
+ public:
+  PyOptimizer(std::vector<at::Tensor> params, const DistributedOptimizerOptions& options) {
+    Runtime& r = initialised();
+    FERRY_REQUIRE(!is_server_rank(r), "a DistributedOptimizer is built on worker ranks only");
+    ferry::train::register_builtin_strategies();
+    FERRY_REQUIRE(!r.announced, "one DistributedOptimizer per job: the servers serve the first one");
+    DistributedOptimizerOptions o = options;
+    o.num_servers = r.num_servers;  // the servers ferry.init() started
+    const bool ps = ferry::train::resolve_topology(ferry::train::strategy_info(o.algo), o.topology) ==
+                    ferry::train::Topology::kParameterServer;
+    // Allreduce algorithms run among the workers only; the ps ones over the world (servers included).
+    if (!ps) o.num_servers = 0;
+    ferry::comm::Communicator* comm = ps ? r.world.get() : r.side.get();
+    py::gil_scoped_release release;
+    optimizer_ = std::make_unique<DistributedOptimizer>(std::move(params), comm, o, /*announce_to_servers=*/ps);
+    if (ps) r.announced = true;
+  }
+  void zero_grad() { optimizer_->zero_grad(); }
+  void step() {
+    py::gil_scoped_release release;
+    optimizer_->step();
+  }
+  void finish() {
+    py::gil_scoped_release release;
+    optimizer_->finish();
+  }
+  double comm_wait_s() const { return optimizer_->comm_wait_s(); }
+  std::uint64_t bytes_sent() const { return optimizer_->bytes_sent(); }
+  std::string codec() const { return optimizer_->codec(); }
+
+ private:
+  std::unique_ptr<DistributedOptimizer> optimizer_;
+};
+
+// Collectives among the workers (the servers take no part).
+ferry::comm::Communicator& workers() {
+  Runtime& r = initialised();
+  FERRY_REQUIRE(!is_server_rank(r), "collectives are for worker ranks");
+  return *r.side;
+}
+
+void allreduce_sum_(at::Tensor t) {
+  FERRY_REQUIRE(t.is_contiguous() && t.device().is_cpu(), "allreduce: expected a contiguous CPU tensor");
+  auto& c = workers();
+  py::gil_scoped_release release;
+  if (t.scalar_type() == at::kFloat) {
+    c.allreduce_sum(std::span<float>(t.data_ptr<float>(), static_cast<std::size_t>(t.numel())));
+  } else if (t.scalar_type() == at::kDouble) {
+    c.allreduce_sum(std::span<double>(t.data_ptr<double>(), static_cast<std::size_t>(t.numel())));
+  } else {
+    FERRY_THROW(ferry::InvalidArgument, "allreduce: expected a float32 or float64 tensor, got ", t.scalar_type());
+  }
+}
+
+void broadcast_(at::Tensor t, int root) {
+  FERRY_REQUIRE(t.is_contiguous() && t.device().is_cpu(), "broadcast: expected a contiguous CPU tensor");
+  auto& c = workers();
+  FERRY_REQUIRE(root >= 0 && root < c.size(), "broadcast: root_rank ", root, " is not a worker (0..", c.size() - 1,
+                ")");
+  py::gil_scoped_release release;
+  c.broadcast(std::span<std::byte>(static_cast<std::byte*>(t.data_ptr()), t.nbytes()), root);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "ferry's C++ core (python/ferry wraps it)";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ferry::InvalidArgument& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const ferry::FormatError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const ferry::IoError& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
+    }
+  });
+
+  m.def("init", &init, py::arg("num_servers"));
+  m.def("shutdown", &shutdown);
+  m.def("initialised", [] { return runtime().world != nullptr; });
+  m.def("world_rank", [] { return initialised().world->rank(); });
+  m.def("world_size", [] { return initialised().world->size(); });
+  m.def("num_servers", [] { return initialised().num_servers; });
+  m.def("is_server", [] { return is_server_rank(initialised()); });
+  m.def("side_rank", [] { return initialised().side->rank(); });
+  m.def("side_size", [] { return initialised().side->size(); });
+  m.def("serve", &serve);
+  m.def("abort", [](int code) { ferry::comm::mpi_abort(code); });
+  m.def("allreduce_sum_", &allreduce_sum_);
+  m.def("broadcast_", &broadcast_, py::arg("tensor"), py::arg("root"));
+  m.def("strategy_names", [] {
+    ferry::train::register_builtin_strategies();
+    return ferry::train::strategy_names();
+  });
+  m.def("validate", [](const DistributedOptimizerOptions& o, int world_size) { ferry::train::validate(o, world_size); });
+
+  py::class_<ferry::train::DelayedOptions>(m, "DelayedOptions")
+      .def(py::init<>())
+      .def_readwrite("warmup_steps", &ferry::train::DelayedOptions::warmup_steps)
+      .def_readwrite("lr_local", &ferry::train::DelayedOptions::lr_local)
+      .def_readwrite("lr_warmup_steps", &ferry::train::DelayedOptions::lr_warmup_steps)
+      .def_readwrite("delay_steps", &ferry::train::DelayedOptions::delay_steps)
+      .def_readwrite("local_update", &ferry::train::DelayedOptions::local_update)
+      .def_readwrite("glu_coef", &ferry::train::DelayedOptions::glu_coef)
+      .def_readwrite("correction_steps", &ferry::train::DelayedOptions::correction_steps)
+      .def_readwrite("threshold", &ferry::train::DelayedOptions::threshold)
+      .def_readwrite("sync_every", &ferry::train::DelayedOptions::sync_every)
+      .def_readwrite("post_local", &ferry::train::DelayedOptions::post_local)
+      .def_readwrite("bucket_mb", &ferry::train::DelayedOptions::bucket_mb);
+
+  py::class_<DistributedOptimizerOptions>(m, "OptimizerOptions")
+      .def(py::init<>())
+      .def_readwrite("algo", &DistributedOptimizerOptions::algo)
+      .def_readwrite("topology", &DistributedOptimizerOptions::topology)
+      .def_readwrite("num_servers", &DistributedOptimizerOptions::num_servers)
+      .def_readwrite("lr", &DistributedOptimizerOptions::lr)
+      .def_readwrite("momentum", &DistributedOptimizerOptions::momentum)
+      .def_readwrite("weight_decay", &DistributedOptimizerOptions::weight_decay)
+      .def_readwrite("codec", &DistributedOptimizerOptions::codec)
+      .def_readwrite("pull_codec", &DistributedOptimizerOptions::pull_codec)
+      .def_readwrite("link", &DistributedOptimizerOptions::link)
+      .def_readwrite("delayed", &DistributedOptimizerOptions::delayed);
+
+  py::class_<PyOptimizer>(m, "Optimizer")
+      .def(py::init<std::vector<at::Tensor>, const DistributedOptimizerOptions&>())
+      .def("zero_grad", &PyOptimizer::zero_grad)
+      .def("step", &PyOptimizer::step)
+      .def("finish", &PyOptimizer::finish)
+      .def("comm_wait_s", &PyOptimizer::comm_wait_s)
+      .def("bytes_sent", &PyOptimizer::bytes_sent)
+      .def("codec", &PyOptimizer::codec);
+}

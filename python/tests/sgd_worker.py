@@ -1,0 +1,63 @@
+"""One rank of the equivalence tests (test_ferry.py): a linear model trained by ferry's
+DistributedOptimizer on exact dyadic data, so that every summation order gives the same floats.
+Worker 0 writes the final weights as JSON to argv[1]."""
+import json
+import sys
+
+import torch
+
+import ferry
+import ferry.torch as ft
+
+STEPS, BATCH, IN, OUT = 2, 64, 4, 4
+LR, MOMENTUM = 1.0 / 64, 0.5
+
+
+def global_batch(step):
+    # Inputs and targets in {-1, 0, 1}: with weights in multiples of 1/8 every gradient is exact in
+    # float32 (test_ferry.py), whatever the order of its sums.
+    g = torch.Generator().manual_seed(100 + step)
+    x = torch.randint(-1, 2, (BATCH, IN), generator=g).float()
+    t = torch.randint(-1, 2, (BATCH, OUT), generator=g).float()
+    return x, t
+
+
+def initial_weights():
+    g = torch.Generator().manual_seed(7)
+    w = torch.randint(-4, 5, (OUT, IN), generator=g).float() / 8  # multiples of 1/8 in [-1/2, 1/2]
+    b = torch.randint(-4, 5, (OUT,), generator=g).float() / 8
+    return w, b
+
+
+def main():
+    out, algo, topology = sys.argv[1], sys.argv[2], sys.argv[3]
+    options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    ferry.init()
+    torch.manual_seed(1000 + ferry.rank())  # a different init on every worker: broadcast must fix it
+    model = torch.nn.Linear(IN, OUT)
+    if ferry.rank() == 0:
+        w, b = initial_weights()
+        with torch.no_grad():
+            model.weight.copy_(w)
+            model.bias.copy_(b)
+    ft.broadcast_parameters(model.state_dict(), root_rank=0)
+    sgd = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    opt = ft.DistributedOptimizer(sgd, named_parameters=model.named_parameters(), algo=algo, topology=topology,
+                                  **options)
+    n, r = ferry.size(), ferry.rank()
+    per = BATCH // n
+    for step in range(STEPS):
+        x, t = global_batch(step)
+        x, t = x[r * per:(r + 1) * per], t[r * per:(r + 1) * per]
+        opt.zero_grad()
+        loss = 0.5 * ((model(x) - t) ** 2).sum() / per
+        loss.backward()
+        opt.step()
+    opt.finish()
+    if r == 0:
+        with open(out, "w") as f:
+            json.dump({"weight": model.weight.tolist(), "bias": model.bias.tolist(), "metrics": opt.metrics()}, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""The Python package against independent references, on 4 workers (+1 server) under mpirun.
+
+Exactness: the worker script's data (inputs and targets in {-1, 0, 1}, initial weights multiples of
+1/8 in [-1/2, 1/2], lr 2^-6, momentum 1/2, 64 rows, 2 steps) keep every gradient a sum of terms of
+one granularity whose total magnitude stays below 2^24 of it (at most 2^22.9 in step 2), so any
+order of summation - ferry's ring allreduce, the parameter server's worker order, or one big batch -
+gives the same float32 gradient exactly. The update itself is the same float32 elementwise
+arithmetic (MXNet's SGD: v = mu v - lr (rescale g + wd w); w += v) in ferry and in the reference
+below. So the results are compared bit for bit, on any CPU and BLAS kernel.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import sgd_worker as w  # noqa: E402
+
+MPIRUN = shutil.which("mpirun")
+pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed")
+
+
+def mpirun(np, script_args, timeout=120):
+    cmd = [MPIRUN, "-np", str(np), "--oversubscribe", "--bind-to", "none"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    cmd += [sys.executable, os.path.join(HERE, "sgd_worker.py")] + script_args
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def reference_weights():
+    """Single-process SGD (MXNet's update, float32) on the concatenated batch of each step."""
+    wt, b = w.initial_weights()
+    vw, vb = torch.zeros_like(wt), torch.zeros_like(b)
+    for step in range(w.STEPS):
+        x, t = w.global_batch(step)
+        model = torch.nn.Linear(w.IN, w.OUT)
+        with torch.no_grad():
+            model.weight.copy_(wt)
+            model.bias.copy_(b)
+        (0.5 * ((model(x) - t) ** 2).sum() / w.BATCH).backward()
+        for p, v, g in ((wt, vw, model.weight.grad), (b, vb, model.bias.grad)):
+            step_v = w.MOMENTUM * v - w.LR * g  # rescale 1, weight decay 0
+            v.copy_(step_v)
+            p.copy_(p + v)
+    return wt, b
+
+
+def run_and_load(tmp_path, np, algo, topology, servers=0, options=None):
+    out = tmp_path / f"{algo}-{topology}.json"
+    env_servers = os.environ.get("FERRY_SERVERS")
+    os.environ["FERRY_SERVERS"] = str(servers)
+    try:
+        r = mpirun(np + servers, [str(out), algo, topology, json.dumps(options or {})])
+    finally:
+        if env_servers is None:
+            os.environ.pop("FERRY_SERVERS")
+        else:
+            os.environ["FERRY_SERVERS"] = env_servers
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(out) as f:
+        return json.load(f)
+
+
+def test_reference_is_exact_in_float32():
+    # The premise of the bitwise comparisons: the float32 gradient of the concatenated batch
+    # equals the float64 one.
+    wt, b = w.initial_weights()
+    x, t = w.global_batch(0)
+    g32 = ((x @ wt.t() + b - t).t() @ x) / w.BATCH
+    g64 = ((x.double() @ wt.double().t() + b.double() - t.double()).t() @ x.double()) / w.BATCH
+    assert torch.equal(g32.double(), g64)
+
+
+@pytest.mark.parametrize("topology,servers", [("allreduce", 0), ("ps", 1)])
+def test_ssgd_equals_single_process_sgd_on_the_concatenated_batch(tmp_path, topology, servers):
+    got = run_and_load(tmp_path, 4, "ssgd", topology, servers)
+    wt, b = reference_weights()
+    assert not torch.equal(wt, w.initial_weights()[0])  # the steps moved the weights
+    assert torch.equal(torch.tensor(got["weight"]), wt), (got["weight"], wt.tolist())
+    assert torch.equal(torch.tensor(got["bias"]), b)
+    assert got["metrics"]["codec"].split(":")[0] == "none"
+    assert got["metrics"]["bytes_sent"] > 0
+
+
+@pytest.mark.parametrize("algo,options", [
+    ("ssdsgd", {"delay_steps": 1, "local_update": "sgd"}),  # SSD-SGD with k = 1 and GLU off
+    ("cdsgd", {"codec": "none"}),                             # CD-SGD without compression
+])
+def test_delayed_algorithms_reduce_to_odsgd(tmp_path, algo, options):
+    base = {"warmup_steps": 0}
+    ref = run_and_load(tmp_path, 4, "odsgd", "ps", 1, base)
+    got = run_and_load(tmp_path, 4, algo, "ps", 1, dict(base, **options))
+    assert got["weight"] == ref["weight"] and got["bias"] == ref["bias"]
+
+
+def test_bad_options_raise_value_error_naming_the_option(tmp_path):
+    r = subprocess.run([sys.executable, "-c", BAD_OPTIONS], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "all bad options refused" in r.stdout, r.stdout + r.stderr
+
+
+BAD_OPTIONS = r'''
+import torch, ferry, ferry.torch as ft
+ferry.init()
+m = torch.nn.Linear(2, 2)
+sgd = torch.optim.SGD(m.parameters(), lr=0.1)
+cases = [
+    (dict(algo="sgdx"), "unknown --algo 'sgdx'".replace("--algo", "algo")),
+    (dict(algo="ssdsgd", delay_steps=0), "delay_steps must be at least 1"),
+    (dict(algo="cdsgd", correction_steps=0), "correction_steps must be at least 1"),
+    (dict(codec="fourbit"), "invalid codec 'fourbit'"),
+    (dict(link="1Gbs"), "invalid link '1Gbs'"),
+    (dict(delay_stepz=3), "unknown option 'delay_stepz'"),
+    (dict(algo="ssgd", topology="ps"), "topology ps needs servers >= 1"),
+    (dict(algo="wfbp", codec="twobit"), "wfbp does not compress"),
+]
+for kwargs, want in cases:
+    try:
+        ft.DistributedOptimizer(sgd, **kwargs)
+    except ValueError as e:
+        assert want in str(e), (kwargs, str(e))
+    else:
+        raise SystemExit(f"accepted {kwargs}")
+for bad in (torch.optim.Adam(m.parameters()), torch.optim.SGD(m.parameters(), lr=0.1, nesterov=True, momentum=0.9)):
+    try:
+        ft.DistributedOptimizer(bad)
+    except ValueError as e:
+        assert "optimizer" in str(e), str(e)
+    else:
+        raise SystemExit(f"accepted {bad}")
+print("all bad options refused")
+'''
