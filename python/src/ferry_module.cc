@@ -5,13 +5,16 @@
 // (pybind11 translates std::exception), each with ferry's message.
 #include <torch/extension.h>
 
+#include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <pybind11/stl.h>
 
 #include "comm/mpi/mpi_communicator.h"
+#include "compress/codec_registry.h"
 #include "core/error.h"
 #include "train/distributed_optimizer.h"
 #include "train/strategy.h"
@@ -145,6 +148,58 @@ void broadcast_(at::Tensor t, int root) {
   c.broadcast(std::span<std::byte>(static_cast<std::byte*>(t.data_ptr()), t.nbytes()), root);
 }
 
+std::size_t numel_of(const std::vector<std::int64_t>& shape) {
+  std::size_t n = 1;
+  for (std::int64_t d : shape) n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+// One codec instance for one tensor (its residual is that tensor's error feedback).
+class PyCodec {
+ public:
+  PyCodec(const std::string& spec, std::vector<std::int64_t> shape, std::uint64_t tensor_id, int rank)
+      : codec_(ferry::compress::make_codec(spec, ferry::compress::TensorInfo{numel_of(shape), shape, tensor_id, rank})) {}
+  std::string name() const { return codec_->name(); }
+  std::size_t numel() const { return codec_->info().numel; }
+  at::Tensor encode(const at::Tensor& grad) {
+    const at::Tensor g = checked(grad);
+    std::vector<std::byte> out;
+    {
+      py::gil_scoped_release release;
+      codec_->encode(std::span<const float>(g.data_ptr<float>(), numel()), out);
+    }
+    at::Tensor t = at::empty({static_cast<std::int64_t>(out.size())}, at::kByte);
+    std::memcpy(t.data_ptr(), out.data(), out.size());
+    return t;
+  }
+  void decode_add(const at::Tensor& payload, at::Tensor acc) {
+    FERRY_REQUIRE(payload.scalar_type() == at::kByte && payload.is_contiguous(), "decode_add: payload must be a contiguous uint8 tensor");
+    checked(acc);
+    py::gil_scoped_release release;
+    codec_->decode_add(std::span<const std::byte>(static_cast<const std::byte*>(payload.data_ptr()),
+                                                  static_cast<std::size_t>(payload.numel())),
+                       std::span<float>(acc.data_ptr<float>(), numel()));
+  }
+  // PowerSGD's own aggregation: `allreduce(tensor)` sums a float tensor over the workers in place.
+  bool custom_allreduce(at::Tensor grad, const py::function& allreduce, std::size_t world_size) {
+    checked(grad);
+    auto sum = [&](std::span<float> data) {
+      at::Tensor view = at::from_blob(data.data(), {static_cast<std::int64_t>(data.size())}, at::kFloat);
+      allreduce(view);
+    };
+    return codec_->custom_allreduce(std::span<float>(grad.data_ptr<float>(), numel()), sum, world_size);
+  }
+
+ private:
+  at::Tensor checked(const at::Tensor& t) const {
+    FERRY_REQUIRE(t.scalar_type() == at::kFloat && t.is_contiguous() && t.device().is_cpu() &&
+                      static_cast<std::size_t>(t.numel()) == numel(),
+                  "codec ", codec_->name(), ": expected a contiguous float32 CPU tensor of ", numel(), " elements");
+    return t;
+  }
+  std::unique_ptr<ferry::compress::Codec> codec_;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -179,6 +234,17 @@ PYBIND11_MODULE(_C, m) {
     return ferry::train::strategy_names();
   });
   m.def("validate", [](const DistributedOptimizerOptions& o, int world_size) { ferry::train::validate(o, world_size); });
+
+  m.def("codec_names", &ferry::compress::codec_names);
+  m.def("canonical_codec_spec", [](const std::string& spec) { return ferry::compress::canonical_codec_spec(spec); });
+  py::class_<PyCodec>(m, "Codec")
+      .def(py::init<const std::string&, std::vector<std::int64_t>, std::uint64_t, int>(), py::arg("spec"), py::arg("shape"),
+           py::arg("tensor_id"), py::arg("rank"))
+      .def_property_readonly("name", &PyCodec::name)
+      .def_property_readonly("numel", &PyCodec::numel)
+      .def("encode", &PyCodec::encode)
+      .def("decode_add", &PyCodec::decode_add)
+      .def("custom_allreduce", &PyCodec::custom_allreduce);
 
   py::class_<ferry::train::DelayedOptions>(m, "DelayedOptions")
       .def(py::init<>())

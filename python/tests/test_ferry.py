@@ -25,12 +25,12 @@ MPIRUN = shutil.which("mpirun")
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed")
 
 
-def mpirun(np, script_args, timeout=120):
+def mpirun(np, script_args, timeout=120, script="sgd_worker.py"):
     cmd = [MPIRUN, "-np", str(np), "--oversubscribe", "--bind-to", "none"]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
-    cmd += [sys.executable, os.path.join(HERE, "sgd_worker.py")] + script_args
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    cmd += [sys.executable, os.path.join(HERE, script)] + script_args
+    env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")  # DDP tests: gloo on loopback
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -98,6 +98,32 @@ def test_delayed_algorithms_reduce_to_odsgd(tmp_path, algo, options):
     ref = run_and_load(tmp_path, 4, "odsgd", "ps", 1, base)
     got = run_and_load(tmp_path, 4, algo, "ps", 1, dict(base, **options))
     assert got["weight"] == ref["weight"] and got["bias"] == ref["bias"]
+
+
+def run_ddp(tmp_path, mode):
+    out = tmp_path / (mode.replace(":", "_").replace(",", "_").replace("=", "_") + ".json")
+    store = tmp_path / (out.stem + ".store")
+    r = mpirun(4, [str(out), mode, str(store)], script="ddp_worker.py")
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(out) as f:
+        return json.load(f)
+
+
+# With the exact data every sum of gradients (DDP's gloo allreduce, the hook's rank-order sum of
+# decoded payloads, ferry's ring) is exact, and the twobit threshold 2^-4 makes every decoded value
+# a multiple of it: the runs must agree bit for bit.
+@pytest.mark.parametrize("plain,hooked", [("plain", "hook:none"), ("ferry:twobit:threshold=0.0625", "hook:twobit:threshold=0.0625")])
+def test_ddp_hook_equals_its_reference(tmp_path, plain, hooked):
+    ref = run_ddp(tmp_path, plain)
+    got = run_ddp(tmp_path, hooked)
+    assert got == ref
+    assert got["weight"] != [[float(v) for v in row] for row in w.initial_weights()[0].tolist()]
+
+
+def test_bad_codec_spec_is_a_value_error():
+    import ferry.torch.hooks
+    with pytest.raises(ValueError, match="fourbit"):
+        ferry.torch.hooks.compress("fourbit")
 
 
 def test_bad_options_raise_value_error_naming_the_option(tmp_path):

@@ -7,7 +7,9 @@ import torch
 
 from .. import _C
 
-__all__ = ["DistributedOptimizer", "broadcast_parameters", "allreduce", "algorithms"]
+from . import hooks  # noqa: E402,F401
+
+__all__ = ["DistributedOptimizer", "broadcast_parameters", "allreduce", "algorithms", "hooks"]
 
 # The algorithms' options, by the name of ferry train's flag with '_' for '-'.
 _DELAYED_OPTIONS = ("warmup_steps", "lr_local", "lr_warmup_steps", "delay_steps", "local_update", "glu_coef",
