@@ -2,6 +2,8 @@
 DistributedOptimizer on exact dyadic data, so that every summation order gives the same floats.
 Worker 0 writes the final weights as JSON to argv[1]."""
 import json
+import os
+import signal
 import sys
 
 import torch
@@ -46,7 +48,10 @@ def main():
                                   **options)
     n, r = ferry.size(), ferry.rank()
     per = BATCH // n
+    kill_rank = int(os.environ.get("FERRY_TEST_KILL_RANK", "-1"))  # test_ferry.py: a worker that dies
     for step in range(STEPS):
+        if step == 1 and r == kill_rank:
+            os.kill(os.getpid(), signal.SIGKILL)
         x, t = global_batch(step)
         x, t = x[r * per:(r + 1) * per], t[r * per:(r + 1) * per]
         opt.zero_grad()

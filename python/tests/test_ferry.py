@@ -100,6 +100,21 @@ def test_delayed_algorithms_reduce_to_odsgd(tmp_path, algo, options):
     assert got["weight"] == ref["weight"] and got["bias"] == ref["bias"]
 
 
+@pytest.mark.parametrize("topology,servers", [("allreduce", 0), ("ps", 1)])
+def test_a_killed_worker_ends_the_job(tmp_path, topology, servers):
+    # Worker 2 dies of SIGKILL in step 1; every other rank (blocked in a collective or a pull) must
+    # end: mpirun stops the job (a hang would exceed the timeout and fail the test).
+    os.environ["FERRY_TEST_KILL_RANK"] = "2"
+    os.environ["FERRY_SERVERS"] = str(servers)
+    try:
+        r = mpirun(4 + servers, [str(tmp_path / "dead.json"), "ssgd", topology], timeout=90)
+    finally:
+        del os.environ["FERRY_TEST_KILL_RANK"]
+        del os.environ["FERRY_SERVERS"]
+    assert r.returncode != 0
+    assert not (tmp_path / "dead.json").exists()
+
+
 def run_ddp(tmp_path, mode):
     out = tmp_path / (mode.replace(":", "_").replace(",", "_").replace("=", "_") + ".json")
     store = tmp_path / (out.stem + ".store")
