@@ -179,3 +179,12 @@ for bad in (torch.optim.Adam(m.parameters()), torch.optim.SGD(m.parameters(), lr
         raise SystemExit(f"accepted {bad}")
 print("all bad options refused")
 '''
+
+
+def test_broadcast_reads_every_tensor_of_a_generator():
+    # model.named_parameters() is a generator: peeking at its first item must not drop it.
+    import ferry.torch as ft
+    m = torch.nn.Linear(2, 3)
+    assert [t.shape for t in ft._tensors(m.named_parameters())] == [(3, 2), (3,)]
+    assert [t.shape for t in ft._tensors(m.state_dict())] == [(3,), (3, 2)]  # sorted by key: bias, weight
+    assert len(ft._tensors(m.parameters())) == 2

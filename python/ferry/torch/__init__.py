@@ -135,7 +135,8 @@ class DistributedOptimizer:
 def _tensors(obj):
     if isinstance(obj, dict):
         return [obj[k] for k in sorted(obj)]  # one order on every worker
-    return [t for _, t in obj] if obj and isinstance(next(iter(obj)), tuple) else list(obj)
+    items = list(obj)  # a generator (named_parameters()) is read once
+    return [t for _, t in items] if items and isinstance(items[0], tuple) else items
 
 
 def broadcast_parameters(params, root_rank=0):
