@@ -63,11 +63,9 @@ void validate(const DistributedOptimizerOptions& o, int world_size) {
   strategy_info(o.algo);    // an unknown algorithm first, listing the known ones
   validate_delayed_options(o.delayed);  // then the options' own values, whatever the world
   const Topology topology = resolve_topology(strategy_info(o.algo), o.topology);
-  if (topology == Topology::kParameterServer)
-    FERRY_REQUIRE(o.num_servers >= 1, "--topology ps needs --servers >= 1, got ", o.num_servers);
   FERRY_REQUIRE(o.num_servers < world_size || topology == Topology::kAllreduce, "--servers ", o.num_servers,
                 " leaves no worker in a world of ", world_size, " ranks");
-  validate(as_train_options(o, world_size));
+  validate(as_train_options(o, world_size));  // every check of ferry train's flags (ps needs servers, ...)
 }
 
 DistributedOptimizer::DistributedOptimizer(std::vector<at::Tensor> params, comm::Communicator* comm,

@@ -77,7 +77,6 @@ class DistributedOptimizer:
         o = _C.OptimizerOptions()
         o.algo = algo
         o.topology = topology
-        o.num_servers = _C.num_servers()
         o.lr, o.momentum, o.weight_decay = float(g["lr"]), float(g["momentum"]), float(g["weight_decay"])
         o.codec = codec
         if compress_pull is True:
@@ -154,5 +153,5 @@ def allreduce(tensor, average=True):
     out = tensor.detach().clone().contiguous()
     _C.allreduce_sum_(out)
     if average:
-        out /= _C.world_size() - _C.num_servers()
+        out /= _C.side_size()  # the workers
     return out
