@@ -2,7 +2,8 @@
 
 #include <cmath>
 #include <iostream>
-#include <thread>
+
+#include "core/machine_limits.h"
 
 namespace ferry::apps {
 
@@ -54,11 +55,11 @@ CLI::Validator finite_at_least(double lo) {
 }
 
 CLI::Validator thread_count() {
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int most = 4 * cores;
+  const int cores = machine_cores();
+  const int most = kMaxThreadsPerCore * cores;
   return number_validator([](const std::string& t, std::size_t* used) { return std::stoi(t, used); },
                           [most](int v) { return v >= 1 && v <= most; },
-                          "from 1 to " + std::to_string(most) + " (4 x this machine's " + std::to_string(cores) +
+                          "from 1 to " + std::to_string(most) + " (" + std::to_string(kMaxThreadsPerCore) + " x this machine's " + std::to_string(cores) +
                               " cores)",
                           "1.." + std::to_string(most));
 }

@@ -1,9 +1,6 @@
 // `ferry run --np 4 --servers 1 [--link 1Gbps,50us] -- /usr/bin/python3 train.py ...`: starts a
 // training script that uses ferry's Python package under mpirun, as horovodrun does. The script's
 // ferry.init() reads FERRY_SERVERS, and DistributedOptimizer's default link is FERRY_LINK.
-#include <unistd.h>
-
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +13,7 @@
 #include "apps/mpi_launch.h"
 #include "comm/link/link_options.h"
 #include "core/error.h"
+#include "core/machine_limits.h"
 
 namespace ferry::apps {
 
@@ -38,9 +36,7 @@ int run_run(int argc, char** argv) {
   FERRY_REQUIRE(np >= 1, "--np must be at least 1, got ", np);
   FERRY_REQUIRE(servers >= 0, "--servers must be >= 0, got ", servers);
   comm::parse_link_spec(link);  // a bad link fails here, not on every rank
-  const int cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-  FERRY_REQUIRE(oversubscribe || np + servers <= 8 * cores, np + servers, " ranks on ", cores,
-                " cores is more than 8 per core: give --oversubscribe to run it anyway");
+  require_ranks_fit(np + servers, " ranks", oversubscribe);
   setenv("FERRY_SERVERS", std::to_string(servers).c_str(), 1);
   setenv("FERRY_LINK", link.c_str(), 1);
   const ChildResult job = run_under_mpirun(np + servers, command, {"FERRY_SERVERS", "FERRY_LINK"});

@@ -1,11 +1,11 @@
 #include "train/train_options.h"
 
-#include <algorithm>
 #include <cmath>
-#include <thread>
+#include <string>
 
 #include "compress/codec_registry.h"
 #include "core/error.h"
+#include "core/machine_limits.h"
 #include "train/gradient_codecs.h"
 #include "train/models/model.h"
 #include "train/strategy.h"
@@ -40,12 +40,13 @@ void validate(const TrainOptions& o) {
                 o.weight_decay);
   FERRY_REQUIRE(o.threads_per_rank >= 0, "--threads must be >= 0 (0: cores / ranks), got ", o.threads_per_rank);
   // Far more ranks or threads than cores looks like a hang and loads the machine: ask for it.
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int ranks = o.num_workers + (topology == Topology::kAllreduce ? 0 : o.num_servers);
-  FERRY_REQUIRE(o.oversubscribe || ranks <= 8 * cores, ranks, " ranks (--np ", o.num_workers, " + --servers ",
-                o.num_servers, ") on ", cores, " cores is more than 8 per core: give --oversubscribe to run it anyway");
-  FERRY_REQUIRE(o.oversubscribe || o.threads_per_rank <= 4 * cores, "--threads ", o.threads_per_rank, " on ", cores,
-                " cores is more than 4 per core: give --oversubscribe to run it anyway");
+  require_ranks_fit(ranks,
+                    " ranks (--np " + std::to_string(o.num_workers) + " + --servers " + std::to_string(o.num_servers) + ")",
+                    o.oversubscribe);
+  FERRY_REQUIRE(o.oversubscribe || o.threads_per_rank <= kMaxThreadsPerCore * machine_cores(), "--threads ",
+                o.threads_per_rank, " on ", machine_cores(), " cores is more than ", kMaxThreadsPerCore,
+                " per core: give --oversubscribe to run it anyway");
   FERRY_REQUIRE(o.train_limit >= 0, "--train-limit must be >= 0 (0: all), got ", o.train_limit);
   FERRY_REQUIRE(o.test_limit >= 0, "--test-limit must be >= 0 (0: all), got ", o.test_limit);
   FERRY_REQUIRE(o.max_steps >= 0, "--max-steps must be >= 0, got ", o.max_steps);
