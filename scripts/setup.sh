@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ccache pkg-config zlib1g-dev
   libtorch-dev python3-torch
-  python3-pybind11 python3-pytest  # the Python package (python/) and its tests
+  python3-pybind11 python3-pytest python3-torchvision  # the Python package (python/), its tests and examples
   libopenblas0-openmp  # libtorch's BLAS: Debian's default is the reference netlib one (16x slower GEMM)
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist

@@ -111,6 +111,11 @@ class PyOptimizer {
     py::gil_scoped_release release;
     optimizer_->finish();
   }
+  std::string save_checkpoint() {
+    py::gil_scoped_release release;
+    return optimizer_->save_checkpoint();
+  }
+  std::int64_t iterations() const { return optimizer_->iterations(); }
   double comm_wait_s() const { return optimizer_->comm_wait_s(); }
   std::uint64_t bytes_sent() const { return optimizer_->bytes_sent(); }
   std::string codec() const { return optimizer_->codec(); }
@@ -271,13 +276,18 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("codec", &DistributedOptimizerOptions::codec)
       .def_readwrite("pull_codec", &DistributedOptimizerOptions::pull_codec)
       .def_readwrite("link", &DistributedOptimizerOptions::link)
-      .def_readwrite("delayed", &DistributedOptimizerOptions::delayed);
+      .def_readwrite("delayed", &DistributedOptimizerOptions::delayed)
+      .def_readwrite("checkpoint_dir", &DistributedOptimizerOptions::checkpoint_dir)
+      .def_readwrite("resume", &DistributedOptimizerOptions::resume)
+      .def_readwrite("keep_checkpoints", &DistributedOptimizerOptions::keep_checkpoints);
 
   py::class_<PyOptimizer>(m, "Optimizer")
       .def(py::init<std::vector<at::Tensor>, const DistributedOptimizerOptions&>())
       .def("zero_grad", &PyOptimizer::zero_grad)
       .def("step", &PyOptimizer::step)
       .def("finish", &PyOptimizer::finish)
+      .def("save_checkpoint", &PyOptimizer::save_checkpoint)
+      .def("iterations", &PyOptimizer::iterations)
       .def("comm_wait_s", &PyOptimizer::comm_wait_s)
       .def("bytes_sent", &PyOptimizer::bytes_sent)
       .def("codec", &PyOptimizer::codec);

@@ -1,6 +1,8 @@
 """One rank of the equivalence tests (test_ferry.py): a linear model trained by ferry's
 DistributedOptimizer on exact dyadic data, so that every summation order gives the same floats.
-Worker 0 writes the final weights as JSON to argv[1]."""
+Worker 0 writes the final weights as JSON to argv[1]. Options (argv[4], JSON) go to the
+DistributedOptimizer, but for "_steps" (run this many steps, default STEPS, from the step the
+optimizer resumed at) and "_save" (write a checkpoint after the last step)."""
 import json
 import os
 import signal
@@ -34,6 +36,7 @@ def initial_weights():
 def main():
     out, algo, topology = sys.argv[1], sys.argv[2], sys.argv[3]
     options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    steps, save = options.pop("_steps", STEPS), options.pop("_save", False)
     ferry.init()
     torch.manual_seed(1000 + ferry.rank())  # a different init on every worker: broadcast must fix it
     model = torch.nn.Linear(IN, OUT)
@@ -49,7 +52,7 @@ def main():
     n, r = ferry.size(), ferry.rank()
     per = BATCH // n
     kill_rank = int(os.environ.get("FERRY_TEST_KILL_RANK", "-1"))  # test_ferry.py: a worker that dies
-    for step in range(STEPS):
+    for step in range(opt.iterations, steps):
         if step == 1 and r == kill_rank:
             os.kill(os.getpid(), signal.SIGKILL)
         x, t = global_batch(step)
@@ -58,6 +61,8 @@ def main():
         loss = 0.5 * ((model(x) - t) ** 2).sum() / per
         loss.backward()
         opt.step()
+    if save:
+        opt.save_checkpoint()
     opt.finish()
     if r == 0:
         with open(out, "w") as f:

@@ -115,6 +115,35 @@ def test_a_killed_worker_ends_the_job(tmp_path, topology, servers):
     assert not (tmp_path / "dead.json").exists()
 
 
+# A run of 4 steps against one of 2 steps, a checkpoint, and a new job resuming from it for steps 2
+# and 3: the weights must be bit for bit the same, so every piece of state (weights, velocities,
+# error-feedback residuals, SSD-SGD's delayed pulls and GLU direction, the server's shard) was
+# saved and restored. The twobit threshold 2^-3 keeps every decoded value one granularity, so the
+# server's sums are exact whatever the arrival order of the pushes.
+@pytest.mark.parametrize("algo,topology,servers,extra", [
+    ("ssdsgd", "ps", 1, {"delay_steps": 2, "warmup_steps": 1}),
+    ("ssgd", "allreduce", 0, {}),
+])
+def test_resuming_from_a_checkpoint_continues_the_run_exactly(tmp_path, algo, topology, servers, extra):
+    base = dict(extra, codec="twobit:threshold=0.125", _steps=4)
+    straight = run_and_load(tmp_path, 4, algo, topology, servers, base)
+    ckpt = tmp_path / "ckpt"
+    first = run_and_load(tmp_path, 4, algo, topology, servers, dict(base, _steps=2, _save=True, checkpoint_dir=str(ckpt)))
+    assert (ckpt / "ckpt-00000002" / "meta.json").exists()
+    assert first["weight"] != straight["weight"]
+    resumed = run_and_load(tmp_path, 4, algo, topology, servers, dict(base, resume=str(ckpt)))
+    assert resumed["weight"] == straight["weight"] and resumed["bias"] == straight["bias"]
+    # Another algorithm cannot continue it: ValueError naming the setting.
+    other = "odsgd" if algo == "ssdsgd" else "localsgd"
+    out = tmp_path / "other.json"
+    os.environ["FERRY_SERVERS"] = str(servers)
+    try:
+        r = mpirun(4 + servers, [str(out), other, topology, json.dumps({"resume": str(ckpt), "_steps": 4})])
+    finally:
+        del os.environ["FERRY_SERVERS"]
+    assert r.returncode != 0 and f"the checkpoint is of algo {algo}, this run has {other}" in r.stderr, r.stderr
+
+
 def run_ddp(tmp_path, mode):
     out = tmp_path / (mode.replace(":", "_").replace(",", "_").replace("=", "_") + ".json")
     store = tmp_path / (out.stem + ".store")

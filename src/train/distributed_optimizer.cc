@@ -9,6 +9,8 @@
 #include "comm/link/shaped_communicator.h"
 #include "comm/message_tags.h"
 #include "core/error.h"
+#include "train/checkpoint.h"
+#include "train/checkpoint_coordinator.h"
 #include "train/flat_params.h"
 #include "train/gradient_codecs.h"
 #include "train/ps_setup.h"
@@ -35,6 +37,9 @@ TrainOptions as_train_options(const DistributedOptimizerOptions& o, int world_si
   t.pull_codec = o.pull_codec;
   t.link = comm::parse_link_spec(o.link);
   t.delayed = o.delayed;
+  t.checkpoint_dir = o.checkpoint_dir;
+  t.keep_checkpoints = o.keep_checkpoints;
+  t.resume = o.resume;
   t.oversubscribe = true;  // the world exists already: its size is the launcher's business
   return t;
 }
@@ -73,13 +78,17 @@ DistributedOptimizer::DistributedOptimizer(std::vector<at::Tensor> params, comm:
     : raw_comm_(comm), comm_(comm), options_(std::move(options)), params_(std::move(params)) {
   validate(options_, raw_comm_->size());
   const TrainOptions t = as_train_options(options_, raw_comm_->size());
+  const ResumePoint resume = find_resume_point(t);  // checked to fit this job (check_resumable)
+  resume_dir_ = resume.dir;
+  iteration_ = resume.iterations;
   if (announce_to_servers && raw_comm_->rank() == 0) {
     // Resolved values only, so that the servers need none of the algorithm's defaults.
     nlohmann::json job = {{"algo", options_.algo},          {"topology", "ps"},
                           {"num_servers", t.num_servers},   {"lr", t.lr},
                           {"momentum", t.momentum},         {"weight_decay", t.weight_decay},
                           {"codec", canonical_codec(t)},    {"pull_codec", canonical_pull_codec(t)},
-                          {"link", options_.link},          {"shapes", shapes_of(params_)}};
+                          {"link", options_.link},          {"shapes", shapes_of(params_)},
+                          {"checkpoint_dir", options_.checkpoint_dir}, {"resume", resume.dir}};
     const std::string text = job.dump();
     for (int s = t.num_workers; s < raw_comm_->size(); ++s)
       raw_comm_->send(s, comm::kTagTrainJob, std::as_bytes(std::span(text.data(), text.size())));
@@ -95,6 +104,15 @@ DistributedOptimizer::DistributedOptimizer(std::vector<at::Tensor> params, comm:
   strategy_ = strategy_info(options_.algo).make(StrategyContext{comm_, so});
   strategy_->setup(*flat_);
   has_layer_gate_ = static_cast<bool>(strategy_->layer_gate());
+  if (!resume.dir.empty()) load_worker_state(resume, comm_->rank(), *strategy_, *flat_);
+  if (!options_.checkpoint_dir.empty()) {
+    const WorldLayout& w = so.world;
+    CheckpointPlan plan{options_.checkpoint_dir, 0, options_.keep_checkpoints, comm_->rank(), w.num_workers, 1,
+                        {{"topology", topology_name(so.topology)}, {"workers", w.num_workers},
+                         {"servers", w.num_servers}},
+                        options_to_json(t)};
+    checkpoints_ = std::make_unique<CheckpointCoordinator>(*raw_comm_, std::move(plan), iteration_);
+  }
 }
 
 DistributedOptimizer::~DistributedOptimizer() = default;
@@ -106,7 +124,18 @@ void DistributedOptimizer::serve() {
   const TrainOptions t = as_train_options(options_, raw_comm_->size());
   const StrategyOptions so = strategy_options(t);
   run_parameter_server(*comm_, so.world, numels_of(params_), strategy_info(options_.algo).server_mode, so.sgd,
-                       so.codec, shapes_of(params_), so.pull_codec);
+                       so.codec, shapes_of(params_), so.pull_codec,
+                       ServerCheckpointing{options_.checkpoint_dir, resume_dir_});
+}
+
+std::string DistributedOptimizer::save_checkpoint() {
+  FERRY_REQUIRE(!is_server(), "save_checkpoint() on a parameter-server rank");
+  FERRY_REQUIRE(!finished_, "save_checkpoint() after finish()");
+  FERRY_REQUIRE(checkpoints_, "save_checkpoint(): no checkpoint_dir was given");
+  // wfbp's pending updates landed in step() already (no layer gate), so every strategy's state
+  // is that of iteration_ complete steps.
+  checkpoints_->save(iteration_, *strategy_, *flat_, WorkerLoopState{});
+  return checkpoint_dir(options_.checkpoint_dir, iteration_);
 }
 
 void DistributedOptimizer::zero_grad() {
@@ -152,6 +181,8 @@ bool DistributedOptimizer::serve_announced_job(comm::Communicator* comm, int num
   o.codec = job.at("codec");
   o.pull_codec = job.at("pull_codec");
   o.link = job.at("link");
+  o.checkpoint_dir = job.at("checkpoint_dir");
+  o.resume = job.at("resume");
   std::vector<at::Tensor> params;
   for (const auto& shape : job.at("shapes").get<TensorShapes>()) params.push_back(at::empty(shape));
   DistributedOptimizer server(std::move(params), comm, o);

@@ -20,6 +20,7 @@
 
 namespace ferry::train {
 
+class CheckpointCoordinator;
 class FlatParams;
 class Strategy;
 
@@ -35,6 +36,12 @@ struct DistributedOptimizerOptions {
   std::string pull_codec = "";        // ps: codec of the pull replies; empty = fp32 pulls
   std::string link = "none";          // emulated NIC of every rank: BANDWIDTH[,LATENCY] or none
   DelayedOptions delayed = {};        // odsgd, ssdsgd, cdsgd, localsgd, wfbp knobs
+  // Checkpoints of ferry's own state (checkpoint.h's format, as `ferry train --checkpoint-every`
+  // writes them): save_checkpoint() writes ROOT/ckpt-<iterations>; `resume` (a checkpoint, or a
+  // root whose newest complete one is taken) restores every worker's and server's state.
+  std::string checkpoint_dir = "";    // ROOT; "" = save_checkpoint() is refused
+  std::string resume = "";            // "" = a fresh start
+  int keep_checkpoints = 2;           // the newest ones kept in ROOT
 };
 
 // Checks `options` for a world of `world_size` ranks as `ferry train` checks its flags; throws
@@ -67,6 +74,12 @@ class DistributedOptimizer {
   void step();
   // Ends the run: the final global weights land in the parameters.
   void finish();
+  // Writes ferry's state (weights, velocities, codec residuals, delay buffers, the servers'
+  // shards) as the checkpoint of iterations() steps; a collective: every worker calls it after
+  // the same step. Returns the checkpoint's directory.
+  std::string save_checkpoint();
+  // Steps done, counting those of the checkpoint resumed from.
+  std::int64_t iterations() const { return iteration_; }
   // Seconds spent blocked on communication so far.
   double comm_wait_s() const;
   // Bytes this rank has sent so far (through the emulated link when there is one, else raw).
@@ -84,8 +97,10 @@ class DistributedOptimizer {
   std::unique_ptr<FlatParams> flat_;
   std::unique_ptr<Strategy> strategy_;
   std::int64_t iteration_ = 0;
+  std::string resume_dir_;  // the checkpoint this job continues from ("" = a fresh start)
   bool finished_ = false;
   bool has_layer_gate_ = false;
+  std::unique_ptr<CheckpointCoordinator> checkpoints_;
 };
 
 }  // namespace ferry::train

@@ -39,11 +39,13 @@ class DistributedOptimizer:
     Keyword options: algo, topology ("allreduce" | "ps"; default: the algorithm's), codec (a codec spec,
     e.g. "twobit:threshold=0.005"; default: the algorithm's), compress_pull (ps: compress pull replies
     too, with this spec, or True for the codec), link ("1Gbps,50us": an emulated NIC per rank; default:
-    FERRY_LINK or none), and the algorithms' options (%s). A bad value raises ValueError naming it.
+    FERRY_LINK or none), checkpoint_dir (where save_checkpoint() writes ferry's state), resume (a
+    checkpoint, or a checkpoint_dir whose newest one is taken, to continue from), keep_checkpoints, and
+    the algorithms' options (%s). A bad value raises ValueError naming it.
     """ % ", ".join(_DELAYED_OPTIONS)
 
     def __init__(self, optimizer, named_parameters=None, algo="ssgd", topology="", codec="", compress_pull=None,
-                 link=None, **options):
+                 link=None, checkpoint_dir=None, resume=None, keep_checkpoints=2, **options):
         if not _C.initialised():
             raise ValueError("ferry is not initialised: call ferry.init() first")
         if not isinstance(optimizer, torch.optim.SGD):
@@ -86,6 +88,11 @@ class DistributedOptimizer:
         elif compress_pull:
             o.pull_codec = compress_pull
         o.link = link if link is not None else os.environ.get("FERRY_LINK", "none")
+        o.checkpoint_dir = os.fspath(checkpoint_dir) if checkpoint_dir is not None else ""
+        o.resume = os.fspath(resume) if resume is not None else ""
+        if not isinstance(keep_checkpoints, int) or isinstance(keep_checkpoints, bool):
+            raise ValueError(f"keep_checkpoints={keep_checkpoints!r}: expected an int")
+        o.keep_checkpoints = keep_checkpoints
         d = _C.DelayedOptions()
         for key, value in options.items():
             try:
@@ -125,6 +132,21 @@ class DistributedOptimizer:
         if not self._finished:
             self._impl.finish()
             self._finished = True
+
+    def save_checkpoint(self):
+        """Writes ferry's own state (weights, velocities, codec residuals, delay buffers and the
+        parameter servers' shards) to checkpoint_dir/ckpt-<iterations>, atomically; every worker calls
+        it after the same step. Returns that directory. The model's buffers (BatchNorm statistics) and
+        anything else of the script's are the script's to torch.save next to it."""
+        try:
+            return self._impl.save_checkpoint()
+        except ValueError as e:
+            raise ValueError(_pythonic(str(e))) from None
+
+    @property
+    def iterations(self):
+        """Steps done, counting those of the checkpoint resumed from."""
+        return self._impl.iterations()
 
     def metrics(self):
         return {"comm_wait_s": self._impl.comm_wait_s(), "bytes_sent": self._impl.bytes_sent(),
