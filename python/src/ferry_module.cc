@@ -207,6 +207,8 @@ class PyCodec {
 
 }  // namespace
 
+void bind_data(py::module_& m);  // data_bindings.cc
+
 PYBIND11_MODULE(_C, m) {
   m.doc() = "ferry's C++ core (python/ferry wraps it)";
   py::register_exception_translator([](std::exception_ptr p) {
@@ -239,6 +241,8 @@ PYBIND11_MODULE(_C, m) {
     return ferry::train::strategy_names();
   });
   m.def("validate", [](const DistributedOptimizerOptions& o, int world_size) { ferry::train::validate(o, world_size); });
+
+  bind_data(m);
 
   m.def("codec_names", &ferry::compress::codec_names);
   m.def("canonical_codec_spec", [](const std::string& spec) { return ferry::compress::canonical_codec_spec(spec); });

@@ -144,6 +144,43 @@ def test_resuming_from_a_checkpoint_continues_the_run_exactly(tmp_path, algo, to
     assert r.returncode != 0 and f"the checkpoint is of algo {algo}, this run has {other}" in r.stderr, r.stderr
 
 
+FERRY_BIN = os.environ.get("FERRY_BIN") or os.path.join(HERE, "..", "..", "build", "default", "apps", "ferry")
+FASHION = "/usr/share/datasets/fashion-mnist"
+
+
+# The same model, seed, data and optimizer through `ferry train` (C++) and through Python (the cnn
+# written in PyTorch, ferry.data's batches): the final weights must be the same bit for bit. Both
+# run the same ATen kernels with one thread per rank and the same summation orders (ring allreduce;
+# the server adds the workers' pushes in a fixed order only when they are exact, so the ps case
+# uses codec twobit with a dyadic threshold, whose decoded values sum exactly in any order).
+@pytest.mark.skipif(not os.path.isdir(FASHION), reason=f"{FASHION} absent (Debian's dataset-fashion-mnist)")
+@pytest.mark.skipif(not os.access(FERRY_BIN, os.X_OK), reason=f"no ferry binary at {FERRY_BIN}")
+@pytest.mark.parametrize("algo,topology,servers,extra", [
+    ("ssgd", "allreduce", 0, []),
+    ("ssdsgd", "ps", 1, ["--codec", "twobit:threshold=0.001953125"]),
+])
+def test_python_and_ferry_train_give_the_same_weights(tmp_path, algo, topology, servers, extra):
+    steps, batch, limit, seed = 6, 32, 512, 3
+    cmd = [FERRY_BIN, "train", "--model", "cnn", "--algo", algo, "--topology", topology, "--np", "2",
+           "--servers", str(servers), "--batch", str(batch), "--train-limit", str(limit), "--test-limit", "64",
+           "--max-steps", str(steps), "--seed", str(seed), "--threads", "1", "--no-progress",
+           "--out", str(tmp_path / "cxx")] + extra
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(tmp_path / "cxx" / "summary.json") as f:
+        want = json.load(f)["weights_fnv1a"]
+    out = tmp_path / "py.json"
+    os.environ["FERRY_SERVERS"] = str(servers)
+    try:
+        args = [str(out), algo, topology, str(steps), str(batch), str(limit), str(seed)]
+        p = mpirun(2 + servers, args + ([extra[1]] if extra else []), timeout=300, script="cnn_worker.py")
+    finally:
+        del os.environ["FERRY_SERVERS"]
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open(out) as f:
+        assert json.load(f)["weights_fnv1a"] == want
+
+
 def run_ddp(tmp_path, mode):
     out = tmp_path / (mode.replace(":", "_").replace(",", "_").replace("=", "_") + ".json")
     store = tmp_path / (out.stem + ".store")

@@ -36,7 +36,7 @@ std::int64_t checkpoint_iterations(const fs::path& p) {
 }  // namespace
 
 std::uint64_t fnv1a64(std::span<const std::byte> bytes) {
-  std::uint64_t h = 1469598103934665603ull;
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64: offset basis 0xcbf29ce484222325
   for (std::byte b : bytes) {
     h ^= static_cast<std::uint64_t>(b);
     h *= 1099511628211ull;

@@ -102,7 +102,7 @@ class DistributedOptimizer:
                     from None
         o.delayed = d
         self._optimizer = optimizer
-        self._lr = o.lr
+        self._lr = g["lr"]  # as given (o.lr is its float32 rounding)
         try:
             self._impl = _C.Optimizer(params, o)
         except ValueError as e:
