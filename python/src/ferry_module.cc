@@ -6,6 +6,7 @@
 #include <torch/extension.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -13,6 +14,8 @@
 
 #include <pybind11/stl.h>
 
+#include "comm/link/link_options.h"
+#include "comm/link/shaped_communicator.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "compress/codec_registry.h"
 #include "core/error.h"
@@ -31,6 +34,8 @@ struct Runtime {
   std::unique_ptr<MpiRuntime> mpi;
   std::unique_ptr<MpiCommunicator> world;  // every rank
   std::unique_ptr<MpiCommunicator> side;   // the workers among themselves, or the servers
+  // The workers' collectives through an emulated link, by link spec (the DDP hook's transport).
+  std::map<std::string, std::unique_ptr<ferry::comm::Communicator>> linked;
   int num_servers = 0;
   bool announced = false;  // worker 0 told the servers which job comes (or that none does)
 };
@@ -70,6 +75,7 @@ void shutdown() {
   if (!is_server_rank(r) && r.world->rank() == 0 && r.num_servers > 0 && !r.announced)
     DistributedOptimizer::announce_no_job(r.world.get(), r.num_servers);
   r.announced = true;
+  r.linked.clear();
   r.side.reset();
   r.world.reset();
   r.mpi.reset();  // MPI_Finalize
@@ -131,9 +137,21 @@ ferry::comm::Communicator& workers() {
   return *r.side;
 }
 
-void allreduce_sum_(at::Tensor t) {
+// The workers' communicator seen through the emulated link `link` ("" or "none": none).
+ferry::comm::Communicator& workers(const std::string& link) {
+  ferry::comm::Communicator& plain = workers();
+  if (link.empty() || link == "none") return plain;
+  Runtime& r = runtime();
+  auto it = r.linked.find(link);
+  if (it == r.linked.end())
+    it = r.linked.emplace(link, std::make_unique<ferry::comm::ShapedCommunicator>(&plain, ferry::comm::parse_link_spec(link)))
+             .first;
+  return *it->second;
+}
+
+void allreduce_sum_(at::Tensor t, const std::string& link) {
   FERRY_REQUIRE(t.is_contiguous() && t.device().is_cpu(), "allreduce: expected a contiguous CPU tensor");
-  auto& c = workers();
+  auto& c = workers(link);
   py::gil_scoped_release release;
   if (t.scalar_type() == at::kFloat) {
     c.allreduce_sum(std::span<float>(t.data_ptr<float>(), static_cast<std::size_t>(t.numel())));
@@ -143,6 +161,27 @@ void allreduce_sum_(at::Tensor t) {
     FERRY_THROW(ferry::InvalidArgument, "allreduce: expected a float32 or float64 tensor, got ", t.scalar_type());
   }
 }
+
+// Every worker's uint8 payload (of any size), in rank order.
+std::vector<at::Tensor> allgather_bytes(const at::Tensor& t, const std::string& link) {
+  FERRY_REQUIRE(t.scalar_type() == at::kByte && t.is_contiguous() && t.device().is_cpu(),
+                "allgather: expected a contiguous uint8 CPU tensor");
+  auto& c = workers(link);
+  std::vector<std::vector<std::byte>> all;
+  {
+    py::gil_scoped_release release;
+    all = c.allgather(std::span<const std::byte>(static_cast<const std::byte*>(t.data_ptr()), t.nbytes()));
+  }
+  std::vector<at::Tensor> out;
+  for (const auto& bytes : all) {
+    at::Tensor x = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
+    if (!bytes.empty()) std::memcpy(x.data_ptr(), bytes.data(), bytes.size());
+    out.push_back(x);
+  }
+  return out;
+}
+
+std::uint64_t link_bytes_sent(const std::string& link) { return workers(link).counters().bytes_sent; }
 
 void broadcast_(at::Tensor t, int root) {
   FERRY_REQUIRE(t.is_contiguous() && t.device().is_cpu(), "broadcast: expected a contiguous CPU tensor");
@@ -234,7 +273,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("side_size", [] { return initialised().side->size(); });
   m.def("serve", &serve);
   m.def("abort", [](int code) { ferry::comm::mpi_abort(code); });
-  m.def("allreduce_sum_", &allreduce_sum_);
+  m.def("allreduce_sum_", &allreduce_sum_, py::arg("tensor"), py::arg("link") = "");
+  m.def("allgather_bytes", &allgather_bytes, py::arg("tensor"), py::arg("link") = "");
+  m.def("link_bytes_sent", &link_bytes_sent, py::arg("link"));
   m.def("broadcast_", &broadcast_, py::arg("tensor"), py::arg("root"));
   m.def("strategy_names", [] {
     ferry::train::register_builtin_strategies();

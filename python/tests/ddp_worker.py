@@ -1,6 +1,7 @@
 """One rank of the DDP hook tests (test_ferry.py): the exact-data linear model of sgd_worker.py under
 torch's DistributedDataParallel (gloo), plain or with ferry's codec hook, or under ferry's own
-DistributedOptimizer, momentum 0. Rank 0 writes the final weights as JSON to argv[1]."""
+DistributedOptimizer, momentum 0. Mode "hook:SPEC" uses DDP's group, "hook@LINK:SPEC" ferry's
+workers through the emulated LINK. Rank 0 writes the final weights as JSON to argv[1]."""
 import json
 import os
 import sys
@@ -29,9 +30,14 @@ def main():
     else:
         dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
         net = torch.nn.parallel.DistributedDataParallel(model)
-        if mode.startswith("hook:"):
+        if mode.startswith("hook"):
+            import ferry
             import ferry.torch.hooks
-            net.register_comm_hook(None, ferry.torch.hooks.compress(mode[len("hook:"):]))
+            where, spec = mode.split(":", 1)
+            link = where[len("hook@"):] if where.startswith("hook@") else None
+            if link:
+                ferry.init()
+            net.register_comm_hook(None, ferry.torch.hooks.compress(spec, link=link))
         opt = torch.optim.SGD(model.parameters(), lr=w.LR)
     per = w.BATCH // world
     for step in range(w.STEPS):
@@ -44,7 +50,10 @@ def main():
         opt.finish()
     if rank == 0:
         with open(out, "w") as f:
-            json.dump({"weight": model.weight.tolist(), "bias": model.bias.tolist()}, f)
+            result = {"weight": model.weight.tolist(), "bias": model.bias.tolist()}
+            if mode.startswith("hook@"):
+                result["link_bytes_sent"] = ferry._C.link_bytes_sent(link)
+            json.dump(result, f)
 
 
 if __name__ == "__main__":

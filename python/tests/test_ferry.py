@@ -182,7 +182,7 @@ def test_python_and_ferry_train_give_the_same_weights(tmp_path, algo, topology, 
 
 
 def run_ddp(tmp_path, mode):
-    out = tmp_path / (mode.replace(":", "_").replace(",", "_").replace("=", "_") + ".json")
+    out = tmp_path / (mode.replace(":", "_").replace(",", "_").replace("=", "_").replace("@", "_") + ".json")
     store = tmp_path / (out.stem + ".store")
     r = mpirun(4, [str(out), mode, str(store)], script="ddp_worker.py")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -193,11 +193,18 @@ def run_ddp(tmp_path, mode):
 # With the exact data every sum of gradients (DDP's gloo allreduce, the hook's rank-order sum of
 # decoded payloads, ferry's ring) is exact, and the twobit threshold 2^-4 makes every decoded value
 # a multiple of it: the runs must agree bit for bit.
-@pytest.mark.parametrize("plain,hooked", [("plain", "hook:none"), ("ferry:twobit:threshold=0.0625", "hook:twobit:threshold=0.0625")])
+@pytest.mark.parametrize("plain,hooked", [
+    ("plain", "hook:none"),
+    ("ferry:twobit:threshold=0.0625", "hook:twobit:threshold=0.0625"),
+    ("plain", "hook@100Mbps,50us:none"),  # the same over ferry's MPI workers and emulated link
+    ("ferry:twobit:threshold=0.0625", "hook@100Mbps,50us:twobit:threshold=0.0625"),
+])
 def test_ddp_hook_equals_its_reference(tmp_path, plain, hooked):
     ref = run_ddp(tmp_path, plain)
     got = run_ddp(tmp_path, hooked)
-    assert got == ref
+    assert got["weight"] == ref["weight"] and got["bias"] == ref["bias"]
+    if "@" in hooked:
+        assert got["link_bytes_sent"] > 0  # the hook's traffic went through ferry's link
     assert got["weight"] != [[float(v) for v in row] for row in w.initial_weights()[0].tolist()]
 
 

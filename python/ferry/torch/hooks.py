@@ -8,14 +8,40 @@ Each parameter gets its own codec instance, as in ferry's own training loop, so 
 (the codec's residual) follows the parameter even when DDP rebuilds its buckets after the first
 iteration. A bucket's tensors are encoded, their payloads all-gathered in one message per
 worker, decoded and summed (PowerSGD runs its own two allreduces per tensor), then divided by the
-number of workers, as DDP's allreduce averages.
+number of workers, as DDP's allreduce averages; with "none" the bucket is allreduced as DDP's
+default hook does.
+
+compress(spec, link="1Gbps,50us") sends the payloads over ferry's MPI workers instead (ferry.init()
+first), through ferry's emulated link, the one `DistributedOptimizer(link=...)` and `ferry run --link`
+use, so that DDP and ferry's algorithms are compared on the same link. Either way the bucket's work
+runs on one background thread and the hook returns a future at once, so that communication
+overlaps the rest of the backward pass as DDP's own allreduce does.
 """
+import concurrent.futures
+
 import torch
 import torch.distributed as dist
 
 from .. import _C
 
 __all__ = ["compress"]
+
+_worker = None  # the one thread every hook's bucket work runs on, in DDP's bucket order
+
+
+def _run_async(work):
+    global _worker
+    if _worker is None:
+        _worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ferry-hook")
+    future = torch.futures.Future()
+
+    def run():
+        try:
+            future.set_result(work())
+        except BaseException as e:  # noqa: B902 - handed to DDP, which raises it in backward()
+            future.set_exception(e)
+    _worker.submit(run)
+    return future
 
 
 def _allgather_bytes(payload, group, world):
@@ -31,13 +57,45 @@ def _allgather_bytes(payload, group, world):
     return [g[:int(s.item())] for g, s in zip(gathered, sizes)]
 
 
-def compress(spec):
+class _DdpGroup:
+    def __init__(self, group):
+        self.group = group if group is not None else dist.group.WORLD
+        self.world, self.rank = dist.get_world_size(self.group), dist.get_rank(self.group)
+
+    def allreduce_(self, t):
+        dist.all_reduce(t, group=self.group)
+
+    def allgather(self, payload):
+        return _allgather_bytes(payload, self.group, self.world)
+
+
+class _FerryLink:
+    def __init__(self, link):
+        self.link, self.world, self.rank = link, _C.side_size(), _C.side_rank()
+
+    def allreduce_(self, t):
+        _C.allreduce_sum_(t, self.link)
+
+    def allgather(self, payload):
+        return _C.allgather_bytes(payload, self.link)
+
+
+def compress(spec, link=None):
     """A DDP communication hook compressing every gradient with the codec `spec` (any ferry codec
-    spec, "none" included). Raises ValueError for a bad spec, here, before training."""
+    spec, "none" included), over DDP's process group or, with `link`, over ferry's workers through
+    that emulated link. Raises ValueError for a bad spec or link, here, before training."""
     try:
         spec = _C.canonical_codec_spec(spec)
     except ValueError as e:
         raise ValueError(f"compress({spec!r}): {e}") from None
+    if link is not None:
+        if not _C.initialised():
+            raise ValueError("compress(link=...): the link is ferry's: call ferry.init() first")
+        try:
+            _C.link_bytes_sent(link)  # parses it
+        except ValueError as e:
+            raise ValueError(f"compress(link={link!r}): {e}") from None
+    plain = spec.startswith("none")
     codecs = {}  # id(parameter) -> its codec; ids are given in first-seen order, the same on every worker
 
     def codec_of(param, rank):
@@ -47,35 +105,41 @@ def compress(spec):
         return c
 
     def hook(state, bucket):
-        group = state if state is not None else dist.group.WORLD
-        world, rank = dist.get_world_size(group), dist.get_rank(group)
+        net = _FerryLink(link) if link is not None else _DdpGroup(state)
+        if plain:  # DDP's own allreduce: the bucket's buffer, summed and averaged
+            buffer = bucket.buffer()
+            return _run_async(lambda: (net.allreduce_(buffer), buffer.div_(net.world))[1])
         grads = [g.detach().contiguous().view(-1) for g in bucket.gradients()]
         for g in grads:
             if g.dtype != torch.float32 or g.device.type != "cpu":
                 raise ValueError(f"ferry codec hook: expected float32 CPU gradients, got {g.dtype} on {g.device}")
-        codecs_here = [codec_of(p, rank) for p in bucket.parameters()]
-        outs = [g.clone() for g in grads]
-        gathered = []  # (tensor index) of the tensors aggregated by payloads
-        payloads = []
-        for i, (c, g) in enumerate(zip(codecs_here, grads)):
-            if not c.custom_allreduce(outs[i], lambda t: dist.all_reduce(t, group=group), world):
-                gathered.append(i)
-                payloads.append(c.encode(g))
-        if gathered:
-            lengths = torch.tensor([p.numel() for p in payloads], dtype=torch.int64)
-            everyone = _allgather_bytes(torch.cat([lengths.view(torch.uint8)] + payloads), group, world)
-            for i in gathered:
-                outs[i].zero_()
-            head = 8 * len(gathered)
-            for message in everyone:
-                sizes = message[:head].clone().view(torch.int64).tolist()
-                offset = head
-                for i, n in zip(gathered, sizes):
-                    codecs_here[i].decode_add(message[offset:offset + n], outs[i])
-                    offset += n
-        result = torch.cat(outs).div_(world)
-        future = torch.futures.Future()
-        future.set_result(result.view_as(bucket.buffer()))
-        return future
+        codecs_here = [codec_of(p, net.rank) for p in bucket.parameters()]
+        shape = bucket.buffer()
+        return _run_async(lambda: _exchange(net, codecs_here, grads).view_as(shape))
 
     return hook
+
+
+def _exchange(net, codecs_here, grads):
+    """One bucket: encode, exchange, decode and sum every tensor; the average over the workers."""
+    world = net.world
+    outs = [g.clone() for g in grads]
+    gathered = []  # (tensor index) of the tensors aggregated by payloads
+    payloads = []
+    for i, (c, g) in enumerate(zip(codecs_here, grads)):
+        if not c.custom_allreduce(outs[i], net.allreduce_, world):
+            gathered.append(i)
+            payloads.append(c.encode(g))
+    if gathered:
+        lengths = torch.tensor([p.numel() for p in payloads], dtype=torch.int64)
+        everyone = net.allgather(torch.cat([lengths.view(torch.uint8)] + payloads))
+        for i in gathered:
+            outs[i].zero_()
+        head = 8 * len(gathered)
+        for message in everyone:
+            sizes = message[:head].clone().view(torch.int64).tolist()
+            offset = head
+            for i, n in zip(gathered, sizes):
+                codecs_here[i].decode_add(message[offset:offset + n], outs[i])
+                offset += n
+    return torch.cat(outs).div_(world)
