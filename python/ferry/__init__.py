@@ -13,9 +13,9 @@ Shaped like Horovod's API::
 Launch with ``ferry run --np 4 --servers 1 -- /usr/bin/python3 train.py`` (or ``mpirun -np 5``
 with ``FERRY_SERVERS=1``). See docs/python.md.
 """
+import atexit
 import os
 import sys
-import atexit
 
 import torch  # noqa: F401  (libtorch is loaded before the extension that links it)
 
@@ -24,6 +24,9 @@ from . import _C
 __all__ = ["init", "shutdown", "rank", "size", "local_rank", "is_server", "is_initialized"]
 
 _hook_installed = False
+# DistributedOptimizers whose finish() shutdown() still owes, held so that one the script dropped
+# (a local of a returned main()) is still finished at exit rather than destroyed unfinished.
+_unfinished = set()
 
 
 def _abort_on_uncaught(exc_type, exc, tb):
@@ -61,7 +64,10 @@ def init(servers=None):
 
 
 def shutdown():
-    """Ends MPI (also run at exit). Call after every optimizer's finish()."""
+    """Ends MPI (also run at exit). Finishes first every DistributedOptimizer the script did not
+    finish(), so that the parameter servers, which wait for every worker's finish, end too."""
+    for opt in list(_unfinished):
+        opt.finish()
     _C.shutdown()
 
 

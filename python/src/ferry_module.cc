@@ -6,6 +6,7 @@
 #include <torch/extension.h>
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -122,12 +123,23 @@ class PyOptimizer {
     return optimizer_->save_checkpoint();
   }
   std::int64_t iterations() const { return optimizer_->iterations(); }
+  // wfbp's per-layer gate, taken by the Python layer's forward pre-hooks; false without one.
+  bool take_layer_gate() {
+    gate_ = optimizer_->take_layer_gate();
+    return static_cast<bool>(gate_);
+  }
+  void gate(std::size_t first, std::size_t count) {
+    FERRY_REQUIRE(gate_, "gate(): no layer gate was taken");
+    py::gil_scoped_release release;
+    gate_(first, count);
+  }
   double comm_wait_s() const { return optimizer_->comm_wait_s(); }
   std::uint64_t bytes_sent() const { return optimizer_->bytes_sent(); }
   std::string codec() const { return optimizer_->codec(); }
 
  private:
   std::unique_ptr<DistributedOptimizer> optimizer_;
+  std::function<void(std::size_t, std::size_t)> gate_;
 };
 
 // Collectives among the workers (the servers take no part).
@@ -333,6 +345,8 @@ PYBIND11_MODULE(_C, m) {
       .def("finish", &PyOptimizer::finish)
       .def("save_checkpoint", &PyOptimizer::save_checkpoint)
       .def("iterations", &PyOptimizer::iterations)
+      .def("take_layer_gate", &PyOptimizer::take_layer_gate)
+      .def("gate", &PyOptimizer::gate)
       .def("comm_wait_s", &PyOptimizer::comm_wait_s)
       .def("bytes_sent", &PyOptimizer::bytes_sent)
       .def("codec", &PyOptimizer::codec);

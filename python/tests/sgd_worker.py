@@ -37,6 +37,8 @@ def main():
     out, algo, topology = sys.argv[1], sys.argv[2], sys.argv[3]
     options = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
     steps, save = options.pop("_steps", STEPS), options.pop("_save", False)
+    gated = options.pop("_gate", False)  # pass model= (wfbp: updates complete in the next forward)
+    finish = options.pop("_finish", True)  # False: leave finish() to ferry's exit handler
     ferry.init()
     torch.manual_seed(1000 + ferry.rank())  # a different init on every worker: broadcast must fix it
     model = torch.nn.Linear(IN, OUT)
@@ -48,7 +50,7 @@ def main():
     ft.broadcast_parameters(model.state_dict(), root_rank=0)
     sgd = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     opt = ft.DistributedOptimizer(sgd, named_parameters=model.named_parameters(), algo=algo, topology=topology,
-                                  **options)
+                                  model=model if gated else None, **options)
     n, r = ferry.size(), ferry.rank()
     per = BATCH // n
     kill_rank = int(os.environ.get("FERRY_TEST_KILL_RANK", "-1"))  # test_ferry.py: a worker that dies
@@ -63,10 +65,13 @@ def main():
         opt.step()
     if save:
         opt.save_checkpoint()
-    opt.finish()
+    overlapped = opt.overlaps_forward
+    if finish:
+        opt.finish()
     if r == 0:
         with open(out, "w") as f:
-            json.dump({"weight": model.weight.tolist(), "bias": model.bias.tolist(), "metrics": opt.metrics()}, f)
+            json.dump({"weight": model.weight.tolist(), "bias": model.bias.tolist(), "metrics": opt.metrics(),
+                       "overlapped": overlapped}, f)
 
 
 if __name__ == "__main__":

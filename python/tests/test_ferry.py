@@ -89,6 +89,24 @@ def test_ssgd_equals_single_process_sgd_on_the_concatenated_batch(tmp_path, topo
     assert got["metrics"]["bytes_sent"] > 0
 
 
+# WFBP is S-SGD's arithmetic with the communication started in backward and, given model=, each
+# update completed in the next forward by the module that reads it: the same weights bit for bit.
+@pytest.mark.parametrize("topology,servers,gate", [("allreduce", 0, True), ("ps", 1, True), ("allreduce", 0, False)])
+def test_wfbp_equals_single_process_sgd(tmp_path, topology, servers, gate):
+    got = run_and_load(tmp_path, 4, "wfbp", topology, servers, {"_gate": gate, "_steps": 2})
+    wt, b = reference_weights()
+    assert torch.equal(torch.tensor(got["weight"]), wt) and torch.equal(torch.tensor(got["bias"]), b)
+    assert got["overlapped"] is gate
+
+
+# A script that never calls finish() on a parameter server: ferry's exit handler finishes the
+# optimizer, so the servers see every worker end and the job exits 0 (a hang fails by timeout).
+@pytest.mark.parametrize("algo", ["ssgd", "ssdsgd"])
+def test_a_ps_script_without_finish_ends(tmp_path, algo):
+    got = run_and_load(tmp_path, 4, algo, "ps", 1, {"_finish": False})
+    assert got["weight"] != [[float(v) for v in row] for row in w.initial_weights()[0].tolist()]
+
+
 @pytest.mark.parametrize("algo,options", [
     ("ssdsgd", {"delay_steps": 1, "local_update": "sgd"}),  # SSD-SGD with k = 1 and GLU off
     ("cdsgd", {"codec": "none"}),                             # CD-SGD without compression
@@ -250,6 +268,21 @@ for bad in (torch.optim.Adam(m.parameters()), torch.optim.SGD(m.parameters(), lr
         assert "optimizer" in str(e), str(e)
     else:
         raise SystemExit(f"accepted {bad}")
+class Direct(torch.nn.Module):  # reads its child's weights without calling the child
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.lin.weight, self.lin.bias)
+d = Direct()
+opt = ft.DistributedOptimizer(torch.optim.SGD(d.parameters(), lr=0.1), algo="wfbp", model=d)
+d(torch.ones(1, 2)).sum().backward()
+try:
+    opt.step()
+except ValueError as e:
+    assert "no submodule's forward reached parameter 0" in str(e), str(e)
+else:
+    raise SystemExit("wfbp accepted a parameter read outside its module")
 print("all bad options refused")
 '''
 

@@ -103,7 +103,7 @@ DistributedOptimizer::DistributedOptimizer(std::vector<at::Tensor> params, comm:
   flat_ = std::make_unique<FlatParams>(params_);
   strategy_ = strategy_info(options_.algo).make(StrategyContext{comm_, so});
   strategy_->setup(*flat_);
-  has_layer_gate_ = static_cast<bool>(strategy_->layer_gate());
+  layer_gate_ = strategy_->layer_gate();
   if (!resume.dir.empty()) load_worker_state(resume, comm_->rank(), *strategy_, *flat_);
   if (!options_.checkpoint_dir.empty()) {
     const WorldLayout& w = so.world;
@@ -148,9 +148,15 @@ void DistributedOptimizer::step() {
   FERRY_REQUIRE(!finished_, "step() after finish()");
   flat_->gather_grads();
   strategy_->step(*flat_, iteration_++);
-  // No per-layer gate in the caller's model (wfbp): every pending update lands before step()
-  // returns, so the next forward reads this step's weights (without wfbp's forward overlap).
-  if (has_layer_gate_) strategy_->complete(*flat_);
+  // wfbp without the caller's per-layer gate: every pending update lands before step() returns,
+  // so the next forward reads this step's weights (without wfbp's forward overlap).
+  if (layer_gate_ && !caller_gates_) strategy_->complete(*flat_);
+}
+
+std::function<void(std::size_t, std::size_t)> DistributedOptimizer::take_layer_gate() {
+  FERRY_REQUIRE(!is_server(), "take_layer_gate() on a parameter-server rank");
+  if (layer_gate_) caller_gates_ = true;
+  return layer_gate_;
 }
 
 void DistributedOptimizer::finish() {

@@ -11,6 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,6 +81,12 @@ class DistributedOptimizer {
   std::string save_checkpoint();
   // Steps done, counting those of the checkpoint resumed from.
   std::int64_t iterations() const { return iteration_; }
+  // wfbp: the per-layer gate (Strategy::layer_gate) for a caller that calls it before each
+  // layer's forward with the range of parameters the layer reads, so that the back layers'
+  // communication overlaps the next forward (Model::enter_layer does this in `ferry train`);
+  // step() then leaves each update to the gate. Empty for algorithms without one, whose step()
+  // completes every update itself, as it does for wfbp when nobody took the gate.
+  std::function<void(std::size_t first, std::size_t count)> take_layer_gate();
   // Seconds spent blocked on communication so far.
   double comm_wait_s() const;
   // Bytes this rank has sent so far (through the emulated link when there is one, else raw).
@@ -99,7 +106,8 @@ class DistributedOptimizer {
   std::int64_t iteration_ = 0;
   std::string resume_dir_;  // the checkpoint this job continues from ("" = a fresh start)
   bool finished_ = false;
-  bool has_layer_gate_ = false;
+  std::function<void(std::size_t, std::size_t)> layer_gate_;  // the strategy's, if it has one
+  bool caller_gates_ = false;                                 // take_layer_gate() was called
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
 };
 

@@ -6,6 +6,7 @@ import re
 import torch
 
 from .. import _C
+from .. import _unfinished
 
 from . import hooks  # noqa: E402,F401
 
@@ -40,12 +41,15 @@ class DistributedOptimizer:
     e.g. "twobit:threshold=0.005"; default: the algorithm's), compress_pull (ps: compress pull replies
     too, with this spec, or True for the codec), link ("1Gbps,50us": an emulated NIC per rank; default:
     FERRY_LINK or none), checkpoint_dir (where save_checkpoint() writes ferry's state), resume (a
-    checkpoint, or a checkpoint_dir whose newest one is taken, to continue from), keep_checkpoints, and
-    the algorithms' options (%s). A bad value raises ValueError naming it.
+    checkpoint, or a checkpoint_dir whose newest one is taken, to continue from), keep_checkpoints,
+    model (the torch.nn.Module whose parameters these are: wfbp then completes each update when the
+    next forward reaches the module that reads it, overlapping the back layers' communication with
+    the front layers' forward, as in ferry train; other algorithms do not need it), and the
+    algorithms' options (%s). A bad value raises ValueError naming it.
     """ % ", ".join(_DELAYED_OPTIONS)
 
     def __init__(self, optimizer, named_parameters=None, algo="ssgd", topology="", codec="", compress_pull=None,
-                 link=None, checkpoint_dir=None, resume=None, keep_checkpoints=2, **options):
+                 link=None, checkpoint_dir=None, resume=None, keep_checkpoints=2, model=None, **options):
         if not _C.initialised():
             raise ValueError("ferry is not initialised: call ferry.init() first")
         if not isinstance(optimizer, torch.optim.SGD):
@@ -101,6 +105,7 @@ class DistributedOptimizer:
                 raise ValueError(f"{key}={value!r}: wrong type (default {getattr(_C.DelayedOptions(), key)!r})") \
                     from None
         o.delayed = d
+        gates = self._layer_gates(model, params) if model is not None else {}
         self._optimizer = optimizer
         self._lr = g["lr"]  # as given (o.lr is its float32 rounding)
         try:
@@ -108,6 +113,59 @@ class DistributedOptimizer:
         except ValueError as e:
             raise ValueError(_pythonic(str(e))) from None
         self._finished = False
+        _unfinished.add(self)  # ferry.shutdown() (at exit) finishes it if the script does not
+        self._gate_hooks = []
+        if gates and self._impl.take_layer_gate():  # else the algorithm completes its updates in step()
+            self._install_layer_gate(gates, len(params))
+
+    @staticmethod
+    def _layer_gates(model, params):
+        """{module: indices of the params its forward may read}: the model's own, and for every
+        submodule its whole subtree's (so that a module reading a child's weight without calling
+        the child, as MultiheadAttention does with out_proj, is still covered)."""
+        if not isinstance(model, torch.nn.Module):
+            raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+        index = {id(p): i for i, p in enumerate(params)}
+        gates = {}
+        for module in model.modules():
+            own = module.parameters(recurse=module is not model)
+            ids = sorted({index[id(p)] for p in own if id(p) in index})
+            if ids:
+                gates[module] = ids
+        covered = {i for ids in gates.values() for i in ids}
+        if len(covered) != len(params):
+            missing = next(i for i in range(len(params)) if i not in covered)
+            raise ValueError(f"model: parameter {missing} of the optimizer is not a parameter of the model")
+        return gates
+
+    def _install_layer_gate(self, gates, count):
+        # Each update completes when the first module that may read it starts its forward; step()
+        # checks that every parameter was reached, since one read elsewhere would see old weights.
+        gate = self._impl.gate
+        self._reached = [False] * count
+        reached = self._reached
+        for module, ids in gates.items():
+            def pre_hook(_module, _inputs, ids=ids):
+                for i in ids:
+                    if not reached[i]:
+                        gate(i, 1)
+                        reached[i] = True
+            self._gate_hooks.append(module.register_forward_pre_hook(pre_hook))
+
+    def _check_reached(self):
+        if not self._gate_hooks:
+            return
+        missed = [i for i, r in enumerate(self._reached) if not r]
+        if missed:
+            raise ValueError(f"wfbp with model=: no submodule's forward reached parameter {missed[0]} in this step "
+                             "(unused, or read outside its module), so its update could land after it was read; "
+                             "leave model= out to complete every update in step()")
+        self._reached[:] = [False] * len(self._reached)
+
+    @property
+    def overlaps_forward(self):
+        """True when updates complete in the next forward, layer by layer (wfbp with model=)."""
+        return bool(self._gate_hooks)
 
     @property
     def param_groups(self):
@@ -122,6 +180,7 @@ class DistributedOptimizer:
             raise ValueError("step(closure): closures are not supported")
         if self._optimizer.param_groups[0]["lr"] != self._lr:
             raise ValueError("lr changed after the optimizer was wrapped (an lr scheduler?): ferry reads it once")
+        self._check_reached()
         try:
             self._impl.step()
         except ValueError as e:
@@ -132,6 +191,10 @@ class DistributedOptimizer:
         if not self._finished:
             self._impl.finish()
             self._finished = True
+            _unfinished.discard(self)
+            for h in self._gate_hooks:
+                h.remove()
+            self._gate_hooks = []
 
     def save_checkpoint(self):
         """Writes ferry's own state (weights, velocities, codec residuals, delay buffers and the
