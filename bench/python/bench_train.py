@@ -4,7 +4,7 @@
 over DDP's group or, with --link, over ferry's emulated link). Launched by `ferry run --np N`.
 
 Every system trains on the same batches (ferry.data.ShardedLoader: ferry train's order), from the
-same initial weights, with SGD (lr, momentum 0.9). Timing: samples/s = steps * batch * workers /
+same initial weights, with SGD (--lr, --momentum). Timing: samples/s = steps * batch * workers /
 training seconds from the first step to the last, evaluation excluded (the definition ferry train's
 summary uses). Every --eval-every steps every worker evaluates its model on the first --eval-items
 test items (all workers pause alike); the first evaluation at or above --target gives the time to
@@ -60,6 +60,7 @@ def main():
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--eval-every", type=int, default=0)
     p.add_argument("--eval-items", type=int, default=1000)
     p.add_argument("--target", type=float, default=0.0)
@@ -73,7 +74,7 @@ def main():
         ferry.init()
     torch.manual_seed(1)
     model = make_model(a.model)
-    sgd = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+    sgd = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
     if a.system == "ferry":
         rank, workers = ferry.rank(), ferry.size()
         opt = ft.DistributedOptimizer(sgd, named_parameters=model.named_parameters(), algo=a.algo,
@@ -115,7 +116,7 @@ def main():
         with open(a.out, "w") as f:
             json.dump({"label": a.label, "system": a.system, "algo": a.algo if a.system == "ferry" else "ddp",
                        "codec": metrics.get("codec", a.hook or "none"), "model": a.model, "workers": workers,
-                       "batch": a.batch, "steps": a.steps, "train_s": train_s,
+                       "batch": a.batch, "steps": a.steps, "lr": a.lr, "momentum": a.momentum, "train_s": train_s,
                        "samples_per_s": a.steps * a.batch * workers / train_s,
                        "comm_wait_s": metrics.get("comm_wait_s"), "final_acc": final,
                        "target": a.target, "time_to_target_s": reached, "curve": curve}, f)

@@ -13,7 +13,7 @@ import sys
 
 runs, out, link, target = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 rows = []
-for path in sorted(glob.glob(os.path.join(runs, "*.json"))):
+for path in sorted(glob.glob(os.path.join(runs, "*.json")), key=os.path.getmtime):  # the run's order
     with open(path) as f:
         d = json.load(f)
     with open(path[:-len(".json")] + ".section") as f:
@@ -60,7 +60,9 @@ for r in linked:
     wait = f"{r['wait_frac']:.0%}" if r["wait_frac"] is not None else "-"
     tt = f"{r['time_to_target_s']:.1f}" if r["time_to_target_s"] is not None else "not reached"
     name = r["config"].replace("link-", "")
-    summary["link_runs"].append({"config": name, "codec": r["codec"], "samples_per_s": r["samples_per_s"],
+    if r.get("momentum", 0.9) != 0.9:
+        name += f" (momentum {r['momentum']:g}, lr {r['lr']:g})"
+    summary["link_runs"].append({"config": name, "run": r["config"], "codec": r["codec"], "samples_per_s": r["samples_per_s"],
                                  "vs_ddp": ratio, "wait_frac": r["wait_frac"],
                                  "time_to_target_s": r["time_to_target_s"], "final_acc": r["final_acc"]})
     print(f"| {name} (`{r['codec']}`) | {r['samples_per_s']:.0f} | {ratio:.2f} | {wait} | {tt} | {r['final_acc']:.4f} |")
@@ -72,7 +74,7 @@ if shutil.which("gnuplot"):
     os.makedirs(dat, exist_ok=True)
     with open(os.path.join(dat, "bars.dat"), "w") as f:
         for r in summary["link_runs"]:
-            f.write(f"{r['config']} {r['samples_per_s']:.1f}\n")
+            f.write(f"{r['run'].replace('link-', '')} {r['samples_per_s']:.1f}\n")
     curves = []
     for r in linked:
         p = os.path.join(dat, r["config"] + ".dat")
