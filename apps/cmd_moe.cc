@@ -10,7 +10,7 @@
 #include <torch/torch.h>
 
 #include "apps/cli.h"
-#include "apps/cmd_moe_predict.h"
+#include "apps/moe_subcommands.h"
 #include "apps/render_plots.h"
 #include "core/error.h"
 #include "core/metrics.h"
@@ -73,6 +73,11 @@ std::vector<std::vector<std::int32_t>> corpus_sequences(const std::string& model
 
 int run_make_tiny(CLI::App& app, TinyModelOptions& o, std::string& out, std::string& dtype) {
   o.write.dtype = dtype_flag(dtype);
+  FERRY_REQUIRE(o.config.model_type == "mixtral" || o.config.model_type == "qwen2_moe", "--family '",
+                o.config.model_type, "' is not one of mixtral, qwen2_moe");
+  FERRY_REQUIRE(o.config.shared_expert_intermediate_size == 0 || o.config.model_type == "qwen2_moe",
+                "--shared-expert needs --family qwen2_moe (Mixtral has no shared expert)");
+  if (o.config.model_type == "qwen2_moe") o.config.norm_topk_prob = false;  // Qwen2-MoE's default
   make_tiny_model(out, o);
   auto c = load_config(out);
   std::printf("wrote %s: %d layers x %d experts (top-%d), hidden %d, expert %s, all experts %s\n", out.c_str(),
@@ -249,7 +254,10 @@ int run_moe(int argc, char** argv) {
   mk->add_option("--out", mk_out, "model directory to write")->required();
   add_shape_flags(mk, tiny.config);
   mk->add_option("--vocab", tiny.config.vocab_size, "vocabulary (256 = byte tokens)")->capture_default_str();
-  mk->add_option("--shared-expert", tiny.config.shared_expert_intermediate_size, "width of a shared expert (0 = none)");
+  mk->add_option("--family", tiny.config.model_type, "mixtral or qwen2_moe (Hugging Face's layout and names)")
+      ->capture_default_str();
+  mk->add_option("--shared-expert", tiny.config.shared_expert_intermediate_size,
+                 "width of a shared expert (0 = none; qwen2_moe)");
   mk->add_option("--dtype", mk_dtype, "f32, bf16 or f16")->capture_default_str();
   mk->add_option("--shards", tiny.write.shards, "safetensors shards")->capture_default_str();
   mk->add_option("--seed", tiny.seed, "weight seed")->capture_default_str();
@@ -323,8 +331,9 @@ int run_moe(int argc, char** argv) {
   tr->add_option("--dataset", tr_dataset, "the rows' dataset field")->capture_default_str();
   tr->add_flag("--no-hidden", tr_no_hidden, "skip the hidden-state side file");
 
-  // fit-predictor (apps/cmd_moe_predict.cc)
+  // fit-predictor (apps/cmd_moe_predict.cc), logits (apps/cmd_moe_logits.cc)
   auto fit_predictor = add_fit_predictor_command(app);
+  auto logits = add_logits_command(app);
 
   // demo
   auto* dm = app.add_subcommand("demo", "a short offloading comparison of the policies on a tiny model (~1 min)");
@@ -369,6 +378,7 @@ int run_moe(int argc, char** argv) {
   if (*gen) return run_generate(gf);
   if (*bn) return run_bench_cmd(bo, bn_out, bn_threads, bn_overhead);
   if (*fit_predictor.app) return fit_predictor.run();
+  if (*logits.app) return logits.run();
   if (*sm) {
     auto rows = run_simulate(so);
     std::string header = "ferry moe simulate: trace " + so.trace + ", model " + so.model_shape + ", " +

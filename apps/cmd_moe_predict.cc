@@ -13,7 +13,7 @@
 #include <torch/torch.h>
 
 #include "apps/cli.h"
-#include "apps/cmd_moe_predict.h"
+#include "apps/moe_subcommands.h"
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/progress.h"
@@ -160,7 +160,7 @@ int run_fit_predictor(FitPredictorFlags& f) {
 
 }  // namespace
 
-FitPredictorCommand add_fit_predictor_command(CLI::App& moe) {
+MoeSubcommand add_fit_predictor_command(CLI::App& moe) {
   auto flags = std::make_shared<FitPredictorFlags>();
   auto& f = *flags;
   auto* c = moe.add_subcommand("fit-predictor", "fit the LLaPor expert-activation predictor on a trace; held-out "
@@ -192,7 +192,7 @@ FitPredictorCommand add_fit_predictor_command(CLI::App& moe) {
   c->add_option("--heldout", f.o.heldout_fraction, "share of sequences held out (last ones)")->capture_default_str();
   c->add_option("--model", f.model, "model directory: adds the next-gate baseline (hidden-state traces)");
   c->add_option("--threads", f.threads, "libtorch threads")->check(thread_count())->capture_default_str();
-  return FitPredictorCommand{c, [flags] { return run_fit_predictor(*flags); }};
+  return MoeSubcommand{c, [flags] { return run_fit_predictor(*flags); }};
 }
 
 }  // namespace ferry::apps

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -44,6 +45,84 @@ int get_or<int>(const nlohmann::json& j, const char* key, int fallback, const st
 int require_int(const nlohmann::json& j, const char* key, const std::string& origin) {
   if (!j.contains(key)) FERRY_THROW(FormatError, "config '", origin, "': missing required field '", key, "'");
   return checked_int(j[key], key, origin);
+}
+
+// Every key of a family's config.json that ferry accepts: the ones it reads, and the ones that do
+// not change inference (bookkeeping, or training-only: dropout, router jitter and aux loss, which
+// HF's modeling code applies in training only). Any other key is refused with its name, so that a
+// checkpoint never silently computes something else (docs/moe.md, "Checkpoints").
+const std::set<std::string>& known_keys(const std::string& family) {
+  static const std::set<std::string> common = {
+      // read
+      "model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+      "num_key_value_heads", "head_dim", "num_experts_per_tok", "norm_topk_prob", "rms_norm_eps", "rope_theta",
+      "rope_parameters", "rope_scaling", "max_position_embeddings", "tie_word_embeddings", "hidden_act",
+      "sliding_window", "ferry_tokenizer",
+      // inert at inference
+      "architectures", "torch_dtype", "dtype", "transformers_version", "_name_or_path", "bos_token_id",
+      "eos_token_id", "pad_token_id", "initializer_range", "use_cache", "output_router_logits",
+      "router_aux_loss_coef", "router_jitter_noise", "attention_dropout", "return_dict", "output_hidden_states",
+      "output_attentions"};
+  static const std::set<std::string> mixtral = [] {
+    std::set<std::string> k = common;
+    k.insert("num_local_experts");
+    return k;
+  }();
+  static const std::set<std::string> qwen2_moe = [] {
+    std::set<std::string> k = common;
+    for (const char* key : {"num_experts", "num_local_experts", "moe_intermediate_size", "shared_expert_intermediate_size",
+                            "shared_expert_gate", "use_sliding_window", "max_window_layers", "decoder_sparse_step",
+                            "mlp_only_layers", "qkv_bias", "layer_types"})
+      k.insert(key);
+    return k;
+  }();
+  return family == "qwen2_moe" ? qwen2_moe : mixtral;
+}
+
+// Keys whose non-default values change the math in ways ferry does not implement (yet): each is
+// refused with one line naming it and its value.
+void refuse_unimplemented(const nlohmann::json& j, const std::string& family, const std::string& origin) {
+  auto refuse = [&](const std::string& key, const std::string& why) {
+    FERRY_THROW(FormatError, "config '", origin, "': ", key, " = ", j.at(key).dump(), " is not implemented (", why, ")");
+  };
+  auto set = [&](const char* key) { return j.contains(key) && !j[key].is_null(); };
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!known_keys(family).count(it.key()))
+      FERRY_THROW(FormatError, "config '", origin, "': key '", it.key(), "' is not implemented for model_type '", family,
+                  "' (ferry refuses keys it does not know rather than ignore them)");
+  if (set("hidden_act") && j["hidden_act"] != "silu") refuse("hidden_act", "the experts use silu");
+  if (set("rope_scaling")) {
+    const nlohmann::json& r = j["rope_scaling"];
+    const std::string type = r.is_object() ? r.value("rope_type", r.value("type", std::string("?"))) : "?";
+    if (type != "default") refuse("rope_scaling", "only the default rotary embedding; scaling types are refused");
+  }
+  if (set("rope_parameters")) {
+    const nlohmann::json& r = j["rope_parameters"];
+    if (!r.is_object()) refuse("rope_parameters", "expected an object");
+    for (auto it = r.begin(); it != r.end(); ++it)
+      if (it.key() != "rope_theta" && it.key() != "rope_type")
+        refuse("rope_parameters", "only rope_theta and rope_type \"default\" are implemented");
+    if (r.value("rope_type", std::string("default")) != "default")
+      refuse("rope_parameters", "only rope_type \"default\" is implemented");
+  }
+  const bool windowed = family == "qwen2_moe" ? (set("use_sliding_window") && j["use_sliding_window"] == true)
+                                              : set("sliding_window");
+  if (windowed) {
+    // A window at least as long as the longest sequence is the causal mask itself.
+    const int window = get_or<int>(j, "sliding_window", 0, origin);
+    const int longest = get_or<int>(j, "max_position_embeddings", 0, origin);
+    if (window <= 0 || window < longest)
+      refuse(family == "qwen2_moe" ? "use_sliding_window" : "sliding_window",
+             "sliding-window attention; the mask is causal over the whole sequence");
+  }
+  if (set("layer_types"))
+    for (const auto& t : j["layer_types"])
+      if (t != "full_attention") refuse("layer_types", "every layer must be full_attention");
+  if (set("mlp_only_layers") && !(j["mlp_only_layers"].is_array() && j["mlp_only_layers"].empty()))
+    refuse("mlp_only_layers", "dense layers among MoE layers");
+  if (set("decoder_sparse_step") && j["decoder_sparse_step"] != 1)
+    refuse("decoder_sparse_step", "dense layers among MoE layers; every layer must be sparse (1)");
+  if (set("qkv_bias") && j["qkv_bias"] != true) refuse("qkv_bias", "Qwen2-MoE's attention has q/k/v biases");
 }
 
 }  // namespace
@@ -87,6 +166,8 @@ MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin) {
     FERRY_THROW(FormatError, "config '", origin, "': model_type '", c.model_type,
                 "' is not supported (mixtral, qwen2_moe)");
   if (c.model_type == "ferry_tiny") c.model_type = "mixtral";
+  const bool qwen = c.model_type == "qwen2_moe";
+  refuse_unimplemented(j, c.model_type, origin);
   c.vocab_size = require_int(j, "vocab_size", origin);
   c.hidden_size = require_int(j, "hidden_size", origin);
   c.num_layers = require_int(j, "num_hidden_layers", origin);
@@ -102,12 +183,17 @@ MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin) {
   else
     c.num_experts = require_int(j, "num_experts", origin);
   c.top_k = require_int(j, "num_experts_per_tok", origin);
-  c.norm_topk_prob = get_or<bool>(j, "norm_topk_prob", c.model_type == "mixtral", origin);
+  // HF's Mixtral always renormalises the top-k weights (its config has no such key); Qwen2-MoE
+  // reads norm_topk_prob, default false.
+  c.norm_topk_prob = qwen ? get_or<bool>(j, "norm_topk_prob", false, origin) : true;
   c.shared_expert_intermediate_size = get_or<int>(j, "shared_expert_intermediate_size", 0, origin);
-  c.shared_expert_gate = get_or<bool>(j, "shared_expert_gate", c.model_type == "qwen2_moe", origin);
-  c.rms_norm_eps = get_or<double>(j, "rms_norm_eps", 1e-5, origin);
-  c.rope_theta = get_or<double>(j, "rope_theta", 1e6, origin);
-  c.max_position_embeddings = get_or<int>(j, "max_position_embeddings", 4096, origin);
+  c.shared_expert_gate = get_or<bool>(j, "shared_expert_gate", qwen, origin);
+  // The defaults are those of HF's MixtralConfig and Qwen2MoeConfig.
+  c.rms_norm_eps = get_or<double>(j, "rms_norm_eps", qwen ? 1e-6 : 1e-5, origin);
+  c.rope_theta = get_or<double>(j, "rope_theta", qwen ? 1e4 : 1e6, origin);
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object() && j["rope_parameters"].contains("rope_theta"))
+    c.rope_theta = get_or<double>(j["rope_parameters"], "rope_theta", c.rope_theta, origin);  // newer layout
+  c.max_position_embeddings = get_or<int>(j, "max_position_embeddings", qwen ? 32768 : 4096 * 32, origin);
   c.tie_word_embeddings = get_or<bool>(j, "tie_word_embeddings", false, origin);
   c.tokenizer = get_or<std::string>(j, "ferry_tokenizer", "", origin);
   c.validate(origin);

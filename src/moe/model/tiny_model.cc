@@ -80,6 +80,11 @@ std::vector<NamedTensor> random_tensors(const MoeConfig& c, std::uint64_t seed) 
     gen(n.attn(l, 'k'), {c.num_kv_heads * D, H}, h_std);
     gen(n.attn(l, 'v'), {c.num_kv_heads * D, H}, h_std);
     gen(n.attn(l, 'o'), {H, c.num_heads * D}, 1.0 / std::sqrt(static_cast<double>(c.num_heads * D)));
+    if (c.model_type == "qwen2_moe") {  // Qwen2-MoE's q/k/v projections have biases
+      gen(n.attn(l, 'q', "bias"), {c.num_heads * D}, 0.02);
+      gen(n.attn(l, 'k', "bias"), {c.num_kv_heads * D}, 0.02);
+      gen(n.attn(l, 'v', "bias"), {c.num_kv_heads * D}, 0.02);
+    }
     gen(n.ffn_norm(l), {H}, 0.05, 1.0);
     gen(n.router(l), {c.num_experts, H}, h_std);
     for (int e = 0; e < c.num_experts; ++e) {

@@ -19,7 +19,8 @@ DenseWeights load_dense_weights(const Checkpoint& ck) {
   const std::int64_t H = c.hidden_size, V = c.vocab_size, D = c.head_dim;
   w.embed = load_tensor_f32(ck, n.embed(), {V, H});
   w.final_norm = load_tensor_f32(ck, n.final_norm(), {H});
-  if (c.tie_word_embeddings && !ck.contains(n.lm_head()))
+  // As HF resolves them: tied embeddings are the head, even when the file also stores one.
+  if (c.tie_word_embeddings)
     w.lm_head = w.embed;
   else
     w.lm_head = load_tensor_f32(ck, n.lm_head(), {V, H});
@@ -31,7 +32,9 @@ DenseWeights load_dense_weights(const Checkpoint& ck) {
     lw.wk = load_tensor_f32(ck, n.attn(l, 'k'), {c.num_kv_heads * D, H});
     lw.wv = load_tensor_f32(ck, n.attn(l, 'v'), {c.num_kv_heads * D, H});
     lw.wo = load_tensor_f32(ck, n.attn(l, 'o'), {H, c.num_heads * D});
-    if (ck.contains(n.attn(l, 'q', "bias"))) {
+    // Qwen2-MoE's q/k/v projections have biases (required); Mixtral's have none, and HF ignores
+    // any stored (as it ignores an o_proj bias in either family).
+    if (c.model_type == "qwen2_moe") {
       lw.bq = load_tensor_f32(ck, n.attn(l, 'q', "bias"), {c.num_heads * D});
       lw.bk = load_tensor_f32(ck, n.attn(l, 'k', "bias"), {c.num_kv_heads * D});
       lw.bv = load_tensor_f32(ck, n.attn(l, 'v', "bias"), {c.num_kv_heads * D});

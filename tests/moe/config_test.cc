@@ -1,0 +1,168 @@
+// config.json as Hugging Face writes it for Mixtral and Qwen2-MoE: every key that changes the
+// math is honoured as HF's modeling code defines it, or refused with one error naming it; the
+// weights are resolved as HF resolves them (tied heads, attention biases per family).
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "moe/model/checkpoint.h"
+#include "moe/model/config.h"
+#include "moe/model/tiny_model.h"
+#include "moe/model/weights.h"
+#include "moe_test_util.h"
+
+namespace ferry::moe {
+namespace {
+
+using testing::TempDir;
+
+nlohmann::json base(const std::string& family) {
+  MoeConfig c = testing::tiny_config();
+  c.model_type = family;
+  nlohmann::json j = config_to_json(c);
+  j.erase("ferry_tokenizer");
+  return j;
+}
+
+// The error config_from_json gives for `j`, or "" when it loads.
+std::string error_of(const nlohmann::json& j) {
+  try {
+    config_from_json(j, "cfg");
+    return "";
+  } catch (const FormatError& e) {
+    return e.what();
+  }
+}
+
+TEST(Config, KeysThatChangeTheMathAreRefusedByName) {
+  struct Case {
+    const char* family;
+    const char* key;
+    nlohmann::json value;
+    const char* named;  // what the error must say
+  };
+  const Case cases[] = {
+      {"mixtral", "hidden_act", "gelu", "hidden_act = \"gelu\" is not implemented"},
+      {"mixtral", "sliding_window", 16, "sliding_window = 16 is not implemented"},
+      {"mixtral", "rope_scaling", {{"type", "linear"}, {"factor", 2.0}}, "rope_scaling = "},
+      {"mixtral", "rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}, "rope_scaling = "},
+      {"mixtral", "rope_parameters", {{"rope_type", "llama3"}, {"rope_theta", 5e5}}, "rope_parameters = "},
+      {"mixtral", "attention_bias", true, "key 'attention_bias' is not implemented for model_type 'mixtral'"},
+      {"mixtral", "shared_expert_intermediate_size", 16, "key 'shared_expert_intermediate_size'"},
+      {"mixtral", "quantization_config", {{"quant_method", "gptq"}}, "key 'quantization_config'"},
+      {"qwen2_moe", "mlp_only_layers", {1}, "mlp_only_layers = [1] is not implemented"},
+      {"qwen2_moe", "decoder_sparse_step", 2, "decoder_sparse_step = 2 is not implemented"},
+      {"qwen2_moe", "layer_types", {"full_attention", "sliding_attention", "full_attention"}, "layer_types = "},
+      {"qwen2_moe", "qkv_bias", false, "qkv_bias = false"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = base(c.family);
+    j[c.key] = c.value;
+    const std::string e = error_of(j);
+    EXPECT_NE(e.find(c.named), std::string::npos) << c.family << " " << c.key << ": " << e;
+    EXPECT_NE(e.find("config 'cfg'"), std::string::npos) << e;
+  }
+  // Qwen2-MoE's window is off unless use_sliding_window (then HF applies sliding_window).
+  nlohmann::json q = base("qwen2_moe");
+  q["sliding_window"] = 16;
+  q["max_window_layers"] = 2;
+  q["use_sliding_window"] = false;
+  EXPECT_EQ(error_of(q), "");
+  q["use_sliding_window"] = true;
+  EXPECT_NE(error_of(q).find("use_sliding_window = true is not implemented"), std::string::npos) << error_of(q);
+}
+
+TEST(Config, DefaultValuesAndInertKeysLoad) {
+  for (const char* family : {"mixtral", "qwen2_moe"}) {
+    nlohmann::json j = base(family);
+    j["hidden_act"] = "silu";
+    j["rope_scaling"] = nullptr;
+    j["sliding_window"] = nullptr;
+    j["torch_dtype"] = "bfloat16";
+    j["attention_dropout"] = 0.1;  // training only
+    j["router_aux_loss_coef"] = 0.02;
+    j["bos_token_id"] = 1;
+    EXPECT_EQ(error_of(j), "") << family;
+    j["rope_scaling"] = {{"rope_type", "default"}};
+    EXPECT_EQ(error_of(j), "") << family;
+    // A window as long as the longest sequence is the causal mask.
+    j["sliding_window"] = j["max_position_embeddings"];
+    if (std::string(family) == "qwen2_moe") j["use_sliding_window"] = true;
+    EXPECT_EQ(error_of(j), "") << family;
+  }
+}
+
+TEST(Config, PerFamilyDefaultsAreHuggingFaces) {
+  nlohmann::json m = base("mixtral"), q = base("qwen2_moe");
+  for (auto* j : {&m, &q})
+    for (const char* k : {"rope_theta", "rms_norm_eps", "max_position_embeddings", "norm_topk_prob"}) j->erase(k);
+  const MoeConfig cm = config_from_json(m, "m"), cq = config_from_json(q, "q");
+  EXPECT_EQ(cm.rope_theta, 1e6);
+  EXPECT_EQ(cq.rope_theta, 1e4);
+  EXPECT_EQ(cm.rms_norm_eps, 1e-5);
+  EXPECT_EQ(cq.rms_norm_eps, 1e-6);
+  EXPECT_EQ(cm.max_position_embeddings, 131072);
+  EXPECT_EQ(cq.max_position_embeddings, 32768);
+  EXPECT_TRUE(cm.norm_topk_prob);
+  EXPECT_FALSE(cq.norm_topk_prob);
+  // The newer layout: rope_parameters.rope_theta.
+  q["rope_parameters"] = {{"rope_theta", 5e5}, {"rope_type", "default"}};
+  EXPECT_EQ(config_from_json(q, "q").rope_theta, 5e5);
+  // HF's Mixtral always renormalises its top-k weights, whatever the config says.
+  m["norm_topk_prob"] = false;
+  EXPECT_TRUE(config_from_json(m, "m").norm_topk_prob);
+  q["norm_topk_prob"] = true;
+  EXPECT_TRUE(config_from_json(q, "q").norm_topk_prob);
+}
+
+void set_config_key(const std::string& dir, const char* key, const nlohmann::json& value) {
+  nlohmann::json j;
+  std::ifstream(dir + "/config.json") >> j;
+  j[key] = value;
+  std::ofstream(dir + "/config.json") << j.dump();
+}
+
+TEST(Config, TiedEmbeddingsAreTheHeadEvenWithAStoredOne) {
+  TempDir dir;
+  TinyModelOptions o;
+  o.config = testing::tiny_config();
+  o.config.tie_word_embeddings = false;  // the file stores lm_head.weight
+  make_tiny_model(dir.path(), o);
+  set_config_key(dir.path(), "tie_word_embeddings", true);
+  auto ck = Checkpoint::open(dir.path());
+  ASSERT_TRUE(ck->contains(TensorNames(ck->config()).lm_head()));
+  const DenseWeights w = load_dense_weights(*ck);
+  EXPECT_TRUE(torch::equal(w.lm_head, w.embed));
+}
+
+TEST(Config, AttentionBiasesAsEachFamilyHasThem) {
+  // Mixtral has none: a stored q/k/v bias is ignored, as HF ignores it.
+  TempDir dir;
+  MoeConfig c = testing::tiny_config();
+  TensorNames n(c);
+  auto tensors = random_tensors(c, 3);
+  tensors.push_back({n.attn(0, 'q', "bias"), {c.num_heads * c.head_dim}, std::vector<float>(c.num_heads * c.head_dim, 1.0f)});
+  write_checkpoint(dir / "mixtral", c, tensors, {});
+  EXPECT_FALSE(load_dense_weights(*Checkpoint::open(dir / "mixtral")).layers[0].bq.defined());
+  // Qwen2-MoE has them: make-tiny writes them, and a checkpoint without them is refused naming one.
+  MoeConfig q = c;
+  q.model_type = "qwen2_moe";
+  TinyModelOptions o;
+  o.config = q;
+  make_tiny_model(dir / "qwen", o);
+  EXPECT_TRUE(load_dense_weights(*Checkpoint::open(dir / "qwen")).layers[2].bv.defined());
+  write_checkpoint(dir / "qwen-nobias", q, random_tensors(c, 3), {});  // Mixtral's tensor set: no biases
+  try {
+    load_dense_weights(*Checkpoint::open(dir / "qwen-nobias"));
+    ADD_FAILURE() << "loaded a Qwen2-MoE checkpoint without q/k/v biases";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("q_proj.bias"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ferry::moe
