@@ -178,10 +178,10 @@ FASHION = "/usr/share/datasets/fashion-mnist"
     ("ssdsgd", "ps", 1, ["--codec", "twobit:threshold=0.001953125"]),
 ])
 def test_python_and_ferry_train_give_the_same_weights(tmp_path, algo, topology, servers, extra):
-    steps, batch, limit, seed = 6, 32, 512, 3
-    cmd = [FERRY_BIN, "train", "--model", "cnn", "--algo", algo, "--topology", topology, "--np", "2",
+    steps, batch, limit, seed, workers = 6, 32, 512, 3, 4  # 4 steps an epoch: the second epoch's order too
+    cmd = [FERRY_BIN, "train", "--model", "cnn", "--algo", algo, "--topology", topology, "--np", str(workers),
            "--servers", str(servers), "--batch", str(batch), "--train-limit", str(limit), "--test-limit", "64",
-           "--max-steps", str(steps), "--seed", str(seed), "--threads", "1", "--no-progress",
+           "--epochs", "2", "--max-steps", str(steps), "--seed", str(seed), "--threads", "1", "--no-progress",
            "--out", str(tmp_path / "cxx")] + extra
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -191,7 +191,7 @@ def test_python_and_ferry_train_give_the_same_weights(tmp_path, algo, topology, 
     os.environ["FERRY_SERVERS"] = str(servers)
     try:
         args = [str(out), algo, topology, str(steps), str(batch), str(limit), str(seed)]
-        p = mpirun(2 + servers, args + ([extra[1]] if extra else []), timeout=300, script="cnn_worker.py")
+        p = mpirun(workers + servers, args + ([extra[1]] if extra else []), timeout=300, script="cnn_worker.py")
     finally:
         del os.environ["FERRY_SERVERS"]
     assert p.returncode == 0, p.stdout + p.stderr
