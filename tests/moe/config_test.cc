@@ -46,9 +46,11 @@ TEST(Config, KeysThatChangeTheMathAreRefusedByName) {
     const char* named;  // what the error must say
   };
   const Case cases[] = {
-      {"mixtral", "hidden_act", "gelu", "hidden_act = \"gelu\" is not implemented"},
+      {"mixtral", "hidden_act", "relu", "hidden_act = \"relu\" is not implemented"},
       {"mixtral", "sliding_window", 16, "sliding_window = 16 is not implemented"},
-      {"mixtral", "rope_scaling", {{"type", "linear"}, {"factor", 2.0}}, "rope_scaling = "},
+      {"mixtral", "rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}, "rope_scaling = "},
+      {"mixtral", "rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}, {"beta_fast", 32}}, "field 'beta_fast'"},
+      {"mixtral", "rope_scaling", {{"rope_type", "linear"}, {"factor", -2.0}}, "factor must be a finite number > 0"},
       {"mixtral", "rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}, "rope_scaling = "},
       {"mixtral", "rope_parameters", {{"rope_type", "llama3"}, {"rope_theta", 5e5}}, "rope_parameters = "},
       {"mixtral", "attention_bias", true, "key 'attention_bias' is not implemented for model_type 'mixtral'"},
@@ -94,6 +96,26 @@ TEST(Config, DefaultValuesAndInertKeysLoad) {
     if (std::string(family) == "qwen2_moe") j["use_sliding_window"] = true;
     EXPECT_EQ(error_of(j), "") << family;
   }
+}
+
+TEST(Config, RopeScalingAndActivationsAreRead) {
+  nlohmann::json j = base("mixtral");
+  j["hidden_act"] = "gelu_pytorch_tanh";
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  MoeConfig c = config_from_json(j, "cfg");
+  EXPECT_EQ(c.hidden_act, "gelu_pytorch_tanh");
+  EXPECT_EQ(c.rope_scaling.type, "linear");
+  EXPECT_EQ(c.rope_scaling.factor, 2.0);
+  j.erase("rope_scaling");
+  j["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 5e5}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
+  c = config_from_json(j, "cfg");
+  EXPECT_EQ(c.rope_scaling.type, "llama3");
+  EXPECT_EQ(c.rope_theta, 5e5);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 64);
+  EXPECT_EQ(config_from_json(config_to_json(c), "again").rope_scaling.factor, 8.0);  // written back as read
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  EXPECT_NE(error_of(j).find("both rope_parameters and rope_scaling"), std::string::npos) << error_of(j);
 }
 
 TEST(Config, PerFamilyDefaultsAreHuggingFaces) {

@@ -27,7 +27,7 @@ PROMPT, DECODE = 8, 30
 BASE = {"vocab_size": 256, "hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4,
         "num_key_value_heads": 2, "head_dim": 8, "num_experts_per_tok": 2, "rms_norm_eps": 1e-5,
         "max_position_embeddings": 128, "tie_word_embeddings": False, "hidden_act": "silu",
-        "torch_dtype": "float32", "ferry_tokenizer": "byte"}
+        "torch_dtype": "float32"}
 FAMILIES = {
     "mixtral": dict(BASE, model_type="mixtral", architectures=["MixtralForCausalLM"], intermediate_size=48,
                     num_local_experts=8, rope_theta=1e6, sliding_window=None),
@@ -115,10 +115,33 @@ def rotate_half(x):
     return torch.cat([-x[..., half:], x[..., :half]], -1)
 
 
-def rope(x, theta, interleaved=False):
-    # x [B, heads, T, D]; HF: cos/sin of cat(freqs, freqs), x * cos + rotate_half(x) * sin.
-    T, D = x.shape[2], x.shape[3]
+def inv_freq(cfg, theta, D):
+    """HF's rope initialisers: default, linear (inv / factor), llama3 (_compute_llama3_parameters)."""
     inv = 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
+    r = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
+    kind = r.get("rope_type", r.get("type", "default"))
+    if kind == "linear":
+        return inv / r["factor"]
+    if kind == "llama3":
+        factor, low, high = r["factor"], r["low_freq_factor"], r["high_freq_factor"]
+        old = r["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv
+        scaled = torch.where(wavelen > old / low, inv / factor, inv)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < old / high) & ~(wavelen > old / low)
+        return torch.where(medium, smoothed, scaled)
+    assert kind == "default", kind
+    return inv
+
+
+ACT = {"silu": torch.nn.functional.silu, "gelu": torch.nn.functional.gelu,
+       "gelu_pytorch_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh")}
+
+
+def rope(x, inv, interleaved=False):
+    # x [B, heads, T, D]; HF: cos/sin of cat(freqs, freqs), x * cos + rotate_half(x) * sin.
+    T = x.shape[2]
     freqs = torch.arange(T, dtype=torch.float64)[:, None] * inv[None]
     if interleaved:  # the deliberately wrong variant (GPT-J's pairing)
         cos, sin = freqs.cos().repeat_interleave(2, -1), freqs.sin().repeat_interleave(2, -1)
@@ -140,6 +163,8 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
     theta = cfg.get("rope_parameters", {}).get("rope_theta", cfg.get("rope_theta", 1e4 if qwen else 1e6))
     E = cfg["num_experts"] if qwen else cfg["num_local_experts"]
     renorm = cfg.get("norm_topk_prob", False) if qwen else True
+    act = ACT[cfg.get("hidden_act", "silu")]
+    inv = inv_freq(cfg, theta, D)
     x = w["model.embed_tokens.weight"][tokens]  # [B, T, H]
     B, T = tokens.shape
     causal = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
@@ -153,7 +178,7 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
                 y = y + w[p + f"self_attn.{name}_proj.bias"]
             return y.view(B, T, heads, D).transpose(1, 2)
         q, k, v = proj("q", nh), proj("k", nkv), proj("v", nkv)
-        q, k = rope(q, theta, interleaved_rope), rope(k, theta, interleaved_rope)
+        q, k = rope(q, inv, interleaved_rope), rope(k, inv, interleaved_rope)
         k, v = k.repeat_interleave(nh // nkv, 1), v.repeat_interleave(nh // nkv, 1)
         att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D) + causal, -1) @ v
         x = x + att.transpose(1, 2).reshape(B, T, nh * D) @ w[p + "self_attn.o_proj.weight"].T
@@ -170,11 +195,11 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
             if len(rows) == 0:
                 continue
             he = h[rows]
-            y = (torch.nn.functional.silu(he @ w[moe + f"experts.{e}.{names[0]}.weight"].T) *
+            y = (act(he @ w[moe + f"experts.{e}.{names[0]}.weight"].T) *
                  (he @ w[moe + f"experts.{e}.{names[1]}.weight"].T)) @ w[moe + f"experts.{e}.{names[2]}.weight"].T
             out.index_add_(0, rows, y * top_w[rows, slot][:, None])
         if qwen:
-            s = (torch.nn.functional.silu(h @ w[moe + "shared_expert.gate_proj.weight"].T) *
+            s = (act(h @ w[moe + "shared_expert.gate_proj.weight"].T) *
                  (h @ w[moe + "shared_expert.up_proj.weight"].T)) @ w[moe + "shared_expert.down_proj.weight"].T
             out = out + torch.sigmoid(h @ w[moe + "shared_expert_gate.weight"].T) * s
         x = x + out.view(B, T, H)
@@ -239,6 +264,12 @@ HONOURED = {
         "rope_theta": 5e5, "rope_type": "default"}}, None),
     "qwen2_moe without rope_theta (HF default 1e4)": ("qwen2_moe", {"rope_theta": None}, None),
     "qwen2_moe norm_topk_prob true": ("qwen2_moe", {"norm_topk_prob": True}, None),
+    "hidden_act gelu": ("mixtral", {"hidden_act": "gelu"}, None),
+    "hidden_act gelu_pytorch_tanh": ("qwen2_moe", {"hidden_act": "gelu_pytorch_tanh"}, None),
+    "rope_scaling linear": ("mixtral", {"rope_scaling": {"type": "linear", "factor": 4.0}}, None),
+    "rope_parameters llama3": ("qwen2_moe", {"rope_theta": None, "rope_parameters": {
+        "rope_type": "llama3", "rope_theta": 1e4, "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 16}}, None),
 }
 
 
@@ -261,7 +292,7 @@ def test_keys_are_honoured_as_hf_does(tmp_path, case):
 
 
 REFUSED = {
-    "hidden_act": ("mixtral", {"hidden_act": "gelu"}),
+    "hidden_act": ("mixtral", {"hidden_act": "relu"}),
     "sliding_window": ("mixtral", {"sliding_window": 16}),
     "use_sliding_window": ("qwen2_moe", {"use_sliding_window": True, "sliding_window": 16}),
     "rope_scaling": ("mixtral", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}),

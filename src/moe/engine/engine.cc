@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "moe/model/decoder_ops.h"
 #include "moe/model/weights.h"
 #include "moe/sched/layer_protocol.h"
 
@@ -49,14 +50,6 @@ std::uint64_t parse_device_mem(const std::string& text, std::uint64_t total_expe
 }
 
 namespace {
-
-torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
-  return x * torch::rsqrt(x.pow(2).mean(-1, true) + eps) * w;
-}
-
-torch::Tensor swiglu(const torch::Tensor& x, const torch::Tensor& w1, const torch::Tensor& w3, const torch::Tensor& w2) {
-  return torch::matmul(torch::silu(torch::matmul(x, w1.t())) * torch::matmul(x, w3.t()), w2.t());
-}
 
 // Accumulates steady-clock time into *total while alive.
 class ScopedTimer {
@@ -242,8 +235,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   m.stats.policy_s = m.stats.predictor_s = 0;  // set-up is not per-token work
 
   const std::int64_t D = c.head_dim;
-  auto inv_freq = 1.0 / torch::pow(c.rope_theta, torch::arange(0, D, 2, torch::kFloat64) / static_cast<double>(D));
-  auto freqs = torch::outer(torch::arange(0, c.max_position_embeddings, torch::kFloat64), inv_freq);
+  auto freqs = torch::outer(torch::arange(0, c.max_position_embeddings, torch::kFloat64), rope_inv_freq(c));
   auto emb = torch::cat({freqs, freqs}, -1);
   m.rope_cos = emb.cos().to(torch::kFloat32);
   m.rope_sin = emb.sin().to(torch::kFloat32);
@@ -366,7 +358,7 @@ torch::Tensor MoeEngine::Impl::run_expert(const float* base, const torch::Tensor
   const auto n = static_cast<std::int64_t>(work.rows.size());
   auto idx = torch::from_blob(const_cast<std::int64_t*>(work.rows.data()), {n}, torch::kInt64);
   auto gate = torch::from_blob(const_cast<float*>(work.gates.data()), {n, 1});
-  return swiglu(m.index_select(0, idx), w1, w3, w2) * gate;
+  return gated_mlp(m.index_select(0, idx), w1, w3, w2, w.config.hidden_act) * gate;
 }
 
 torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
@@ -492,7 +484,7 @@ void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::ve
     device_call(i);
   }
   if (lw.sw1.defined()) {
-    auto s = swiglu(m, lw.sw1, lw.sw3, lw.sw2);
+    auto s = gated_mlp(m, lw.sw1, lw.sw3, lw.sw2, w.config.hidden_act);
     if (lw.sgate.defined()) s = s * torch::sigmoid(torch::matmul(m, lw.sgate.t()));
     out = out + s;
   }

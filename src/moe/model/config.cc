@@ -90,20 +90,10 @@ void refuse_unimplemented(const nlohmann::json& j, const std::string& family, co
     if (!known_keys(family).count(it.key()))
       FERRY_THROW(FormatError, "config '", origin, "': key '", it.key(), "' is not implemented for model_type '", family,
                   "' (ferry refuses keys it does not know rather than ignore them)");
-  if (set("hidden_act") && j["hidden_act"] != "silu") refuse("hidden_act", "the experts use silu");
-  if (set("rope_scaling")) {
-    const nlohmann::json& r = j["rope_scaling"];
-    const std::string type = r.is_object() ? r.value("rope_type", r.value("type", std::string("?"))) : "?";
-    if (type != "default") refuse("rope_scaling", "only the default rotary embedding; scaling types are refused");
-  }
-  if (set("rope_parameters")) {
-    const nlohmann::json& r = j["rope_parameters"];
-    if (!r.is_object()) refuse("rope_parameters", "expected an object");
-    for (auto it = r.begin(); it != r.end(); ++it)
-      if (it.key() != "rope_theta" && it.key() != "rope_type")
-        refuse("rope_parameters", "only rope_theta and rope_type \"default\" are implemented");
-    if (r.value("rope_type", std::string("default")) != "default")
-      refuse("rope_parameters", "only rope_type \"default\" is implemented");
+  if (set("hidden_act")) {
+    const auto& a = j["hidden_act"];
+    if (!a.is_string() || (a != "silu" && a != "swish" && a != "gelu" && a != "gelu_pytorch_tanh" && a != "gelu_new"))
+      refuse("hidden_act", "implemented: silu, swish, gelu, gelu_pytorch_tanh, gelu_new");
   }
   const bool windowed = family == "qwen2_moe" ? (set("use_sliding_window") && j["use_sliding_window"] == true)
                                               : set("sliding_window");
@@ -123,6 +113,47 @@ void refuse_unimplemented(const nlohmann::json& j, const std::string& family, co
   if (set("decoder_sparse_step") && j["decoder_sparse_step"] != 1)
     refuse("decoder_sparse_step", "dense layers among MoE layers; every layer must be sparse (1)");
   if (set("qkv_bias") && j["qkv_bias"] != true) refuse("qkv_bias", "Qwen2-MoE's attention has q/k/v biases");
+}
+
+// rope_scaling, or the newer rope_parameters (which also holds rope_theta): the types HF's rope
+// initialisers define that ferry implements, each with exactly its fields.
+RopeScaling parse_rope_scaling(const nlohmann::json& j, const std::string& origin) {
+  const char* key = j.contains("rope_parameters") && !j["rope_parameters"].is_null() ? "rope_parameters"
+                                                                                     : "rope_scaling";
+  RopeScaling s;
+  if (std::string(key) == "rope_parameters" && j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+    FERRY_THROW(FormatError, "config '", origin, "': both rope_parameters and rope_scaling are set; expected one");
+  if (!j.contains(key) || j[key].is_null()) return s;
+  const nlohmann::json& r = j[key];
+  auto refuse = [&](const std::string& why) {
+    FERRY_THROW(FormatError, "config '", origin, "': ", key, " = ", r.dump(), " is not implemented (", why, ")");
+  };
+  if (!r.is_object()) refuse("expected an object");
+  s.type = get_or<std::string>(r, "rope_type", get_or<std::string>(r, "type", "default", origin), origin);
+  std::set<std::string> fields = {"rope_type", "type", "rope_theta"};
+  if (s.type == "linear") {
+    fields.insert("factor");
+  } else if (s.type == "llama3") {
+    fields.insert({"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
+  } else if (s.type != "default") {
+    refuse("implemented: default, linear, llama3");
+  }
+  for (auto it = r.begin(); it != r.end(); ++it)
+    if (!fields.count(it.key())) refuse("field '" + it.key() + "' is not one of rope_type " + s.type + "'s");
+  auto positive = [&](const char* field, double fallback) {
+    const double v = get_or<double>(r, field, fallback, origin);
+    if (!(std::isfinite(v) && v > 0)) refuse(std::string(field) + " must be a finite number > 0");
+    return v;
+  };
+  if (s.type == "linear" || s.type == "llama3") s.factor = positive("factor", 0);
+  if (s.type == "llama3") {
+    s.low_freq_factor = positive("low_freq_factor", 0);
+    s.high_freq_factor = positive("high_freq_factor", 0);
+    if (!(s.high_freq_factor > s.low_freq_factor)) refuse("high_freq_factor must exceed low_freq_factor");
+    s.original_max_position_embeddings = get_or<int>(r, "original_max_position_embeddings", 0, origin);
+    if (s.original_max_position_embeddings <= 0) refuse("original_max_position_embeddings must be positive");
+  }
+  return s;
 }
 
 }  // namespace
@@ -194,6 +225,8 @@ MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin) {
   if (j.contains("rope_parameters") && j["rope_parameters"].is_object() && j["rope_parameters"].contains("rope_theta"))
     c.rope_theta = get_or<double>(j["rope_parameters"], "rope_theta", c.rope_theta, origin);  // newer layout
   c.max_position_embeddings = get_or<int>(j, "max_position_embeddings", qwen ? 32768 : 4096 * 32, origin);
+  c.rope_scaling = parse_rope_scaling(j, origin);
+  c.hidden_act = get_or<std::string>(j, "hidden_act", "silu", origin);
   c.tie_word_embeddings = get_or<bool>(j, "tie_word_embeddings", false, origin);
   c.tokenizer = get_or<std::string>(j, "ferry_tokenizer", "", origin);
   c.validate(origin);
@@ -240,6 +273,15 @@ nlohmann::json config_to_json(const MoeConfig& c) {
     j["shared_expert_gate"] = c.shared_expert_gate;
   }
   if (!c.tokenizer.empty()) j["ferry_tokenizer"] = c.tokenizer;
+  if (c.hidden_act != "silu") j["hidden_act"] = c.hidden_act;
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == "linear") j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", s.factor}};
+  if (s.type == "llama3")
+    j["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", s.factor},
+                         {"low_freq_factor", s.low_freq_factor},
+                         {"high_freq_factor", s.high_freq_factor},
+                         {"original_max_position_embeddings", s.original_max_position_embeddings}};
   return j;
 }
 

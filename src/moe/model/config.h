@@ -8,6 +8,15 @@
 
 namespace ferry::moe {
 
+// config.json's rope_scaling (or rope_parameters), as HF's rope initialisers read it.
+struct RopeScaling {
+  std::string type = "default";                // default, linear or llama3 (others are refused)
+  double factor = 1.0;                         // linear, llama3: how much longer the context is
+  double low_freq_factor = 1.0;                // llama3
+  double high_freq_factor = 4.0;               // llama3
+  int original_max_position_embeddings = 8192;  // llama3: the context the model was trained for
+};
+
 struct MoeConfig {
   std::string model_type = "mixtral";  // "mixtral" or "qwen2_moe" (selects tensor names)
   int vocab_size = 256;                // tokens in the embedding / LM head
@@ -24,6 +33,8 @@ struct MoeConfig {
   bool shared_expert_gate = false;     // the shared expert's output is scaled by sigmoid(x . g)
   double rms_norm_eps = 1e-5;          // RMSNorm epsilon
   double rope_theta = 1e6;             // rotary base
+  RopeScaling rope_scaling;            // rotary frequency scaling (default: none)
+  std::string hidden_act = "silu";     // the experts' activation (HF's ACT2FN name)
   int max_position_embeddings = 4096;  // longest sequence the KV cache accepts
   bool tie_word_embeddings = false;    // LM head shares the embedding matrix
   std::string tokenizer = "";          // "byte" for ferry's tiny models; "" = tokenizer.model

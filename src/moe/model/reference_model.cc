@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "moe/model/decoder_ops.h"
 #include "moe/model/weights.h"
 
 namespace ferry::moe {
@@ -40,19 +41,14 @@ const MoeConfig& ReferenceModel::config() const { return impl_->w.config; }
 
 namespace {
 
-torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
-  return x * torch::rsqrt(x.pow(2).mean(-1, true) + eps) * w;
-}
-
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
   auto y = torch::matmul(x, w.t());
   return b.defined() ? y + b : y;
 }
 
 // Rotary embedding, "rotate half" layout of Hugging Face Mixtral: x [B, h, T, D].
-torch::Tensor rope(const torch::Tensor& x, std::int64_t start, double theta) {
+torch::Tensor rope(const torch::Tensor& x, std::int64_t start, const torch::Tensor& inv_freq) {
   const std::int64_t T = x.size(2), D = x.size(3);
-  auto inv_freq = 1.0 / torch::pow(theta, torch::arange(0, D, 2, torch::kFloat64) / static_cast<double>(D));
   auto t = torch::arange(start, start + T, torch::kFloat64);
   auto freqs = torch::outer(t, inv_freq);
   auto emb = torch::cat({freqs, freqs}, -1);
@@ -60,10 +56,6 @@ torch::Tensor rope(const torch::Tensor& x, std::int64_t start, double theta) {
   auto x1 = x.slice(-1, 0, D / 2), x2 = x.slice(-1, D / 2, D);
   auto rotated = torch::cat({-x2, x1}, -1);
   return x * cos + rotated * sin;
-}
-
-torch::Tensor swiglu(const torch::Tensor& x, const torch::Tensor& w1, const torch::Tensor& w3, const torch::Tensor& w2) {
-  return torch::matmul(torch::silu(torch::matmul(x, w1.t())) * torch::matmul(x, w3.t()), w2.t());
 }
 
 }  // namespace
@@ -92,8 +84,9 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
     auto q = linear(a, lw.wq, lw.bq).view({B, T, nh, D}).transpose(1, 2);
     auto k = linear(a, lw.wk, lw.bk).view({B, T, kvh, D}).transpose(1, 2);
     auto v = linear(a, lw.wv, lw.bv).view({B, T, kvh, D}).transpose(1, 2);
-    q = rope(q, impl_->pos, c.rope_theta);
-    k = rope(k, impl_->pos, c.rope_theta);
+    const auto inv_freq = rope_inv_freq(c);
+    q = rope(q, impl_->pos, inv_freq);
+    k = rope(k, impl_->pos, inv_freq);
     if (impl_->k_cache[l].defined()) {
       k = torch::cat({impl_->k_cache[l], k}, 2);
       v = torch::cat({impl_->v_cache[l], v}, 2);
@@ -121,10 +114,10 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
       if (rows.numel() == 0) continue;
       auto gate = (topw * hit.to(torch::kFloat32)).sum(-1).index_select(0, rows).unsqueeze(1);
       const ExpertWeights& ew = impl_->experts[l][e];
-      out.index_add_(0, rows, swiglu(m.index_select(0, rows), ew.w1, ew.w3, ew.w2) * gate);
+      out.index_add_(0, rows, gated_mlp(m.index_select(0, rows), ew.w1, ew.w3, ew.w2, c.hidden_act) * gate);
     }
     if (lw.sw1.defined()) {
-      auto s = swiglu(m, lw.sw1, lw.sw3, lw.sw2);
+      auto s = gated_mlp(m, lw.sw1, lw.sw3, lw.sw2, c.hidden_act);
       if (lw.sgate.defined()) s = s * torch::sigmoid(torch::matmul(m, lw.sgate.t()));
       out = out + s;
     }
