@@ -132,8 +132,8 @@ std::string DistributedOptimizer::save_checkpoint() {
   FERRY_REQUIRE(!is_server(), "save_checkpoint() on a parameter-server rank");
   FERRY_REQUIRE(!finished_, "save_checkpoint() after finish()");
   FERRY_REQUIRE(checkpoints_, "save_checkpoint(): no checkpoint_dir was given");
-  // wfbp's pending updates landed in step() already (no layer gate), so every strategy's state
-  // is that of iteration_ complete steps.
+  // Every strategy saves the state of iteration_ complete steps (wfbp completes the buckets
+  // still in flight first, whether or not a caller's layer gate would have).
   checkpoints_->save(iteration_, *strategy_, *flat_, WorkerLoopState{});
   return checkpoint_dir(options_.checkpoint_dir, iteration_);
 }
