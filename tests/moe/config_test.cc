@@ -47,7 +47,6 @@ TEST(Config, KeysThatChangeTheMathAreRefusedByName) {
   };
   const Case cases[] = {
       {"mixtral", "hidden_act", "relu", "hidden_act = \"relu\" is not implemented"},
-      {"mixtral", "sliding_window", 16, "sliding_window = 16 is not implemented"},
       {"mixtral", "rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}, "rope_scaling = "},
       {"mixtral", "rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}, {"beta_fast", 32}}, "field 'beta_fast'"},
       {"mixtral", "rope_scaling", {{"rope_type", "linear"}, {"factor", -2.0}}, "factor must be a finite number > 0"},
@@ -68,14 +67,30 @@ TEST(Config, KeysThatChangeTheMathAreRefusedByName) {
     EXPECT_NE(e.find(c.named), std::string::npos) << c.family << " " << c.key << ": " << e;
     EXPECT_NE(e.find("config 'cfg'"), std::string::npos) << e;
   }
-  // Qwen2-MoE's window is off unless use_sliding_window (then HF applies sliding_window).
+}
+
+TEST(Config, SlidingWindowsAsHfAppliesThem) {
+  // Mixtral: every layer, when sliding_window is set.
+  nlohmann::json m = base("mixtral");
+  m["sliding_window"] = 16;
+  MoeConfig c = config_from_json(m, "m");
+  EXPECT_TRUE(c.windowed(0) && c.windowed(2));
+  EXPECT_EQ(c.sliding_window, 16);
+  m["sliding_window"] = nullptr;
+  EXPECT_FALSE(config_from_json(m, "m").windowed(0));
+  // Qwen2-MoE: only with use_sliding_window, from max_window_layers on.
   nlohmann::json q = base("qwen2_moe");
   q["sliding_window"] = 16;
   q["max_window_layers"] = 2;
   q["use_sliding_window"] = false;
-  EXPECT_EQ(error_of(q), "");
+  EXPECT_FALSE(config_from_json(q, "q").windowed(2));
   q["use_sliding_window"] = true;
-  EXPECT_NE(error_of(q).find("use_sliding_window = true is not implemented"), std::string::npos) << error_of(q);
+  c = config_from_json(q, "q");
+  EXPECT_FALSE(c.windowed(1));
+  EXPECT_TRUE(c.windowed(2));
+  EXPECT_EQ(config_from_json(config_to_json(c), "again").max_window_layers, 2);  // written back as read
+  q["sliding_window"] = -3;
+  EXPECT_NE(error_of(q).find("sliding_window must be positive"), std::string::npos) << error_of(q);
 }
 
 TEST(Config, DefaultValuesAndInertKeysLoad) {
@@ -91,10 +106,7 @@ TEST(Config, DefaultValuesAndInertKeysLoad) {
     EXPECT_EQ(error_of(j), "") << family;
     j["rope_scaling"] = {{"rope_type", "default"}};
     EXPECT_EQ(error_of(j), "") << family;
-    // A window as long as the longest sequence is the causal mask.
-    j["sliding_window"] = j["max_position_embeddings"];
-    if (std::string(family) == "qwen2_moe") j["use_sliding_window"] = true;
-    EXPECT_EQ(error_of(j), "") << family;
+
   }
 }
 

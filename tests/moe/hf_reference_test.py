@@ -168,7 +168,16 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
     x = w["model.embed_tokens.weight"][tokens]  # [B, T, H]
     B, T = tokens.shape
     causal = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
+    # HF's sliding window: key j is seen by query i when i - W < j <= i; Mixtral in every layer when
+    # sliding_window is set, Qwen2-MoE with use_sliding_window from max_window_layers on.
+    W = cfg.get("sliding_window")
+    if qwen and not cfg.get("use_sliding_window"):
+        W = None
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None]
+    windowed = causal.masked_fill(j <= i - W, float("-inf")) if W else causal
+    first_windowed = cfg.get("max_window_layers", 28) if qwen else 0
     for l in range(cfg["num_hidden_layers"]):
+        mask = windowed if W and l >= first_windowed else causal
         p = f"model.layers.{l}."
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
 
@@ -180,7 +189,7 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
         q, k, v = proj("q", nh), proj("k", nkv), proj("v", nkv)
         q, k = rope(q, inv, interleaved_rope), rope(k, inv, interleaved_rope)
         k, v = k.repeat_interleave(nh // nkv, 1), v.repeat_interleave(nh // nkv, 1)
-        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D) + causal, -1) @ v
+        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D) + mask, -1) @ v
         x = x + att.transpose(1, 2).reshape(B, T, nh * D) @ w[p + "self_attn.o_proj.weight"].T
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps).reshape(B * T, H)
         moe = p + ("mlp." if qwen else "block_sparse_moe.")
@@ -265,6 +274,9 @@ HONOURED = {
     "qwen2_moe without rope_theta (HF default 1e4)": ("qwen2_moe", {"rope_theta": None}, None),
     "qwen2_moe norm_topk_prob true": ("qwen2_moe", {"norm_topk_prob": True}, None),
     "hidden_act gelu": ("mixtral", {"hidden_act": "gelu"}, None),
+    "mixtral sliding_window 5 (inside the prefill too)": ("mixtral", {"sliding_window": 5}, None),
+    "qwen2_moe use_sliding_window from layer 1": ("qwen2_moe", {"use_sliding_window": True, "sliding_window": 8,
+                                                               "max_window_layers": 1}, None),
     "hidden_act gelu_pytorch_tanh": ("qwen2_moe", {"hidden_act": "gelu_pytorch_tanh"}, None),
     "rope_scaling linear": ("mixtral", {"rope_scaling": {"type": "linear", "factor": 4.0}}, None),
     "rope_parameters llama3": ("qwen2_moe", {"rope_theta": None, "rope_parameters": {
@@ -293,8 +305,7 @@ def test_keys_are_honoured_as_hf_does(tmp_path, case):
 
 REFUSED = {
     "hidden_act": ("mixtral", {"hidden_act": "relu"}),
-    "sliding_window": ("mixtral", {"sliding_window": 16}),
-    "use_sliding_window": ("qwen2_moe", {"use_sliding_window": True, "sliding_window": 16}),
+    "layer_types": ("qwen2_moe", {"layer_types": ["full_attention", "sliding_attention", "full_attention"]}),
     "rope_scaling": ("mixtral", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}),
     "mlp_only_layers": ("qwen2_moe", {"mlp_only_layers": [1]}),
     "attention_bias": ("mixtral", {"attention_bias": True}),

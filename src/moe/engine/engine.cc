@@ -340,10 +340,14 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, std::int64_t B, std::in
     vv = vv.repeat_interleave(nh / kvh, 1);
   }
   auto scores = torch::matmul(q, kk.transpose(2, 3)) / std::sqrt(static_cast<double>(D));
-  if (T > 1) {
+  const bool window = c.windowed(l) && S > c.sliding_window;
+  if (T > 1 || window) {
+    // Query i (absolute position pos + i) sees keys j <= i, and with a window only j > i - W.
     auto qpos = torch::arange(pos, pos + T, torch::kInt64).view({T, 1});
     auto kpos = torch::arange(0, S, torch::kInt64).view({1, S});
-    scores = scores.masked_fill(kpos > qpos, -std::numeric_limits<float>::infinity());
+    auto hidden = kpos > qpos;
+    if (window) hidden = hidden.logical_or(kpos <= qpos - c.sliding_window);
+    scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());
   }
   auto out = torch::matmul(torch::softmax(scores, -1), vv).transpose(1, 2).reshape({B, T, nh * D});
   x = x + torch::matmul(out, lw.wo.t());

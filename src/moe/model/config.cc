@@ -95,16 +95,6 @@ void refuse_unimplemented(const nlohmann::json& j, const std::string& family, co
     if (!a.is_string() || (a != "silu" && a != "swish" && a != "gelu" && a != "gelu_pytorch_tanh" && a != "gelu_new"))
       refuse("hidden_act", "implemented: silu, swish, gelu, gelu_pytorch_tanh, gelu_new");
   }
-  const bool windowed = family == "qwen2_moe" ? (set("use_sliding_window") && j["use_sliding_window"] == true)
-                                              : set("sliding_window");
-  if (windowed) {
-    // A window at least as long as the longest sequence is the causal mask itself.
-    const int window = get_or<int>(j, "sliding_window", 0, origin);
-    const int longest = get_or<int>(j, "max_position_embeddings", 0, origin);
-    if (window <= 0 || window < longest)
-      refuse(family == "qwen2_moe" ? "use_sliding_window" : "sliding_window",
-             "sliding-window attention; the mask is causal over the whole sequence");
-  }
   if (set("layer_types"))
     for (const auto& t : j["layer_types"])
       if (t != "full_attention") refuse("layer_types", "every layer must be full_attention");
@@ -227,6 +217,17 @@ MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin) {
   c.max_position_embeddings = get_or<int>(j, "max_position_embeddings", qwen ? 32768 : 4096 * 32, origin);
   c.rope_scaling = parse_rope_scaling(j, origin);
   c.hidden_act = get_or<std::string>(j, "hidden_act", "silu", origin);
+  // Sliding-window attention as HF applies it: Mixtral in every layer when sliding_window is set;
+  // Qwen2-MoE only with use_sliding_window, in the layers from max_window_layers on.
+  const bool has_window = !(j.contains("sliding_window") && j["sliding_window"].is_null());
+  const bool windowed = qwen ? get_or<bool>(j, "use_sliding_window", false, origin) && has_window
+                             : j.contains("sliding_window") && has_window;
+  if (windowed) {
+    c.sliding_window = get_or<int>(j, "sliding_window", 4096, origin);
+    c.max_window_layers = qwen ? get_or<int>(j, "max_window_layers", 28, origin) : 0;
+    if (c.sliding_window <= 0 || c.max_window_layers < 0)
+      FERRY_THROW(FormatError, "config '", origin, "': sliding_window must be positive and max_window_layers >= 0");
+  }
   c.tie_word_embeddings = get_or<bool>(j, "tie_word_embeddings", false, origin);
   c.tokenizer = get_or<std::string>(j, "ferry_tokenizer", "", origin);
   c.validate(origin);
@@ -274,6 +275,13 @@ nlohmann::json config_to_json(const MoeConfig& c) {
   }
   if (!c.tokenizer.empty()) j["ferry_tokenizer"] = c.tokenizer;
   if (c.hidden_act != "silu") j["hidden_act"] = c.hidden_act;
+  if (c.sliding_window > 0) {
+    j["sliding_window"] = c.sliding_window;
+    if (c.model_type == "qwen2_moe") {
+      j["use_sliding_window"] = true;
+      j["max_window_layers"] = c.max_window_layers;
+    }
+  }
   const RopeScaling& s = c.rope_scaling;
   if (s.type == "linear") j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", s.factor}};
   if (s.type == "llama3")

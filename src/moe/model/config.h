@@ -35,10 +35,14 @@ struct MoeConfig {
   double rope_theta = 1e6;             // rotary base
   RopeScaling rope_scaling;            // rotary frequency scaling (default: none)
   std::string hidden_act = "silu";     // the experts' activation (HF's ACT2FN name)
+  int sliding_window = 0;              // >0: windowed layers attend to the last this-many positions
+  int max_window_layers = 0;           // the first windowed layer (Qwen2-MoE's key; Mixtral: 0)
   int max_position_embeddings = 4096;  // longest sequence the KV cache accepts
   bool tie_word_embeddings = false;    // LM head shares the embedding matrix
   std::string tokenizer = "";          // "byte" for ferry's tiny models; "" = tokenizer.model
 
+  // Whether `layer` uses sliding-window attention.
+  bool windowed(int layer) const { return sliding_window > 0 && layer >= max_window_layers; }
   // Bytes of one routed expert in float32 (w1, w3: I x H; w2: H x I).
   std::int64_t expert_params() const { return 3ll * hidden_size * intermediate_size; }
   // Every weight of the model (embedding, attention, norms, routers, experts, LM head), in double

@@ -96,10 +96,12 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
     auto kk = k.repeat_interleave(nh / kvh, 1), vv = v.repeat_interleave(nh / kvh, 1);
     auto scores = torch::matmul(q, kk.transpose(2, 3)) / std::sqrt(static_cast<double>(D));
     const std::int64_t S = kk.size(2);
-    // query i (absolute position pos+i) may see keys 0..pos+i
+    // query i (absolute position pos+i) may see keys 0..pos+i; in a windowed layer only the last W
     auto qpos = torch::arange(impl_->pos, impl_->pos + T, torch::kInt64).view({T, 1});
     auto kpos = torch::arange(0, S, torch::kInt64).view({1, S});
-    scores = scores.masked_fill(kpos > qpos, -std::numeric_limits<float>::infinity());
+    auto hidden = kpos > qpos;
+    if (c.windowed(l)) hidden = hidden.logical_or(kpos <= qpos - c.sliding_window);
+    scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());
     auto attn = torch::matmul(torch::softmax(scores, -1), vv).transpose(1, 2).reshape({B, T, nh * D});
     x = x + torch::matmul(attn, lw.wo.t());
 
