@@ -29,7 +29,14 @@ using moe::MoeEngine;
 using moe::TokenBatch;
 
 struct LogitsFlags {
-  std::string model, tokens, out, policy = "ondemand", device_mem = "100%", link = "none", compute = "none";
+  std::string model, tokens, out;
+  EngineOptions engine = [] {
+    EngineOptions e;
+    e.policy = "ondemand";
+    e.device_mem = "100%";
+    e.link = "none";
+    return e;
+  }();
   int prompt = 1, threads = 1;
 };
 
@@ -81,12 +88,7 @@ std::string npy_bytes(const std::vector<float>& data, std::size_t b, std::size_t
 
 int run_logits(const LogitsFlags& f) {
   torch::set_num_threads(f.threads);
-  EngineOptions eo;
-  eo.policy = f.policy;
-  eo.device_mem = f.device_mem;
-  eo.link = f.link;
-  eo.compute = f.compute;
-  auto eng = MoeEngine::open(f.model, eo);
+  auto eng = MoeEngine::open(f.model, f.engine);
   const int V = eng->config().vocab_size;
   const TokenBatch seqs = read_sequences(f.tokens, V);
   const std::size_t B = seqs.size(), T = seqs[0].size();
@@ -111,7 +113,7 @@ int run_logits(const LogitsFlags& f) {
   write_file_atomic(f.out, npy_bytes(all, B, T, static_cast<std::size_t>(V)));
   const auto st = eng->stats();
   std::printf("wrote %s: %zu x %zu x %d logits; %s, hit rate %.3f, %llu bytes moved\n", f.out.c_str(), B, T, V,
-              f.policy.c_str(), st.hit_rate(), static_cast<unsigned long long>(st.store.bytes_moved));
+              f.engine.policy.c_str(), st.hit_rate(), static_cast<unsigned long long>(st.store.bytes_moved));
   return 0;
 }
 
@@ -125,11 +127,11 @@ MoeSubcommand add_logits_command(CLI::App& moe) {
   c->add_option("--tokens", f.tokens, "JSON file: [[id, ...], ...], sequences of equal length")->required();
   c->add_option("--out", f.out, ".npy file of float32 [sequences, tokens, vocab]")->required();
   c->add_option("--prompt", f.prompt, "tokens of the prefill; the rest are decode steps")->capture_default_str();
-  c->add_option("--policy", f.policy, "offloading policy")->capture_default_str();
-  c->add_option("--device-mem", f.device_mem, "device budget for experts: bytes or % of all experts")
+  c->add_option("--policy", f.engine.policy, "offloading policy")->capture_default_str();
+  c->add_option("--device-mem", f.engine.device_mem, "device budget for experts: bytes or % of all experts")
       ->capture_default_str();
-  c->add_option("--link", f.link, "pcie4, BW,LAT, file, none")->capture_default_str();
-  c->add_option("--compute", f.compute, "none, a100 or DEVICE,HOST_PER_TOKEN")->capture_default_str();
+  c->add_option("--link", f.engine.link, "pcie4, BW,LAT, file, none")->capture_default_str();
+  c->add_option("--compute", f.engine.compute, "none, a100 or DEVICE,HOST_PER_TOKEN")->capture_default_str();
   c->add_option("--threads", f.threads, "libtorch threads")->check(thread_count())->capture_default_str();
   return MoeSubcommand{c, [flags] { return run_logits(*flags); }};
 }

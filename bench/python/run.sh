@@ -6,15 +6,17 @@
 #   2. at LINK (default 200Mbps,50us: where ferry's ssgd on the cnn waits 50-60 %), cnn, one epoch:
 #      ssgd (allreduce and ps), ssdsgd, cdsgd, wfbp, localsgd from Python, and DDP with ferry's hook (none = DDP's allreduce,
 #      twobit, powersgd) over the same emulated link: samples/s, time to TARGET test accuracy, final
-#      accuracy. The parameter-server runs use 4 servers, one beside each worker as BytePS deploys
+#      accuracy. The parameter-server runs use SERVERS=4 servers, one beside each worker as BytePS deploys
 #      them (with one, its NIC carries every worker's traffic); twobit also with momentum 0 and
 #      lr 0.2 (bench/RESULTS.md, "Codecs in training": with momentum 0.9 it diverges).
 # Usage: bench/python/run.sh [OUT=bench/python/results] [REPS=3] [LINK=200Mbps,50us] [TARGET=0.80]
-# RUNS=dir keeps the per-run JSON files (default runs/bench-python).
+# RUNS=dir keeps the per-run JSON files (default runs/bench-python); SERVERS=N sets the
+# parameter-server runs' servers (default 4).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-bench/python/results}"; reps="${2:-3}"; link="${3:-200Mbps,50us}"; target="${4:-0.80}"
 runs="${RUNS:-runs/bench-python}"
+servers="${SERVERS:-4}"
 ferry="${FERRY:-build/default/apps/ferry}"  # FERRY=path runs a copy, safe from rebuilds
 [ -x "$ferry" ] || bash scripts/build.sh
 py=/usr/bin/python3
@@ -55,9 +57,9 @@ done
 
 epoch=(--model cnn --steps 234 --eval-every 26 --target "$target")
 one link-ferry-ssgd link --link "$link" -- --system ferry --algo ssgd "${epoch[@]}"
-one link-ferry-ssgd-ps link --link "$link" --servers 4 -- --system ferry --algo ssgd --topology ps "${epoch[@]}"
-one link-ferry-ssdsgd link --link "$link" --servers 4 -- --system ferry --algo ssdsgd --topology ps "${epoch[@]}"
-one link-ferry-cdsgd link --link "$link" --servers 4 -- --system ferry --algo cdsgd --topology ps "${epoch[@]}"
+one link-ferry-ssgd-ps link --link "$link" --servers "$servers" -- --system ferry --algo ssgd --topology ps "${epoch[@]}"
+one link-ferry-ssdsgd link --link "$link" --servers "$servers" -- --system ferry --algo ssdsgd --topology ps "${epoch[@]}"
+one link-ferry-cdsgd link --link "$link" --servers "$servers" -- --system ferry --algo cdsgd --topology ps "${epoch[@]}"
 one link-ferry-wfbp link --link "$link" -- --system ferry --algo wfbp "${epoch[@]}"
 one link-ferry-localsgd link --link "$link" -- --system ferry --algo localsgd "${epoch[@]}"
 one link-ddp link -- --system ddp --hook none --link "$link" "${epoch[@]}"

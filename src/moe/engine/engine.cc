@@ -234,7 +234,6 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   m.protocol = std::make_unique<LayerProtocol>(*m.policy, &m.stats.policy_s);
   m.stats.policy_s = m.stats.predictor_s = 0;  // set-up is not per-token work
 
-  const std::int64_t D = c.head_dim;
   auto freqs = torch::outer(torch::arange(0, c.max_position_embeddings, torch::kFloat64), rope_inv_freq(c));
   auto emb = torch::cat({freqs, freqs}, -1);
   m.rope_cos = emb.cos().to(torch::kFloat32);

@@ -78,13 +78,13 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
   const std::int64_t H = c.hidden_size, D = c.head_dim, nh = c.num_heads, kvh = c.num_kv_heads;
   auto ids = torch::tensor(flat, torch::kInt64);
   auto x = impl_->w.embed.index_select(0, ids).view({B, T, H});
+  const auto inv_freq = rope_inv_freq(c);
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = impl_->w.layers[l];
     auto a = rms_norm(x, lw.attn_norm, c.rms_norm_eps);
     auto q = linear(a, lw.wq, lw.bq).view({B, T, nh, D}).transpose(1, 2);
     auto k = linear(a, lw.wk, lw.bk).view({B, T, kvh, D}).transpose(1, 2);
     auto v = linear(a, lw.wv, lw.bv).view({B, T, kvh, D}).transpose(1, 2);
-    const auto inv_freq = rope_inv_freq(c);
     q = rope(q, impl_->pos, inv_freq);
     k = rope(k, impl_->pos, inv_freq);
     if (impl_->k_cache[l].defined()) {
