@@ -73,16 +73,25 @@ std::vector<std::vector<std::int32_t>> corpus_sequences(const std::string& model
 
 int run_make_tiny(CLI::App& app, TinyModelOptions& o, std::string& out, std::string& dtype) {
   o.write.dtype = dtype_flag(dtype);
-  FERRY_REQUIRE(o.config.model_type == "mixtral" || o.config.model_type == "qwen2_moe", "--family '",
-                o.config.model_type, "' is not one of mixtral, qwen2_moe");
-  FERRY_REQUIRE(o.config.shared_expert_intermediate_size == 0 || o.config.model_type == "qwen2_moe",
-                "--shared-expert needs --family qwen2_moe (Mixtral has no shared expert)");
-  if (o.config.model_type == "qwen2_moe") o.config.norm_topk_prob = false;  // Qwen2-MoE's default
+  MoeConfig& c = o.config;
+  const std::string& f = c.model_type;
+  FERRY_REQUIRE(f == "mixtral" || f == "qwen2_moe" || f == "qwen3_moe" || f == "olmoe" || f == "deepseek", "--family '",
+                f, "' is not one of mixtral, qwen2_moe, qwen3_moe, olmoe, deepseek");
+  FERRY_REQUIRE(c.shared_expert_intermediate_size == 0 || f == "qwen2_moe" || f == "deepseek",
+                "--shared-expert needs --family qwen2_moe or deepseek (", f, " has no shared expert)");
+  FERRY_REQUIRE(c.dense_layers.empty() || f == "qwen2_moe" || f == "qwen3_moe" || f == "deepseek",
+                "--dense-layers needs --family qwen2_moe, qwen3_moe or deepseek (", f, " has none)");
+  FERRY_REQUIRE(f != "deepseek" || c.head_dim * c.num_heads == c.hidden_size,
+                "--head-dim: DeepSeek's heads are --hidden / --heads wide");
+  std::sort(c.dense_layers.begin(), c.dense_layers.end());
+  if (c.dense_intermediate_size == 0) c.dense_intermediate_size = 2 * c.intermediate_size;
+  if (f != "mixtral") c.norm_topk_prob = false;  // HF's default outside Mixtral
   make_tiny_model(out, o);
-  auto c = load_config(out);
-  std::printf("wrote %s: %d layers x %d experts (top-%d), hidden %d, expert %s, all experts %s\n", out.c_str(),
-              c.num_layers, c.num_experts, c.top_k, c.hidden_size, format_bytes(c.expert_params() * 4.0).c_str(),
-              format_bytes(c.expert_params() * 4.0 * c.num_layers * c.num_experts).c_str());
+  auto w = load_config(out);
+  std::printf("wrote %s: %s, %d layers (%d with experts) x %d experts (top-%d), hidden %d, expert %s, all experts %s\n",
+              out.c_str(), w.model_type.c_str(), w.num_layers, w.num_moe_layers(), w.num_experts, w.top_k,
+              w.hidden_size, format_bytes(w.expert_params() * 4.0).c_str(),
+              format_bytes(w.expert_params() * 4.0 * w.num_moe_layers() * w.num_experts).c_str());
   return 0;
 }
 
@@ -247,17 +256,23 @@ int run_moe(int argc, char** argv) {
   app.require_subcommand(1);
 
   // make-tiny
-  auto* mk = app.add_subcommand("make-tiny", "write a random-weight Mixtral-architecture model");
+  auto* mk = app.add_subcommand("make-tiny", "write a random-weight model of a Hugging Face MoE family");
   TinyModelOptions tiny;
   tiny.config = pretrain_default_config();
   std::string mk_out, mk_dtype = "f32";
   mk->add_option("--out", mk_out, "model directory to write")->required();
   add_shape_flags(mk, tiny.config);
   mk->add_option("--vocab", tiny.config.vocab_size, "vocabulary (256 = byte tokens)")->capture_default_str();
-  mk->add_option("--family", tiny.config.model_type, "mixtral or qwen2_moe (Hugging Face's layout and names)")
+  mk->add_option("--family", tiny.config.model_type,
+                 "mixtral, qwen2_moe, qwen3_moe, olmoe or deepseek (Hugging Face's layout and names)")
       ->capture_default_str();
   mk->add_option("--shared-expert", tiny.config.shared_expert_intermediate_size,
-                 "width of a shared expert (0 = none; qwen2_moe)");
+                 "width of the shared expert (0 = none; qwen2_moe; deepseek: a multiple of --intermediate)");
+  mk->add_option("--dense-layers", tiny.config.dense_layers,
+                 "decoder layers with a dense MLP instead of experts (qwen2_moe, qwen3_moe; deepseek: the first ones)")
+      ->delimiter(',');
+  mk->add_option("--dense-intermediate", tiny.config.dense_intermediate_size,
+                 "the dense layers' MLP width (default 2 x --intermediate)");
   mk->add_option("--dtype", mk_dtype, "f32, bf16 or f16")->capture_default_str();
   mk->add_option("--shards", tiny.write.shards, "safetensors shards")->capture_default_str();
   mk->add_option("--seed", tiny.seed, "weight seed")->capture_default_str();

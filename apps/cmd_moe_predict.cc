@@ -106,17 +106,11 @@ int run_fit_predictor(FitPredictorFlags& f) {
     ck = Checkpoint::open(f.model);
     dw = load_dense_weights(*ck);
     const auto& c = dw.config;
-    FERRY_REQUIRE(c.num_layers == t.trace.num_layers && c.num_experts == t.trace.num_experts &&
+    FERRY_REQUIRE(c.num_moe_layers() == t.trace.num_layers && c.num_experts == t.trace.num_experts &&
                       c.hidden_size == t.hidden_size,
-                  "--model '", f.model, "' (", c.num_layers, " layers, ", c.num_experts, " experts, hidden ",
+                  "--model '", f.model, "' (", c.num_moe_layers(), " MoE layers, ", c.num_experts, " experts, hidden ",
                   c.hidden_size, ") is not the model of trace '", f.trace, "'");
-    rv = RouterView{c.num_layers, c.num_experts, c.hidden_size, c.top_k, c.rms_norm_eps, {}, {}};
-    for (auto& lw : dw.layers) {
-      lw.router = lw.router.contiguous();
-      lw.ffn_norm = lw.ffn_norm.contiguous();
-      rv.router.push_back(lw.router.data_ptr<float>());
-      rv.ffn_norm.push_back(lw.ffn_norm.data_ptr<float>());
-    }
+    rv = router_view(dw);
     preds.push_back(make_next_gate_predictor(&rv));
   }
 

@@ -33,5 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FERRY_FUZZ_ASSERT(r.num_experts == c.num_experts && r.top_k == c.top_k);
   FERRY_FUZZ_ASSERT(r.max_position_embeddings == c.max_position_embeddings && r.tokenizer == c.tokenizer);
   FERRY_FUZZ_ASSERT(r.tie_word_embeddings == c.tie_word_embeddings && r.norm_topk_prob == c.norm_topk_prob);
+  FERRY_FUZZ_ASSERT(r.dense_layers == c.dense_layers && r.num_moe_layers() >= 1);
+  FERRY_FUZZ_ASSERT(r.qkv_bias == c.qkv_bias && r.o_bias == c.o_bias && r.qk_norm == c.qk_norm);
+  FERRY_FUZZ_ASSERT(r.shared_expert_intermediate_size == c.shared_expert_intermediate_size);
   return 0;
 }

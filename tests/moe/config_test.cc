@@ -1,6 +1,7 @@
-// config.json as Hugging Face writes it for Mixtral and Qwen2-MoE: every key that changes the
-// math is honoured as HF's modeling code defines it, or refused with one error naming it; the
-// weights are resolved as HF resolves them (tied heads, attention biases per family).
+// config.json as Hugging Face writes it for Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE and DeepSeek-MoE:
+// every key that changes the math is honoured as HF's modeling code defines it, or refused with
+// one error naming it; the weights are resolved as HF resolves them (tied heads, attention biases
+// per family, dense layers among the MoE ones).
 #include <fstream>
 #include <string>
 
@@ -55,8 +56,16 @@ TEST(Config, KeysThatChangeTheMathAreRefusedByName) {
       {"mixtral", "attention_bias", true, "key 'attention_bias' is not implemented for model_type 'mixtral'"},
       {"mixtral", "shared_expert_intermediate_size", 16, "key 'shared_expert_intermediate_size'"},
       {"mixtral", "quantization_config", {{"quant_method", "gptq"}}, "key 'quantization_config'"},
-      {"qwen2_moe", "mlp_only_layers", {1}, "mlp_only_layers = [1] is not implemented"},
-      {"qwen2_moe", "decoder_sparse_step", 2, "decoder_sparse_step = 2 is not implemented"},
+      {"qwen2_moe", "mlp_only_layers", {3}, "mlp_only_layers names layer 3, outside 0..2"},
+      {"qwen2_moe", "decoder_sparse_step", 0, "decoder_sparse_step must be >= 1"},
+      {"qwen3_moe", "use_sliding_window", true, "use_sliding_window = true is not implemented"},
+      {"qwen3_moe", "shared_expert_intermediate_size", 16, "key 'shared_expert_intermediate_size'"},
+      {"olmoe", "sliding_window", 16, "key 'sliding_window' is not implemented for model_type 'olmoe'"},
+      {"olmoe", "clip_qkv", -1.0, "clip_qkv must be a positive number"},
+      {"deepseek", "scoring_func", "sigmoid", "scoring_func = \"sigmoid\" is not implemented"},
+      {"deepseek", "head_dim", 16, "key 'head_dim' is not implemented for model_type 'deepseek'"},
+      {"deepseek", "moe_layer_freq", 0, "moe_layer_freq >= 1"},
+      {"mixtral", "num_hidden_layers", 1 << 20, "num_hidden_layers = 1048576 exceeds"},
       {"qwen2_moe", "layer_types", {"full_attention", "sliding_attention", "full_attention"}, "layer_types = "},
       {"qwen2_moe", "qkv_bias", false, "qkv_bias = false"},
   };
@@ -93,12 +102,78 @@ TEST(Config, SlidingWindowsAsHfAppliesThem) {
   EXPECT_NE(error_of(q).find("sliding_window must be positive"), std::string::npos) << error_of(q);
 }
 
+TEST(Config, DenseLayersAsEachFamilyChoosesThem) {
+  auto dense = [](nlohmann::json j, int layers) {
+    j["num_hidden_layers"] = layers;
+    return config_from_json(j, "cfg");
+  };
+  nlohmann::json q = base("qwen2_moe");
+  q["mlp_only_layers"] = {1};
+  MoeConfig c = dense(q, 3);
+  EXPECT_EQ(c.dense_layers, std::vector<int>({1}));
+  EXPECT_EQ(c.num_moe_layers(), 2);
+  EXPECT_EQ(c.moe_layer(0), 0);
+  EXPECT_EQ(c.moe_layer(1), -1);
+  EXPECT_EQ(c.moe_layer(2), 1);
+  EXPECT_EQ(c.decoder_layer(1), 2);
+  EXPECT_EQ(c.dense_intermediate_size, q["intermediate_size"].get<int>());
+  // Qwen: sparse iff (layer + 1) % decoder_sparse_step == 0 and not in mlp_only_layers.
+  nlohmann::json q3 = base("qwen3_moe");
+  q3["decoder_sparse_step"] = 2;
+  EXPECT_EQ(dense(q3, 5).dense_layers, std::vector<int>({0, 2, 4}));
+  // DeepSeek: MoE iff layer >= first_k_dense_replace and layer % moe_layer_freq == 0.
+  nlohmann::json d = base("deepseek");
+  d["first_k_dense_replace"] = 1;
+  d["moe_layer_freq"] = 2;
+  c = dense(d, 7);
+  EXPECT_EQ(c.dense_layers, std::vector<int>({0, 1, 3, 5}));
+  EXPECT_EQ(c.decoder_layer(2), 6);
+  for (const MoeConfig& x : {c, dense(q, 3), dense(q3, 5)}) {  // written back as read
+    const MoeConfig r = config_from_json(config_to_json(x), "again");
+    EXPECT_EQ(r.dense_layers, x.dense_layers) << x.model_type;
+    EXPECT_EQ(r.dense_intermediate_size, x.dense_intermediate_size) << x.model_type;
+  }
+  d["first_k_dense_replace"] = 7;
+  try {
+    dense(d, 7);
+    ADD_FAILURE() << "loaded a model without MoE layers";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("every layer is dense"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Config, FamilyAttentionAndRouting) {
+  const MoeConfig q2 = config_from_json(base("qwen2_moe"), "q2");
+  EXPECT_TRUE(q2.qkv_bias && !q2.o_bias && q2.qk_norm.empty());
+  nlohmann::json q3 = base("qwen3_moe");
+  EXPECT_EQ(config_from_json(q3, "q3").qk_norm, "head");
+  q3["attention_bias"] = true;
+  EXPECT_TRUE(config_from_json(q3, "q3").qkv_bias && config_from_json(q3, "q3").o_bias);
+  nlohmann::json o = base("olmoe");
+  o["clip_qkv"] = 8.0;
+  const MoeConfig co = config_from_json(o, "o");
+  EXPECT_EQ(co.qk_norm, "full");
+  EXPECT_EQ(co.clip_qkv, 8.0);
+  EXPECT_FALSE(co.qkv_bias || co.o_bias);
+  o["head_dim"] = 4;  // OLMoE's norms span hidden_size: heads x head_dim must equal it
+  EXPECT_THROW(config_from_json(o, "o"), InvalidArgument);
+  nlohmann::json d = base("deepseek");
+  d["n_shared_experts"] = 2;
+  d["norm_topk_prob"] = true;
+  MoeConfig cd = config_from_json(d, "d");
+  EXPECT_EQ(cd.shared_expert_intermediate_size, 2 * cd.intermediate_size);
+  EXPECT_FALSE(cd.shared_expert_gate);
+  EXPECT_TRUE(cd.norm_topk_prob);
+  d["num_experts_per_tok"] = 1;  // DeepSeek's gate renormalises only when top_k > 1
+  EXPECT_FALSE(config_from_json(d, "d").norm_topk_prob);
+}
+
 TEST(Config, DefaultValuesAndInertKeysLoad) {
-  for (const char* family : {"mixtral", "qwen2_moe"}) {
+  for (const char* family : {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek"}) {
     nlohmann::json j = base(family);
     j["hidden_act"] = "silu";
     j["rope_scaling"] = nullptr;
-    j["sliding_window"] = nullptr;
+    if (std::string(family) != "olmoe" && std::string(family) != "deepseek") j["sliding_window"] = nullptr;
     j["torch_dtype"] = "bfloat16";
     j["attention_dropout"] = 0.1;  // training only
     j["router_aux_loss_coef"] = 0.02;
@@ -151,6 +226,25 @@ TEST(Config, PerFamilyDefaultsAreHuggingFaces) {
   EXPECT_TRUE(config_from_json(m, "m").norm_topk_prob);
   q["norm_topk_prob"] = true;
   EXPECT_TRUE(config_from_json(q, "q").norm_topk_prob);
+  // Qwen3-MoE, OLMoE and DeepSeek V1 (the last from deepseek-moe-16b's configuration).
+  nlohmann::json q3 = base("qwen3_moe"), o = base("olmoe"), d = base("deepseek");
+  for (auto* j : {&q3, &o, &d})
+    for (const char* k : {"rope_theta", "rms_norm_eps", "max_position_embeddings", "norm_topk_prob"}) j->erase(k);
+  q3.erase("moe_intermediate_size");
+  d.erase("moe_intermediate_size");
+  const MoeConfig c3 = config_from_json(q3, "q3"), co = config_from_json(o, "o"), cd = config_from_json(d, "d");
+  EXPECT_EQ(c3.rope_theta, 1e4);
+  EXPECT_EQ(c3.rms_norm_eps, 1e-6);
+  EXPECT_EQ(c3.max_position_embeddings, 32768);
+  EXPECT_EQ(c3.intermediate_size, 768);
+  EXPECT_EQ(co.rope_theta, 1e4);
+  EXPECT_EQ(co.rms_norm_eps, 1e-5);
+  EXPECT_EQ(co.max_position_embeddings, 4096);
+  EXPECT_EQ(cd.rope_theta, 1e4);
+  EXPECT_EQ(cd.rms_norm_eps, 1e-6);
+  EXPECT_EQ(cd.max_position_embeddings, 2048);
+  EXPECT_EQ(cd.intermediate_size, 1407);
+  for (const MoeConfig* c : {&c3, &co, &cd}) EXPECT_FALSE(c->norm_topk_prob) << c->model_type;
 }
 
 void set_config_key(const std::string& dir, const char* key, const nlohmann::json& value) {

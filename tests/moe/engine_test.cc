@@ -161,6 +161,45 @@ TEST(EngineVariants, SharedExpertQwenNamesBf16ShardsAndFileLink) {
   }
 }
 
+// Dense layers among the MoE layers (expert ids count MoE layers only: the store, the file link
+// and the policies must map them back to their decoder blocks), q/k norms, o biases, DeepSeek's
+// ungated shared experts: the engine equals the reference under a small budget, from memory and
+// from disk.
+TEST(EngineVariants, FamiliesWithDenseLayersAndQkNorms) {
+  torch::set_num_threads(1);
+  struct Family {
+    const char* type;
+    std::vector<int> dense;
+    int shared;
+  };
+  for (const Family& f : {Family{"qwen3_moe", {1}, 0}, Family{"olmoe", {}, 0}, Family{"deepseek", {0}, 96}}) {
+    TempDir dir;
+    TinyModelOptions o;
+    o.config = testing::tiny_config();
+    o.config.model_type = f.type;
+    o.config.dense_layers = f.dense;
+    o.config.dense_intermediate_size = 64;
+    o.config.shared_expert_intermediate_size = f.shared;
+    o.config.norm_topk_prob = false;
+    o.config.o_bias = true;  // attention_bias
+    make_tiny_model(dir.path(), o);
+    const MoeConfig c = load_config(dir.path());
+    ASSERT_EQ(c.num_moe_layers(), 3 - static_cast<int>(f.dense.size())) << f.type;
+    auto seqs = random_tokens(2, kPrompt + kDecode, 4);
+    auto expect = reference_logits(dir.path(), seqs);
+    for (const char* link : {"file", "3GBps,5us"}) {
+      EngineOptions eo;
+      eo.policy = "lru";
+      eo.device_mem = "25%";
+      eo.link = link;
+      auto eng = MoeEngine::open(dir.path(), eo);
+      EXPECT_LT(max_diff_vs(*eng, seqs, expect), 1e-4) << f.type << " " << link;
+      EXPECT_GT(eng->stats().store.bytes_moved, 0u) << f.type;
+      EXPECT_EQ(eng->stats().expert_counts.size(), static_cast<std::size_t>(c.num_moe_layers() * c.num_experts));
+    }
+  }
+}
+
 TEST(ExpertStoreTest, DemandLoadOvertakesQueuedPrefetches) {
   TempDir dir;
   TinyModelOptions o;

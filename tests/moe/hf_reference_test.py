@@ -3,7 +3,8 @@
 The test writes random checkpoints the way Hugging Face lays them out (its own safetensors writer,
 config.json with HF's keys), runs `ferry moe logits` (prefill, then 30 teacher-forced decode steps
 through the KV cache) under several policies and budgets, and compares with a forward written here
-from HF's modeling_mixtral.py and modeling_qwen2_moe.py, computed in float64. ferry computes in
+from HF's modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py, modeling_olmoe.py and
+DeepSeek-MoE's modeling_deepseek.py (deepseek-ai/deepseek-moe-16b), computed in float64. ferry computes in
 float32; with logits of magnitude O(1) and a few hundred float32 operations per path its error is
 far below 1e-4 (rounding ~6e-8 per operation), while any difference in the math (a wrong RoPE, a
 missing bias, a wrong normalisation) moves logits by more than 1e-2: the reference's own check
@@ -35,7 +36,52 @@ FAMILIES = {
                       moe_intermediate_size=48, num_experts=8, shared_expert_intermediate_size=40,
                       norm_topk_prob=False, rope_theta=1e6, use_sliding_window=False, sliding_window=4096,
                       max_window_layers=3, decoder_sparse_step=1, mlp_only_layers=[]),
+    # head_dim 12 != hidden / heads, as in Qwen3-30B-A3B (128 against 64)
+    "qwen3_moe": dict(BASE, model_type="qwen3_moe", architectures=["Qwen3MoeForCausalLM"], intermediate_size=96,
+                      moe_intermediate_size=48, num_experts=8, norm_topk_prob=True, head_dim=12, rope_theta=1e6,
+                      attention_bias=False, use_sliding_window=False, sliding_window=None, max_window_layers=3,
+                      decoder_sparse_step=1, mlp_only_layers=[]),
+    "olmoe": dict(BASE, model_type="olmoe", architectures=["OlmoeForCausalLM"], intermediate_size=48, num_experts=8,
+                  norm_topk_prob=False, rope_theta=1e4, attention_bias=False, clip_qkv=None),
+    # DeepSeek-MoE V1: fine-grained experts, two shared experts, the first layer dense; no head_dim key
+    "deepseek": {**{k: v for k, v in BASE.items() if k != "head_dim"}, "model_type": "deepseek",
+                 "architectures": ["DeepseekForCausalLM"], "intermediate_size": 96, "moe_intermediate_size": 24,
+                 "n_routed_experts": 16, "num_experts_per_tok": 4, "n_shared_experts": 2,
+                 "first_k_dense_replace": 1, "moe_layer_freq": 1, "norm_topk_prob": False,
+                 "scoring_func": "softmax", "rope_theta": 1e4, "attention_bias": False},
 }
+
+
+def traits(cfg):
+    """What HF's modeling code of the config's family builds, layer by layer."""
+    f = cfg["model_type"]
+    nh, H = cfg["num_attention_heads"], cfg["hidden_size"]
+    t = {"family": f, "head_dim": cfg.get("head_dim", H // nh) if f != "deepseek" else H // nh,
+         "mlp": "block_sparse_moe." if f == "mixtral" else "mlp.",
+         "names": ("w1", "w3", "w2") if f == "mixtral" else ("gate_proj", "up_proj", "down_proj"),
+         "experts": {"mixtral": "num_local_experts", "deepseek": "n_routed_experts"}.get(f, "num_experts"),
+         "expert_width": cfg["intermediate_size"] if f in ("mixtral", "olmoe") else cfg["moe_intermediate_size"],
+         "qkv_bias": f == "qwen2_moe" or bool(cfg.get("attention_bias")) and f != "mixtral",
+         "o_bias": f in ("qwen3_moe", "olmoe", "deepseek") and bool(cfg.get("attention_bias")),
+         "qk_norm": {"qwen3_moe": "head", "olmoe": "full"}.get(f)}
+    t["E"] = cfg[t["experts"]]
+    L = cfg["num_hidden_layers"]
+    if f in ("qwen2_moe", "qwen3_moe"):  # Qwen2MoeDecoderLayer
+        step, only = cfg.get("decoder_sparse_step", 1), cfg.get("mlp_only_layers") or []
+        t["sparse"] = [l not in only and t["E"] > 0 and (l + 1) % step == 0 for l in range(L)]
+    elif f == "deepseek":  # DeepseekDecoderLayer
+        first, freq = cfg.get("first_k_dense_replace", 0), cfg.get("moe_layer_freq", 1)
+        t["sparse"] = [l >= first and l % freq == 0 for l in range(L)]
+    else:
+        t["sparse"] = [True] * L
+    if f == "qwen2_moe":
+        t["shared"], t["shared_gate"] = cfg.get("shared_expert_intermediate_size", 0), True
+    elif f == "deepseek":
+        t["shared"], t["shared_gate"] = (cfg.get("n_shared_experts") or 0) * cfg["moe_intermediate_size"], False
+    else:
+        t["shared"], t["shared_gate"] = 0, False
+    t["shared_name"] = "shared_experts." if f == "deepseek" else "shared_expert."
+    return t
 
 
 def write_safetensors(path, tensors):
@@ -58,17 +104,21 @@ def write_safetensors(path, tensors):
 def random_checkpoint(cfg, seed):
     """Every tensor HF's model of this family has, N(0, 1/fan_in) for linear layers."""
     g = torch.Generator().manual_seed(seed)
-    H, V, D = cfg["hidden_size"], cfg["vocab_size"], cfg["head_dim"]
+    tr = traits(cfg)
+    H, V, D = cfg["hidden_size"], cfg["vocab_size"], tr["head_dim"]
     nh, nkv, L = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["num_hidden_layers"]
-    qwen = cfg["model_type"] == "qwen2_moe"
-    E = cfg["num_experts"] if qwen else cfg["num_local_experts"]
-    I = cfg["moe_intermediate_size"] if qwen else cfg["intermediate_size"]
+    E, I, names = tr["E"], tr["expert_width"], tr["names"]
 
     def lin(out, inp):
         return torch.randn(out, inp, generator=g) / math.sqrt(inp)
 
     def norm(n):
         return 1 + 0.05 * torch.randn(n, generator=g)
+
+    def mlp(prefix, width):
+        t[prefix + f"{names[0]}.weight"] = lin(width, H)
+        t[prefix + f"{names[1]}.weight"] = lin(width, H)
+        t[prefix + f"{names[2]}.weight"] = lin(H, width)
     t = {"model.embed_tokens.weight": torch.randn(V, H, generator=g)}
     for l in range(L):
         p = f"model.layers.{l}."
@@ -76,22 +126,26 @@ def random_checkpoint(cfg, seed):
         t[p + "post_attention_layernorm.weight"] = norm(H)
         for proj, rows in (("q", nh * D), ("k", nkv * D), ("v", nkv * D)):
             t[p + f"self_attn.{proj}_proj.weight"] = lin(rows, H)
-            if qwen:
+            if tr["qkv_bias"]:
                 t[p + f"self_attn.{proj}_proj.bias"] = 0.1 * torch.randn(rows, generator=g)
         t[p + "self_attn.o_proj.weight"] = lin(H, nh * D)
-        moe = p + ("mlp." if qwen else "block_sparse_moe.")
+        if tr["o_bias"]:
+            t[p + "self_attn.o_proj.bias"] = 0.1 * torch.randn(H, generator=g)
+        if tr["qk_norm"] == "head":
+            t[p + "self_attn.q_norm.weight"], t[p + "self_attn.k_norm.weight"] = norm(D), norm(D)
+        elif tr["qk_norm"] == "full":
+            t[p + "self_attn.q_norm.weight"], t[p + "self_attn.k_norm.weight"] = norm(nh * D), norm(nkv * D)
+        moe = p + tr["mlp"]
+        if not tr["sparse"][l]:
+            mlp(moe, cfg["intermediate_size"])
+            continue
         t[moe + "gate.weight"] = lin(E, H)
-        names = ("gate_proj", "up_proj", "down_proj") if qwen else ("w1", "w3", "w2")
         for e in range(E):
-            t[moe + f"experts.{e}.{names[0]}.weight"] = lin(I, H)
-            t[moe + f"experts.{e}.{names[1]}.weight"] = lin(I, H)
-            t[moe + f"experts.{e}.{names[2]}.weight"] = lin(H, I)
-        if qwen:
-            S = cfg["shared_expert_intermediate_size"]
-            t[moe + "shared_expert.gate_proj.weight"] = lin(S, H)
-            t[moe + "shared_expert.up_proj.weight"] = lin(S, H)
-            t[moe + "shared_expert.down_proj.weight"] = lin(H, S)
-            t[moe + "shared_expert_gate.weight"] = lin(1, H)
+            mlp(moe + f"experts.{e}.", I)
+        if tr["shared"]:
+            mlp(moe + tr["shared_name"], tr["shared"])
+            if tr["shared_gate"]:
+                t[moe + "shared_expert_gate.weight"] = lin(1, H)
     t["model.norm.weight"] = norm(H)
     t["lm_head.weight"] = lin(V, H)
     return t
@@ -153,16 +207,20 @@ def rope(x, inv, interleaved=False):
 
 def reference_logits(cfg, w, tokens, interleaved_rope=False):
     """HF's semantics: Mixtral always renormalises the top-k weights and has no attention biases;
-    Qwen2-MoE has q/k/v biases, norm_topk_prob and a sigmoid-gated shared expert; a tied model's
-    head is its embedding."""
+    Qwen2-MoE has q/k/v biases, norm_topk_prob and a sigmoid-gated shared expert; Qwen3-MoE an
+    RMSNorm of each q/k head; OLMoE an RMSNorm of the whole q/k projections and clip_qkv;
+    DeepSeek-MoE ungated shared experts, dense first layers, and renormalises only when top_k > 1;
+    Qwen and DeepSeek have dense MLP layers among the MoE ones; a tied model's head is its embedding."""
     w = {k: v.double() for k, v in w.items()}
-    qwen = cfg["model_type"] == "qwen2_moe"
-    H, D = cfg["hidden_size"], cfg["head_dim"]
+    tr = traits(cfg)
+    f = tr["family"]
+    H, D = cfg["hidden_size"], tr["head_dim"]
     nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     eps, k_top = cfg["rms_norm_eps"], cfg["num_experts_per_tok"]
-    theta = cfg.get("rope_parameters", {}).get("rope_theta", cfg.get("rope_theta", 1e4 if qwen else 1e6))
-    E = cfg["num_experts"] if qwen else cfg["num_local_experts"]
-    renorm = cfg.get("norm_topk_prob", False) if qwen else True
+    theta = cfg.get("rope_parameters", {}).get("rope_theta", cfg.get("rope_theta", 1e6 if f == "mixtral" else 1e4))
+    E, names = tr["E"], tr["names"]
+    renorm = True if f == "mixtral" else cfg.get("norm_topk_prob", False) and (f != "deepseek" or k_top > 1)
+    clip = cfg.get("clip_qkv") if f == "olmoe" else None
     act = ACT[cfg.get("hidden_act", "silu")]
     inv = inv_freq(cfg, theta, D)
     x = w["model.embed_tokens.weight"][tokens]  # [B, T, H]
@@ -170,30 +228,45 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
     causal = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
     # HF's sliding window: key j is seen by query i when i - W < j <= i; Mixtral in every layer when
     # sliding_window is set, Qwen2-MoE with use_sliding_window from max_window_layers on.
-    W = cfg.get("sliding_window")
-    if qwen and not cfg.get("use_sliding_window"):
+    W = cfg.get("sliding_window") if f in ("mixtral", "qwen2_moe") else None
+    if f == "qwen2_moe" and not cfg.get("use_sliding_window"):
         W = None
     i, j = torch.arange(T)[:, None], torch.arange(T)[None]
     windowed = causal.masked_fill(j <= i - W, float("-inf")) if W else causal
-    first_windowed = cfg.get("max_window_layers", 28) if qwen else 0
+    first_windowed = cfg.get("max_window_layers", 28) if f == "qwen2_moe" else 0
+
+    def mlp(h, prefix):
+        return (act(h @ w[prefix + f"{names[0]}.weight"].T) * (h @ w[prefix + f"{names[1]}.weight"].T)) @ \
+            w[prefix + f"{names[2]}.weight"].T
     for l in range(cfg["num_hidden_layers"]):
         mask = windowed if W and l >= first_windowed else causal
         p = f"model.layers.{l}."
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
 
-        def proj(name, heads):
+        def proj(name):
             y = h @ w[p + f"self_attn.{name}_proj.weight"].T
-            if qwen:
-                y = y + w[p + f"self_attn.{name}_proj.bias"]
-            return y.view(B, T, heads, D).transpose(1, 2)
-        q, k, v = proj("q", nh), proj("k", nkv), proj("v", nkv)
+            return y + w[p + f"self_attn.{name}_proj.bias"] if tr["qkv_bias"] else y
+        q, k, v = proj("q"), proj("k"), proj("v")
+        if tr["qk_norm"] == "full":  # OlmoeAttention: before the head split
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+        if clip is not None:
+            q, k, v = q.clamp(-clip, clip), k.clamp(-clip, clip), v.clamp(-clip, clip)
+        q, k, v = (t.view(B, T, -1, D) for t in (q, k, v))
+        if tr["qk_norm"] == "head":  # Qwen3MoeAttention: per head
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         q, k = rope(q, inv, interleaved_rope), rope(k, inv, interleaved_rope)
         k, v = k.repeat_interleave(nh // nkv, 1), v.repeat_interleave(nh // nkv, 1)
         att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D) + mask, -1) @ v
-        x = x + att.transpose(1, 2).reshape(B, T, nh * D) @ w[p + "self_attn.o_proj.weight"].T
+        o = att.transpose(1, 2).reshape(B, T, nh * D) @ w[p + "self_attn.o_proj.weight"].T
+        x = x + (o + w[p + "self_attn.o_proj.bias"] if tr["o_bias"] else o)
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps).reshape(B * T, H)
-        moe = p + ("mlp." if qwen else "block_sparse_moe.")
-        names = ("gate_proj", "up_proj", "down_proj") if qwen else ("w1", "w3", "w2")
+        moe = p + tr["mlp"]
+        if not tr["sparse"][l]:
+            x = x + mlp(h, moe).view(B, T, H)
+            continue
         probs = torch.softmax(h @ w[moe + "gate.weight"].T, -1)
         top_w, top_i = probs.topk(k_top, -1)
         if renorm:
@@ -203,14 +276,10 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
             rows, slot = (top_i == e).nonzero(as_tuple=True)
             if len(rows) == 0:
                 continue
-            he = h[rows]
-            y = (act(he @ w[moe + f"experts.{e}.{names[0]}.weight"].T) *
-                 (he @ w[moe + f"experts.{e}.{names[1]}.weight"].T)) @ w[moe + f"experts.{e}.{names[2]}.weight"].T
-            out.index_add_(0, rows, y * top_w[rows, slot][:, None])
-        if qwen:
-            s = (act(h @ w[moe + "shared_expert.gate_proj.weight"].T) *
-                 (h @ w[moe + "shared_expert.up_proj.weight"].T)) @ w[moe + "shared_expert.down_proj.weight"].T
-            out = out + torch.sigmoid(h @ w[moe + "shared_expert_gate.weight"].T) * s
+            out.index_add_(0, rows, mlp(h[rows], moe + f"experts.{e}.") * top_w[rows, slot][:, None])
+        if tr["shared"]:
+            s = mlp(h, moe + tr["shared_name"])
+            out = out + (torch.sigmoid(h @ w[moe + "shared_expert_gate.weight"].T) * s if tr["shared_gate"] else s)
         x = x + out.view(B, T, H)
     x = rms_norm(x, w["model.norm.weight"], eps)
     head = w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else w["lm_head.weight"]
@@ -282,6 +351,16 @@ HONOURED = {
     "rope_parameters llama3": ("qwen2_moe", {"rope_theta": None, "rope_parameters": {
         "rope_type": "llama3", "rope_theta": 1e4, "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
         "original_max_position_embeddings": 16}}, None),
+    "qwen2_moe mlp_only_layers [1] (a dense layer)": ("qwen2_moe", {"mlp_only_layers": [1]}, None),
+    "qwen3_moe decoder_sparse_step 2 (layers 0 and 2 dense)": ("qwen3_moe", {"decoder_sparse_step": 2}, None),
+    "qwen3_moe attention_bias (q/k/v/o biases)": ("qwen3_moe", {"attention_bias": True}, None),
+    "olmoe clip_qkv 0.5": ("olmoe", {"clip_qkv": 0.5}, None),
+    "olmoe attention_bias and norm_topk_prob": ("olmoe", {"attention_bias": True, "norm_topk_prob": True}, None),
+    "deepseek moe_layer_freq 2 (only layer 2 has experts)": ("deepseek", {"moe_layer_freq": 2}, None),
+    "deepseek top-1 with norm_topk_prob (not renormalised)": ("deepseek", {"num_experts_per_tok": 1,
+                                                                           "norm_topk_prob": True}, None),
+    "deepseek without shared experts, no dense layer": ("deepseek", {"n_shared_experts": None,
+                                                                     "first_k_dense_replace": 0}, None),
 }
 
 
@@ -307,8 +386,12 @@ REFUSED = {
     "hidden_act": ("mixtral", {"hidden_act": "relu"}),
     "layer_types": ("qwen2_moe", {"layer_types": ["full_attention", "sliding_attention", "full_attention"]}),
     "rope_scaling": ("mixtral", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}),
-    "mlp_only_layers": ("qwen2_moe", {"mlp_only_layers": [1]}),
     "attention_bias": ("mixtral", {"attention_bias": True}),
+    "use_sliding_window": ("qwen3_moe", {"use_sliding_window": True, "sliding_window": 8}),
+    "scoring_func": ("deepseek", {"scoring_func": "sigmoid"}),
+    "head_dim": ("deepseek", {"head_dim": 16}),
+    "shared_expert_intermediate_size": ("qwen3_moe", {"shared_expert_intermediate_size": 16}),
+    "dense": ("deepseek", {"first_k_dense_replace": 3}),
 }
 
 
@@ -324,3 +407,4 @@ def test_unimplemented_keys_are_refused_with_one_line(tmp_path, key):
     assert r.returncode == 2, r.stdout + r.stderr
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and key in lines[0], r.stderr
+

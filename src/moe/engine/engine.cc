@@ -128,7 +128,9 @@ struct MoeEngine::Impl {
 
   void attention(int l, torch::Tensor& x, std::int64_t B, std::int64_t T);
   std::unique_ptr<LayerProtocol> protocol;  // over `policy`, timed into stats.policy_s
-  torch::Tensor moe(int l, const torch::Tensor& x);
+  // Decoder layer l's MLP on x [N, H]: its routed experts through the offloading protocol plus
+  // the shared expert, or its dense MLP.
+  torch::Tensor mlp(int l, const torch::Tensor& x);
   void compute_layer(int l, const torch::Tensor& m, const std::vector<ExpertWork>& work, const LayerDispatch& d,
                      torch::Tensor& out);
   torch::Tensor run_expert(const float* base, const torch::Tensor& m, const ExpertWork& work) const;
@@ -160,13 +162,13 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   m.ck = Checkpoint::open(model_dir);
   const MoeConfig& c = m.ck->config();
   if (const RoutingTrace* t = options.forced_routing) {
-    FERRY_REQUIRE(t->num_layers == c.num_layers && t->num_experts <= c.num_experts && t->top_k == c.top_k,
+    FERRY_REQUIRE(t->num_layers == c.num_moe_layers() && t->num_experts <= c.num_experts && t->top_k == c.top_k,
                   "routing trace '", t->path, "' (", t->num_layers, " layers, ", t->num_experts, " experts, top-",
-                  t->top_k, ") does not match the model (", c.num_layers, " layers, ", c.num_experts, " experts, top-",
-                  c.top_k, ")");
+                  t->top_k, ") does not match the model (", c.num_moe_layers(), " MoE layers, ", c.num_experts,
+                  " experts, top-", c.top_k, ")");
     for (const auto& tok : t->tokens) {
       if (tok.prefill) continue;
-      FERRY_REQUIRE(static_cast<int>(tok.experts.size()) == c.num_layers, "routing trace '", t->path,
+      FERRY_REQUIRE(static_cast<int>(tok.experts.size()) == c.num_moe_layers(), "routing trace '", t->path,
                     "': a token without every layer");
       for (const auto& ex : tok.experts) {
         FERRY_REQUIRE(static_cast<int>(ex.size()) == c.top_k, "routing trace '", t->path, "': a token routed to ",
@@ -215,22 +217,14 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   m.advisor = std::make_unique<TimedAdvisor>(m.policy.get(), &m.stats.policy_s);
   m.store->set_advisor(m.advisor.get());
 
-  m.routers.num_layers = c.num_layers;
-  m.routers.num_experts = c.num_experts;
-  m.routers.hidden_size = c.hidden_size;
-  m.routers.top_k = c.top_k;
-  m.routers.rms_norm_eps = c.rms_norm_eps;
-  for (const auto& lw : m.w.layers) {
-    m.routers.router.push_back(lw.router.data_ptr<float>());
-    m.routers.ffn_norm.push_back(lw.ffn_norm.data_ptr<float>());
-  }
+  m.routers = router_view(m.w);
   if (options.preload) {
     std::vector<ExpertId> all;
-    for (int l = 0; l < c.num_layers; ++l)
+    for (int l = 0; l < c.num_moe_layers(); ++l)
       for (int e = 0; e < c.num_experts; ++e) all.push_back({l, e});
     m.store->preload(all);
   }
-  m.policy->attach(PolicyContext{m.store.get(), &m.routers, c.num_layers, c.num_experts, c.top_k, m.cost});
+  m.policy->attach(PolicyContext{m.store.get(), &m.routers, c.num_moe_layers(), c.num_experts, c.top_k, m.cost});
   m.protocol = std::make_unique<LayerProtocol>(*m.policy, &m.stats.policy_s);
   m.stats.policy_s = m.stats.predictor_s = 0;  // set-up is not per-token work
 
@@ -238,7 +232,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   auto emb = torch::cat({freqs, freqs}, -1);
   m.rope_cos = emb.cos().to(torch::kFloat32);
   m.rope_sin = emb.sin().to(torch::kFloat32);
-  m.stats.expert_counts.assign(static_cast<std::size_t>(c.num_layers) * c.num_experts, 0);
+  m.stats.expert_counts.assign(static_cast<std::size_t>(c.num_moe_layers()) * c.num_experts, 0);
   m.stats.budget_bytes = m.budget;
   eng->reset();
   m.store->reset_stats();
@@ -311,18 +305,7 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, std::int64_t B, std::in
   const MoeConfig& c = w.config;
   const LayerWeights& lw = w.layers[l];
   const std::int64_t D = c.head_dim, nh = c.num_heads, kvh = c.num_kv_heads;
-  auto a = rms_norm(x, lw.attn_norm, c.rms_norm_eps);
-  auto q = torch::matmul(a, lw.wq.t());
-  auto k = torch::matmul(a, lw.wk.t());
-  auto v = torch::matmul(a, lw.wv.t());
-  if (lw.bq.defined()) {
-    q = q + lw.bq;
-    k = k + lw.bk;
-    v = v + lw.bv;
-  }
-  q = q.view({B, T, nh, D}).transpose(1, 2);
-  k = k.view({B, T, kvh, D}).transpose(1, 2);
-  v = v.view({B, T, kvh, D}).transpose(1, 2);
+  auto [q, k, v] = project_qkv(rms_norm(x, lw.attn_norm, c.rms_norm_eps), lw, c);
   auto cos = rope_cos.slice(0, pos, pos + T), sin = rope_sin.slice(0, pos, pos + T);
   auto rot = [&](const torch::Tensor& t) {
     auto t1 = t.slice(-1, 0, D / 2), t2 = t.slice(-1, D / 2, D);
@@ -349,7 +332,7 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, std::int64_t B, std::in
     scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());
   }
   auto out = torch::matmul(torch::softmax(scores, -1), vv).transpose(1, 2).reshape({B, T, nh * D});
-  x = x + torch::matmul(out, lw.wo.t());
+  x = x + project_out(out, lw);
 }
 
 torch::Tensor MoeEngine::Impl::run_expert(const float* base, const torch::Tensor& m, const ExpertWork& work) const {
@@ -364,14 +347,14 @@ torch::Tensor MoeEngine::Impl::run_expert(const float* base, const torch::Tensor
   return gated_mlp(m.index_select(0, idx), w1, w3, w2, w.config.hidden_act) * gate;
 }
 
-torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
+torch::Tensor MoeEngine::Impl::mlp(int decoder_layer, const torch::Tensor& x) {
   const MoeConfig& c = w.config;
-  const LayerWeights& lw = w.layers[l];
+  const LayerWeights& lw = w.layers[decoder_layer];
   const std::int64_t N = x.size(0);
   auto m = rms_norm(x, lw.ffn_norm, c.rms_norm_eps).contiguous();
-  auto probs = torch::softmax(torch::matmul(m, lw.router.t()), -1);
-  auto [topw, topi] = probs.topk(c.top_k, -1);
-  if (c.norm_topk_prob) topw = topw / topw.sum(-1, true);
+  const int l = c.moe_layer(decoder_layer);  // expert ids, stats and the policy count MoE layers
+  if (l < 0) return always_active_mlp(m, lw, c);
+  auto [topw, topi] = route(m, lw.router, c);
   topw = topw.contiguous();
   topi = topi.contiguous();
   if (!forced.empty()) {  // routing replay: sequence j at position p takes stream token (floor(j N / B) + p) mod N
@@ -439,6 +422,7 @@ torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
     torch::Tensor& out_;
   } backend(*this, l, m, work, out);
   protocol->run_layer(RouteInfo{l, experts, counts, xc.data_ptr<float>(), static_cast<int>(N), c.hidden_size}, backend);
+  if (auto shared = always_active_mlp(m, lw, c); shared.defined()) out = out + shared;
   return out;
 }
 
@@ -446,7 +430,6 @@ torch::Tensor MoeEngine::Impl::moe(int l, const torch::Tensor& x) {
 // experts that found no room (every other expert of this layer is unpinned by then).
 void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::vector<ExpertWork>& work,
                                     const LayerDispatch& d, torch::Tensor& out) {
-  const LayerWeights& lw = w.layers[l];
   auto device_call = [&](std::size_t i) {
     ExpertId id{l, work[i].expert};
     const float* p = store->acquire(id);
@@ -486,11 +469,6 @@ void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::ve
     store->pin(id);
     device_call(i);
   }
-  if (lw.sw1.defined()) {
-    auto s = gated_mlp(m, lw.sw1, lw.sw3, lw.sw2, w.config.hidden_act);
-    if (lw.sgate.defined()) s = s * torch::sigmoid(torch::matmul(m, lw.sgate.t()));
-    out = out + s;
-  }
 }
 
 std::vector<float> MoeEngine::forward(const TokenBatch& tokens, bool all_positions) {
@@ -519,7 +497,7 @@ std::vector<float> MoeEngine::forward(const TokenBatch& tokens, bool all_positio
   auto x = m.w.embed.index_select(0, torch::from_blob(flat.data(), {B * T}, torch::kInt64)).view({B, T, H});
   for (int l = 0; l < c.num_layers; ++l) {
     m.attention(l, x, B, T);
-    x = x + m.moe(l, x.reshape({B * T, H})).view({B, T, H});
+    x = x + m.mlp(l, x.reshape({B * T, H})).view({B, T, H});
   }
   m.pos += T;
   auto h = rms_norm(all_positions ? x : x.slice(1, T - 1, T), m.w.final_norm, c.rms_norm_eps);

@@ -14,7 +14,7 @@ TraceRecorder::TraceRecorder(MoeEngine* engine, TraceRecorderOptions options)
   const MoeConfig& c = engine_->config();
   trace_.model = "ferry";
   trace_.path = options_.jsonl_path;
-  trace_.num_layers = c.num_layers;
+  trace_.num_layers = c.num_moe_layers();  // the layers with experts
   trace_.num_experts = c.num_experts;
   trace_.top_k = c.top_k;
   hidden_size_ = c.hidden_size;

@@ -1,8 +1,10 @@
-// The model configuration of a Hugging Face MoE checkpoint (config.json), Mixtral family.
+// The model configuration of a Hugging Face MoE checkpoint (config.json): Mixtral, Qwen2-MoE,
+// Qwen3-MoE, OLMoE and DeepSeek-MoE (V1), each read as HF's modeling code defines it.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -18,7 +20,7 @@ struct RopeScaling {
 };
 
 struct MoeConfig {
-  std::string model_type = "mixtral";  // "mixtral" or "qwen2_moe" (selects tensor names)
+  std::string model_type = "mixtral";  // mixtral, qwen2_moe, qwen3_moe, olmoe or deepseek (tensor names)
   int vocab_size = 256;                // tokens in the embedding / LM head
   int hidden_size = 64;                // model width H
   int intermediate_size = 128;         // expert FFN width I (qwen2_moe: moe_intermediate_size)
@@ -31,6 +33,13 @@ struct MoeConfig {
   bool norm_topk_prob = true;          // renormalise the top-k router probabilities to sum 1
   int shared_expert_intermediate_size = 0;  // >0: an always-active shared expert of this width
   bool shared_expert_gate = false;     // the shared expert's output is scaled by sigmoid(x . g)
+  std::vector<int> dense_layers;       // decoder layers with one dense MLP instead of experts (sorted)
+  int dense_intermediate_size = 0;     // the dense MLP's width (HF: intermediate_size)
+  bool qkv_bias = false;               // q/k/v projections have biases (Qwen2-MoE; attention_bias)
+  bool o_bias = false;                 // the output projection has a bias (attention_bias)
+  std::string qk_norm = "";            // "head": RMSNorm of each q/k head (Qwen3-MoE); "full": of the
+                                       // whole q/k projection (OLMoE); "": none
+  double clip_qkv = 0;                 // >0: q, k, v clamped to [-clip, clip] (OLMoE)
   double rms_norm_eps = 1e-5;          // RMSNorm epsilon
   double rope_theta = 1e6;             // rotary base
   RopeScaling rope_scaling;            // rotary frequency scaling (default: none)
@@ -43,6 +52,13 @@ struct MoeConfig {
 
   // Whether `layer` uses sliding-window attention.
   bool windowed(int layer) const { return sliding_window > 0 && layer >= max_window_layers; }
+  // Layers with routed experts. Expert ids, traces, policies and the store count only these
+  // ("MoE layers" 0..num_moe_layers()-1); decoder_layer() maps one back to its decoder block.
+  int num_moe_layers() const { return num_layers - static_cast<int>(dense_layers.size()); }
+  // The MoE-layer index of decoder layer `layer`, or -1 for a dense layer.
+  int moe_layer(int layer) const;
+  // The decoder layer of MoE layer `moe_layer`.
+  int decoder_layer(int moe_layer) const;
   // Bytes of one routed expert in float32 (w1, w3: I x H; w2: H x I).
   std::int64_t expert_params() const { return 3ll * hidden_size * intermediate_size; }
   // Every weight of the model (embedding, attention, norms, routers, experts, LM head), in double
@@ -57,9 +73,11 @@ MoeConfig load_config(const std::string& dir_or_file);
 MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin);
 nlohmann::json config_to_json(const MoeConfig& c);
 
-// Tensor names of the checkpoint, read as the family names them.
+// Tensor names of the checkpoint, read as the family names them. Layers are decoder layers.
 struct TensorNames {
-  explicit TensorNames(const MoeConfig& config) : qwen_(config.model_type == "qwen2_moe") {}
+  explicit TensorNames(const MoeConfig& config)
+      : hf_mlp_(config.model_type != "mixtral"),
+        shared_(config.model_type == "deepseek" ? "shared_experts." : "shared_expert.") {}
   std::string embed() const { return "model.embed_tokens.weight"; }
   std::string final_norm() const { return "model.norm.weight"; }
   std::string lm_head() const { return "lm_head.weight"; }
@@ -70,21 +88,26 @@ struct TensorNames {
   std::string attn(int l, char proj, const char* suffix = "weight") const {
     return layer(l) + "self_attn." + proj + "_proj." + suffix;
   }
+  // which: 'q' or 'k' (Qwen3-MoE, OLMoE)
+  std::string qk_norm(int l, char which) const { return layer(l) + "self_attn." + which + "_norm.weight"; }
   std::string router(int l) const { return moe(l) + "gate.weight"; }
   // which: 1 = gate (w1), 3 = up (w3), 2 = down (w2), Mixtral numbering.
   std::string expert(int l, int e, int which) const {
     return moe(l) + "experts." + std::to_string(e) + "." + proj(which) + ".weight";
   }
-  std::string shared_expert(int l, int which) const { return moe(l) + "shared_expert." + proj(which) + ".weight"; }
+  std::string shared_expert(int l, int which) const { return moe(l) + shared_ + proj(which) + ".weight"; }
+  // The dense MLP of a layer without experts (Qwen's mlp_only_layers, DeepSeek's first layers).
+  std::string dense_mlp(int l, int which) const { return moe(l) + proj(which) + ".weight"; }
   std::string shared_expert_gate(int l) const { return moe(l) + "shared_expert_gate.weight"; }
 
  private:
-  std::string moe(int l) const { return layer(l) + (qwen_ ? "mlp." : "block_sparse_moe."); }
+  std::string moe(int l) const { return layer(l) + (hf_mlp_ ? "mlp." : "block_sparse_moe."); }
   std::string proj(int which) const {
-    if (qwen_) return which == 1 ? "gate_proj" : which == 3 ? "up_proj" : "down_proj";
+    if (hf_mlp_) return which == 1 ? "gate_proj" : which == 3 ? "up_proj" : "down_proj";
     return "w" + std::to_string(which);
   }
-  bool qwen_;
+  bool hf_mlp_;         // gate_proj/up_proj/down_proj under mlp. (every family but Mixtral)
+  std::string shared_;  // the shared expert's module name
 };
 
 }  // namespace ferry::moe

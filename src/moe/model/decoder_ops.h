@@ -1,14 +1,16 @@
-// The decoder's arithmetic as Hugging Face's Mixtral and Qwen2-MoE modeling code defines it,
-// shared by the offloading engine and the plain reference forward, so that a config key is
-// honoured in one place: RMSNorm, the experts' gated MLP with the config's hidden_act, and the
-// rotary frequencies with the config's rope_scaling.
+// The decoder's arithmetic as Hugging Face's modeling code of each family defines it, shared by
+// the offloading engine and the plain reference forward, so that a config key is honoured in one
+// place: RMSNorm, the q/k/v projections (biases, q/k norms, clipping), the router, the experts'
+// gated MLP with the config's hidden_act, and the rotary frequencies with the config's rope_scaling.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
 #include <string>
+#include <utility>
 
 #include "moe/model/config.h"
+#include "moe/model/weights.h"
 
 namespace ferry::moe {
 
@@ -19,6 +21,21 @@ at::Tensor activation(const std::string& hidden_act, const at::Tensor& x);
 // down(act(gate(x)) * up(x)): w1 = gate [I, H], w3 = up [I, H], w2 = down [H, I].
 at::Tensor gated_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w3, const at::Tensor& w2,
                      const std::string& hidden_act);
+// q [B, heads, T, D], k and v [B, kv, T, D] of the normed input a [B, T, H], before the rotary
+// embedding: biases (qkv_bias), OLMoE's RMSNorm of the whole q/k projection and clip_qkv, or
+// Qwen3-MoE's RMSNorm of each q/k head.
+struct Qkv {
+  at::Tensor q, k, v;
+};
+Qkv project_qkv(const at::Tensor& a, const LayerWeights& lw, const MoeConfig& c);
+// The attention output o [B, T, heads*D] projected back: o wo^T (+ bo).
+at::Tensor project_out(const at::Tensor& o, const LayerWeights& lw);
+// The router of an MoE layer on the normed tokens m [N, H]: softmax over the experts, the top_k
+// (weights, indices), renormalised to sum 1 when norm_topk_prob.
+std::pair<at::Tensor, at::Tensor> route(const at::Tensor& m, const at::Tensor& router, const MoeConfig& c);
+// The always-active part of a layer's MLP on m [N, H]: a dense layer's MLP, or an MoE layer's
+// shared expert (times its sigmoid gate), or undefined when the layer has neither.
+at::Tensor always_active_mlp(const at::Tensor& m, const LayerWeights& lw, const MoeConfig& c);
 // The rotary inverse frequencies, float64 [head_dim / 2]: 1 / theta^(2i / D), then rope_scaling
 // ("linear": divided by factor; "llama3": HF's _compute_llama3_parameters).
 at::Tensor rope_inv_freq(const MoeConfig& c);

@@ -12,7 +12,7 @@ namespace ferry::moe {
 
 struct ReferenceModel::Impl {
   DenseWeights w;
-  std::vector<std::vector<ExpertWeights>> experts;  // [layer][expert]
+  std::vector<std::vector<ExpertWeights>> experts;  // [MoE layer][expert]
   std::vector<torch::Tensor> k_cache, v_cache;     // per layer [B, kv, T, D], grown by cat
   std::int64_t pos = 0;
 };
@@ -24,8 +24,8 @@ std::unique_ptr<ReferenceModel> ReferenceModel::load(const Checkpoint& ck) {
   std::unique_ptr<ReferenceModel> m(new ReferenceModel());
   m->impl_->w = load_dense_weights(ck);
   const MoeConfig& c = ck.config();
-  m->impl_->experts.resize(c.num_layers);
-  for (int l = 0; l < c.num_layers; ++l)
+  m->impl_->experts.resize(c.num_moe_layers());
+  for (int l = 0; l < c.num_moe_layers(); ++l)
     for (int e = 0; e < c.num_experts; ++e) m->impl_->experts[l].push_back(load_expert_weights(ck, l, e));
   m->reset();
   return m;
@@ -40,11 +40,6 @@ void ReferenceModel::reset() {
 const MoeConfig& ReferenceModel::config() const { return impl_->w.config; }
 
 namespace {
-
-torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
-  auto y = torch::matmul(x, w.t());
-  return b.defined() ? y + b : y;
-}
 
 // Rotary embedding, "rotate half" layout of Hugging Face Mixtral: x [B, h, T, D].
 torch::Tensor rope(const torch::Tensor& x, std::int64_t start, const torch::Tensor& inv_freq) {
@@ -82,9 +77,7 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = impl_->w.layers[l];
     auto a = rms_norm(x, lw.attn_norm, c.rms_norm_eps);
-    auto q = linear(a, lw.wq, lw.bq).view({B, T, nh, D}).transpose(1, 2);
-    auto k = linear(a, lw.wk, lw.bk).view({B, T, kvh, D}).transpose(1, 2);
-    auto v = linear(a, lw.wv, lw.bv).view({B, T, kvh, D}).transpose(1, 2);
+    auto [q, k, v] = project_qkv(a, lw, c);
     q = rope(q, impl_->pos, inv_freq);
     k = rope(k, impl_->pos, inv_freq);
     if (impl_->k_cache[l].defined()) {
@@ -103,26 +96,23 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
     if (c.windowed(l)) hidden = hidden.logical_or(kpos <= qpos - c.sliding_window);
     scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());
     auto attn = torch::matmul(torch::softmax(scores, -1), vv).transpose(1, 2).reshape({B, T, nh * D});
-    x = x + torch::matmul(attn, lw.wo.t());
+    x = x + project_out(attn, lw);
 
     auto m = rms_norm(x, lw.ffn_norm, c.rms_norm_eps).view({B * T, H});
-    auto probs = torch::softmax(torch::matmul(m, lw.router.t()), -1);
-    auto [topw, topi] = probs.topk(c.top_k, -1);
-    if (c.norm_topk_prob) topw = topw / topw.sum(-1, true);
     auto out = torch::zeros_like(m);
-    for (int e = 0; e < c.num_experts; ++e) {
-      auto hit = (topi == e);                       // [N, k]
-      auto rows = hit.any(-1).nonzero().view({-1});  // tokens routed to e
-      if (rows.numel() == 0) continue;
-      auto gate = (topw * hit.to(torch::kFloat32)).sum(-1).index_select(0, rows).unsqueeze(1);
-      const ExpertWeights& ew = impl_->experts[l][e];
-      out.index_add_(0, rows, gated_mlp(m.index_select(0, rows), ew.w1, ew.w3, ew.w2, c.hidden_act) * gate);
+    const int ml = c.moe_layer(l);
+    if (ml >= 0) {
+      const auto [topw, topi] = route(m, lw.router, c);
+      for (int e = 0; e < c.num_experts; ++e) {
+        auto hit = (topi == e);                       // [N, k]
+        auto rows = hit.any(-1).nonzero().view({-1});  // tokens routed to e
+        if (rows.numel() == 0) continue;
+        auto gate = (topw * hit.to(torch::kFloat32)).sum(-1).index_select(0, rows).unsqueeze(1);
+        const ExpertWeights& ew = impl_->experts[ml][e];
+        out.index_add_(0, rows, gated_mlp(m.index_select(0, rows), ew.w1, ew.w3, ew.w2, c.hidden_act) * gate);
+      }
     }
-    if (lw.sw1.defined()) {
-      auto s = gated_mlp(m, lw.sw1, lw.sw3, lw.sw2, c.hidden_act);
-      if (lw.sgate.defined()) s = s * torch::sigmoid(torch::matmul(m, lw.sgate.t()));
-      out = out + s;
-    }
+    if (auto always = always_active_mlp(m, lw, c); always.defined()) out = out + always;
     x = x + out.view({B, T, H});
   }
   impl_->pos += T;

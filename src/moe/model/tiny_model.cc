@@ -80,12 +80,25 @@ std::vector<NamedTensor> random_tensors(const MoeConfig& c, std::uint64_t seed) 
     gen(n.attn(l, 'k'), {c.num_kv_heads * D, H}, h_std);
     gen(n.attn(l, 'v'), {c.num_kv_heads * D, H}, h_std);
     gen(n.attn(l, 'o'), {H, c.num_heads * D}, 1.0 / std::sqrt(static_cast<double>(c.num_heads * D)));
-    if (c.model_type == "qwen2_moe") {  // Qwen2-MoE's q/k/v projections have biases
+    if (c.qkv_bias) {
       gen(n.attn(l, 'q', "bias"), {c.num_heads * D}, 0.02);
       gen(n.attn(l, 'k', "bias"), {c.num_kv_heads * D}, 0.02);
       gen(n.attn(l, 'v', "bias"), {c.num_kv_heads * D}, 0.02);
     }
+    if (c.o_bias) gen(n.attn(l, 'o', "bias"), {H}, 0.02);
+    if (!c.qk_norm.empty()) {
+      const bool head = c.qk_norm == "head";
+      gen(n.qk_norm(l, 'q'), {head ? D : c.num_heads * D}, 0.05, 1.0);
+      gen(n.qk_norm(l, 'k'), {head ? D : c.num_kv_heads * D}, 0.05, 1.0);
+    }
     gen(n.ffn_norm(l), {H}, 0.05, 1.0);
+    if (c.moe_layer(l) < 0) {  // a dense layer
+      const std::int64_t F = c.dense_intermediate_size;
+      gen(n.dense_mlp(l, 1), {F, H}, h_std);
+      gen(n.dense_mlp(l, 2), {H, F}, 1.0 / std::sqrt(static_cast<double>(F)));
+      gen(n.dense_mlp(l, 3), {F, H}, h_std);
+      continue;
+    }
     gen(n.router(l), {c.num_experts, H}, h_std);
     for (int e = 0; e < c.num_experts; ++e) {
       gen(n.expert(l, e, 1), {I, H}, h_std);
@@ -109,6 +122,9 @@ void make_tiny_model(const std::string& dir, const TinyModelOptions& options) {
   MoeConfig c = options.config;
   if (c.tokenizer.empty() && c.vocab_size == 256) c.tokenizer = "byte";
   c.validate("make-tiny");
+  // Through config.json and back: the family's semantics (biases, q/k norms, which layers are
+  // dense) are those ferry reads from the file it writes.
+  c = config_from_json(config_to_json(c), "make-tiny");
   // The weights are generated in memory in float32 and then written: refuse sizes the machine
   // cannot hold instead of failing in an allocation.
   const double f32_bytes = c.parameter_count() * 4;

@@ -35,7 +35,7 @@ struct TinyModelOptions {
   CheckpointWriteOptions write;   // dtype and sharding
 };
 
-// `ferry moe make-tiny`: a random-weight Mixtral-architecture model in DIR.
+// `ferry moe make-tiny`: a random-weight model of config.model_type's family in DIR.
 void make_tiny_model(const std::string& dir, const TinyModelOptions& options);
 
 }  // namespace ferry::moe

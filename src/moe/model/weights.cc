@@ -32,12 +32,26 @@ DenseWeights load_dense_weights(const Checkpoint& ck) {
     lw.wk = load_tensor_f32(ck, n.attn(l, 'k'), {c.num_kv_heads * D, H});
     lw.wv = load_tensor_f32(ck, n.attn(l, 'v'), {c.num_kv_heads * D, H});
     lw.wo = load_tensor_f32(ck, n.attn(l, 'o'), {H, c.num_heads * D});
-    // Qwen2-MoE's q/k/v projections have biases (required); Mixtral's have none, and HF ignores
-    // any stored (as it ignores an o_proj bias in either family).
-    if (c.model_type == "qwen2_moe") {
+    // Mixtral's attention has no biases, and HF ignores any stored; the other families' as
+    // their config says (qkv_bias, o_bias), required then.
+    if (c.qkv_bias) {
       lw.bq = load_tensor_f32(ck, n.attn(l, 'q', "bias"), {c.num_heads * D});
       lw.bk = load_tensor_f32(ck, n.attn(l, 'k', "bias"), {c.num_kv_heads * D});
       lw.bv = load_tensor_f32(ck, n.attn(l, 'v', "bias"), {c.num_kv_heads * D});
+    }
+    if (c.o_bias) lw.bo = load_tensor_f32(ck, n.attn(l, 'o', "bias"), {H});
+    if (!c.qk_norm.empty()) {
+      const bool head = c.qk_norm == "head";
+      lw.q_norm = load_tensor_f32(ck, n.qk_norm(l, 'q'), {head ? D : c.num_heads * D});
+      lw.k_norm = load_tensor_f32(ck, n.qk_norm(l, 'k'), {head ? D : c.num_kv_heads * D});
+    }
+    if (c.moe_layer(l) < 0) {
+      const std::int64_t F = c.dense_intermediate_size;
+      lw.dw1 = load_tensor_f32(ck, n.dense_mlp(l, 1), {F, H});
+      lw.dw3 = load_tensor_f32(ck, n.dense_mlp(l, 3), {F, H});
+      lw.dw2 = load_tensor_f32(ck, n.dense_mlp(l, 2), {H, F});
+      w.layers.push_back(std::move(lw));
+      continue;
     }
     lw.router = load_tensor_f32(ck, n.router(l), {c.num_experts, H});
     if (c.shared_expert_intermediate_size > 0) {
@@ -52,9 +66,10 @@ DenseWeights load_dense_weights(const Checkpoint& ck) {
   return w;
 }
 
-ExpertWeights load_expert_weights(const Checkpoint& ck, int layer, int expert) {
+ExpertWeights load_expert_weights(const Checkpoint& ck, int moe_layer, int expert) {
   const MoeConfig& c = ck.config();
   TensorNames n(c);
+  const int layer = c.decoder_layer(moe_layer);
   const std::int64_t H = c.hidden_size, I = c.intermediate_size;
   return {load_tensor_f32(ck, n.expert(layer, expert, 1), {I, H}), load_tensor_f32(ck, n.expert(layer, expert, 3), {I, H}),
           load_tensor_f32(ck, n.expert(layer, expert, 2), {H, I})};

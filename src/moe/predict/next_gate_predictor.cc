@@ -5,7 +5,10 @@
 #include <cmath>
 #include <numeric>
 
+#include <torch/torch.h>
+
 #include "core/error.h"
+#include "moe/model/weights.h"
 #include "moe/predict/predictor.h"
 
 namespace ferry::moe {
@@ -62,6 +65,18 @@ class NextGatePredictor : public Predictor {
 
 std::unique_ptr<Predictor> make_next_gate_predictor(const RouterView* routers) {
   return std::make_unique<NextGatePredictor>(routers);
+}
+
+RouterView router_view(const DenseWeights& w) {
+  const MoeConfig& c = w.config;
+  RouterView rv{c.num_moe_layers(), c.num_experts, c.hidden_size, c.top_k, c.rms_norm_eps, {}, {}};
+  for (const auto& lw : w.layers) {
+    if (!lw.router.defined()) continue;  // a dense layer
+    FERRY_CHECK(lw.router.is_contiguous() && lw.ffn_norm.is_contiguous(), "router views need contiguous tensors");
+    rv.router.push_back(lw.router.data_ptr<float>());
+    rv.ffn_norm.push_back(lw.ffn_norm.data_ptr<float>());
+  }
+  return rv;
 }
 
 }  // namespace ferry::moe

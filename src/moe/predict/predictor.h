@@ -11,7 +11,9 @@
 
 namespace ferry::moe {
 
-// The router of every layer, as float32 views (owned by the engine; valid while it lives).
+struct DenseWeights;
+
+// The router of every MoE layer, as float32 views (owned by the engine; valid while it lives).
 struct RouterView {
   int num_layers = 0;
   int num_experts = 0;
@@ -49,5 +51,7 @@ class Predictor {
 // Next-gate (Pre-gated MoE, mixtral-offloading): applies layer l+d's norm and router to the current
 // hidden state; an expert's score is the fraction of tokens whose top-k holds it.
 std::unique_ptr<Predictor> make_next_gate_predictor(const RouterView* routers);
+// Views of the routers and their norms of every MoE layer of `w` (valid while `w` lives).
+RouterView router_view(const DenseWeights& w);
 
 }  // namespace ferry::moe

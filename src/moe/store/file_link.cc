@@ -51,7 +51,7 @@ class FileLink : public Link {
     const int which[3] = {1, 3, 2};
     const std::int64_t offsets[3] = {layout_.w1_offset(), layout_.w3_offset(), layout_.w2_offset()};
     for (int t = 0; t < 3; ++t) {
-      TensorRef ref = ck_->at(names_.expert(id.layer, id.expert, which[t]));
+      TensorRef ref = ck_->at(names_.expert(ck_->config().decoder_layer(id.layer), id.expert, which[t]));
       const int fd = fds_.at(ref.file).get();
       const std::uint64_t start = ref.file->file_offset(*ref.info), len = ref.info->nbytes();
       const std::size_t esize = dtype_size(ref.info->dtype);
