@@ -200,6 +200,33 @@ TEST(EngineVariants, FamiliesWithDenseLayersAndQkNorms) {
   }
 }
 
+// From disk there is no host copy: the policies that would run an expert on the host (Fiddler,
+// static-hot, PreScope's plan) load it instead; the budget holds and the logits are the reference's.
+TEST(EngineVariants, FileLinkStreamsWithoutAHostCopy) {
+  torch::set_num_threads(1);
+  TempDir dir;
+  TinyModelOptions o;
+  o.config = testing::tiny_config();
+  o.write.dtype = DType::kBF16;
+  make_tiny_model(dir.path(), o);
+  auto seqs = random_tokens(2, kPrompt + kDecode, 5);
+  auto expect = reference_logits(dir.path(), seqs);
+  for (const char* policy : {"fiddler", "static-hot", "prescope"}) {
+    EngineOptions eo;
+    eo.policy = policy;
+    eo.device_mem = "25%";
+    eo.link = "file";
+    eo.compute = "a100";  // a profile under which Fiddler would run small batches on the host
+    auto eng = MoeEngine::open(dir.path(), eo);
+    EXPECT_LT(max_diff_vs(*eng, seqs, expect), 1e-4) << policy;
+    const EngineStats s = eng->stats();
+    EXPECT_EQ(s.host_execs, 0u) << policy;
+    EXPECT_GT(s.store.bytes_moved, 0u) << policy;
+    EXPECT_LE(s.store.peak_bytes, s.budget_bytes) << policy;
+    EXPECT_NE(eng->describe().find("measured"), std::string::npos) << eng->describe();
+  }
+}
+
 TEST(ExpertStoreTest, DemandLoadOvertakesQueuedPrefetches) {
   TempDir dir;
   TinyModelOptions o;

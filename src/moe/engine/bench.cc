@@ -1,5 +1,6 @@
 #include "moe/engine/bench.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/metrics.h"
+#include "core/proc_stats.h"
 #include "core/report.h"
 #include "core/spec.h"
 #include "moe/engine/engine.h"
@@ -101,6 +103,8 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         auto eng = MoeEngine::open(o.model_dir, eo);
         SamplingOptions so;
         so.max_new_tokens = o.new_tokens;
+        const std::uint64_t read_before = process_storage_read_bytes();
+        reset_peak_rss();
         auto g = generate(*eng, prompts, so);
         auto s = eng->stats();
         BenchRow r;
@@ -117,6 +121,9 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         r.device_mem_budget_bytes = s.budget_bytes;
         r.host_execs = s.host_execs;
         r.expert_accesses = s.expert_accesses;
+        r.storage_read_bytes = process_storage_read_bytes() - read_before;
+        r.rss_peak_bytes = process_peak_rss_bytes();
+        r.link_busy_s = s.store.link_busy_s;
         r.prefetch_accuracy = s.store.prefetches ? static_cast<double>(s.store.prefetches_used) / s.store.prefetches : 0;
         const double generated = static_cast<double>(batch) * o.new_tokens;
         r.predictor_us_per_token = s.predictor_s / generated * 1e6;
@@ -129,17 +136,26 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
 }
 
 std::string bench_markdown(const std::vector<BenchRow>& rows) {
-  ReportTable md = ReportTable::of({"budget", "batch", "policy", "tokens/s", "TPOT ms", "TTFT ms", "hit rate",
-                                    "moved MiB", "io_wait", "host execs", "peak / budget MiB", "predictor us/tok",
-                                    "scheduler us/tok"});
-  for (const auto& r : rows)
-    md.add_row({r.budget, std::to_string(r.batch), r.policy, printf_cell(r.tokens_per_s, "%.1f"),
+  // Runs that read from storage (the file link) also show what the kernel counted.
+  const bool disk = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.storage_read_bytes > 0; });
+  std::vector<std::string> head = {"budget", "batch", "policy", "tokens/s", "TPOT ms", "TTFT ms", "hit rate",
+                                   "moved MiB", "io_wait", "host execs", "peak / budget MiB", "predictor us/tok",
+                                   "scheduler us/tok"};
+  if (disk) head.insert(head.end(), {"disk read MiB", "read MB/s", "RSS peak MiB"});
+  ReportTable md = ReportTable::of(head);
+  for (const auto& r : rows) {
+    std::vector<std::string> row = {r.budget, std::to_string(r.batch), r.policy, printf_cell(r.tokens_per_s, "%.1f"),
                 printf_cell(r.tpot_ms, "%.2f"), printf_cell(r.ttft_ms, "%.1f"), printf_cell(r.hit_rate, "%.3f"),
                 printf_cell(r.bytes_moved / 1048576.0, "%.1f"), printf_cell(r.io_wait_fraction, "%.2f"),
                 std::to_string(r.host_execs),
                 printf_cell(r.device_mem_peak_bytes / 1048576.0, "%.2f") + " / " +
                     printf_cell(r.device_mem_budget_bytes / 1048576.0, "%.2f"),
-                printf_cell(r.predictor_us_per_token, "%.1f"), printf_cell(r.scheduler_us_per_token, "%.1f")});
+                printf_cell(r.predictor_us_per_token, "%.1f"), printf_cell(r.scheduler_us_per_token, "%.1f")};
+    if (disk)
+      row.insert(row.end(), {printf_cell(r.storage_read_bytes / 1048576.0, "%.1f"), printf_cell(r.read_mb_per_s(), "%.0f"),
+                             printf_cell(r.rss_peak_bytes / 1048576.0, "%.0f")});
+    md.add_row(row);
+  }
   return md.markdown();
 }
 
@@ -150,14 +166,16 @@ std::vector<PlotScript> write_bench_outputs(const std::vector<BenchRow>& rows, c
   ReportTable csv = ReportTable::of({"policy", "batch", "budget", "tokens_per_s", "tpot_ms", "ttft_ms", "hit_rate",
                                      "bytes_moved", "io_wait_fraction", "device_mem_peak_bytes",
                                      "device_mem_budget_bytes", "host_execs", "expert_accesses", "prefetch_accuracy",
-                                     "predictor_us_per_token", "scheduler_us_per_token"});
+                                     "predictor_us_per_token", "scheduler_us_per_token", "storage_read_bytes",
+                                     "link_busy_s", "rss_peak_bytes"});
   for (const auto& r : rows)
     csv.add_row({r.policy, stream_cell(r.batch), r.budget, stream_cell(r.tokens_per_s), stream_cell(r.tpot_ms),
                  stream_cell(r.ttft_ms), stream_cell(r.hit_rate), stream_cell(r.bytes_moved),
                  stream_cell(r.io_wait_fraction), stream_cell(r.device_mem_peak_bytes),
                  stream_cell(r.device_mem_budget_bytes), stream_cell(r.host_execs), stream_cell(r.expert_accesses),
                  stream_cell(r.prefetch_accuracy), stream_cell(r.predictor_us_per_token),
-                 stream_cell(r.scheduler_us_per_token)});
+                 stream_cell(r.scheduler_us_per_token), stream_cell(r.storage_read_bytes), stream_cell(r.link_busy_s),
+                 stream_cell(r.rss_peak_bytes)});
   write_report_file((dir / "bench.csv").string(), csv.csv());
   write_report_file((dir / "bench.md").string(), header + "\n\n" + bench_markdown(rows));
   // One panel per budget: tokens/s against batch, a line per policy.

@@ -39,6 +39,11 @@ struct BenchRow {
   double io_wait_fraction = 0;  // io_wait / (prefill + decode time)
   std::uint64_t device_mem_peak_bytes = 0, device_mem_budget_bytes = 0;
   std::uint64_t host_execs = 0, expert_accesses = 0;
+  // What the kernel counted during generation (after the engine opened): bytes fetched from
+  // storage (a page-cache hit is not one), the link's busy time, and the process's peak resident set.
+  std::uint64_t storage_read_bytes = 0, rss_peak_bytes = 0;
+  double link_busy_s = 0;
+  double read_mb_per_s() const { return link_busy_s > 0 ? storage_read_bytes / link_busy_s / 1e6 : 0; }
   double prefetch_accuracy = 0;  // prefetched experts later used / prefetches
   // Overhead per generated token (batch x new tokens; the prompt's share included), steady clock:
   // the predictor the policy was given, and the rest of the policy's time (placement, planning,

@@ -182,7 +182,11 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
     FERRY_REQUIRE(!m.forced.empty(), "routing trace '", t->path, "' has no decode tokens");
   }
   m.w = load_dense_weights(*m.ck);
-  m.pool = HostPool::load(*m.ck);
+  // A link that reads the checkpoint itself (file) leaves no host copy: the experts stream from
+  // disk into the device budget (the whole point when they do not fit in memory), and none can
+  // run on the host, whatever the policy would choose.
+  const bool from_disk = parse_link_spec(options.link).kind == "file";
+  m.pool = HostPool::load(*m.ck, !from_disk);
   const std::uint64_t eb = m.pool->layout().bytes();
   m.budget = parse_device_mem(options.device_mem, m.pool->total_bytes());
   const std::uint64_t need = static_cast<std::uint64_t>(c.top_k) * eb;
@@ -196,11 +200,12 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   {
     torch::NoGradGuard ng;
     auto x = torch::randn({1, c.hidden_size});
+    auto weights = torch::randn({m.pool->layout().floats()});  // an expert's shape: the cost, not the values
     ExpertWork work{0, {0}, {1.f}};
     std::vector<double> t;
     for (int i = 0; i < 15; ++i) {
       double t0 = now_s();
-      m.run_expert(m.pool->expert({0, 0}), x, work);
+      m.run_expert(weights.data_ptr<float>(), x, work);
       t.push_back(now_s() - t0);
     }
     std::sort(t.begin(), t.end());
@@ -208,6 +213,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   }
   m.cost.device_expert_s = m.profile.device_expert_s > 0 ? m.profile.device_expert_s : measured;
   m.cost.host_token_s = m.profile.host_token_s > 0 ? m.profile.host_token_s : measured;
+  m.cost.host_available = !from_disk;
 
   LinkSpec spec = resolve_scaled_link(options.link, eb, m.cost.device_expert_s);
   spec.chunk_bytes = options.chunk_bytes;
@@ -225,7 +231,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
     m.store->preload(all);
   }
   m.policy->attach(PolicyContext{m.store.get(), &m.routers, c.num_moe_layers(), c.num_experts, c.top_k, m.cost});
-  m.protocol = std::make_unique<LayerProtocol>(*m.policy, &m.stats.policy_s);
+  m.protocol = std::make_unique<LayerProtocol>(*m.policy, &m.stats.policy_s, m.cost.host_available);
   m.stats.policy_s = m.stats.predictor_s = 0;  // set-up is not per-token work
 
   auto freqs = torch::outer(torch::arange(0, c.max_position_embeddings, torch::kFloat64), rope_inv_freq(c));

@@ -33,6 +33,7 @@ void LayerProtocol::run_layer(const RouteInfo& route, LayerBackend& backend) {
     MaybeTimer t(policy_s_);
     policy_.on_route(route, d.placement);
   }
+  if (!host_available_) d.placement.assign(n, Placement::kDevice);
   // Pin what is there before any callback can move it.
   d.fate.assign(n, ExpertFate::kLoading);
   d.was_resident.assign(n, 0);

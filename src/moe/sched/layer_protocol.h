@@ -65,7 +65,10 @@ class LayerProtocol {
  public:
   // `policy` outlives the protocol (the driver owns both). When `policy_s` is given, the steady-
   // clock time spent in the policy's callbacks is added to it (the engine's overhead report).
-  explicit LayerProtocol(Policy& policy, double* policy_s = nullptr) : policy_(policy), policy_s_(policy_s) {}
+  // `host_available` false: there is no host copy to compute from (experts stream from disk), so a
+  // host placement is loaded instead, whatever the policy chose.
+  explicit LayerProtocol(Policy& policy, double* policy_s = nullptr, bool host_available = true)
+      : policy_(policy), policy_s_(policy_s), host_available_(host_available) {}
 
   // Steps 1 to 7 for one layer.
   void run_layer(const RouteInfo& route, LayerBackend& backend);
@@ -78,6 +81,7 @@ class LayerProtocol {
  private:
   Policy& policy_;
   double* policy_s_;  // the driver's counter, outlives the protocol; null: not timed
+  bool host_available_;
   ProtocolCounts counts_;
   LayerDispatch layer_;  // reused across layers
 };

@@ -102,7 +102,7 @@ void PreScopePolicy::on_route(const RouteInfo& route, std::span<Placement> place
   }
   layer_device_s_ = static_cast<double>(route.experts.size()) * ctx_.cost.device_expert_s;
   layer_host_s_ = 0;
-  if (!any_missing || ctx_.cost.host_token_s <= 0) return;
+  if (!any_missing || ctx_.cost.host_token_s <= 0 || !ctx_.cost.host_available) return;
   inst.layers.push_back(std::move(lay));
   const PreSchedPlan plan = presched_solve(inst);
   for (std::size_t i = 0; i < route.experts.size(); ++i)

@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <map>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -43,6 +45,7 @@ class FileLink : public Link {
       if (!fd.valid()) fd = UniqueFd::open(f->path(), O_RDONLY);
       fds_.emplace(f.get(), std::move(fd));
     }
+    if (spec_.bandwidth_bytes_per_s <= 0) calibrate();
   }
 
   std::uint64_t transfer(ExpertId id, std::byte* dst, const std::atomic<bool>& cancel) override {
@@ -82,13 +85,14 @@ class FileLink : public Link {
   }
 
   double estimate_s(std::uint64_t bytes) const override {
-    // Without pacing assume a fast NVMe (about 3 GB/s).
-    const double bw = spec_.bandwidth_bytes_per_s > 0 ? spec_.bandwidth_bytes_per_s : 3e9;
-    return spec_.latency_s + static_cast<double>(bytes) / bw;
+    if (spec_.bandwidth_bytes_per_s > 0) return spec_.latency_s + static_cast<double>(bytes) / spec_.bandwidth_bytes_per_s;
+    return static_cast<double>(bytes) * measured_s_per_byte_;  // unpaced: what this disk did at open
   }
 
   std::string describe() const override {
     std::string s = std::string("file (") + (direct_ ? "O_DIRECT" : "buffered: O_DIRECT refused") + ")";
+    if (spec_.bandwidth_bytes_per_s <= 0)
+      s += ", measured " + format_bandwidth(1.0 / std::max(1e-15, measured_s_per_byte_)) + " into float32";
     if (spec_.bandwidth_bytes_per_s > 0) s += " paced to " + format_bandwidth(spec_.bandwidth_bytes_per_s);
     return s;
   }
@@ -100,8 +104,22 @@ class FileLink : public Link {
   ExpertLayout layout_;
   std::uint64_t chunk_ = 0;
   bool direct_ = true;
+  double measured_s_per_byte_ = 0;  // unpaced: seconds per float32 byte delivered, timed at open
   std::unique_ptr<std::byte, FreeDeleter> bounce_;
   std::map<const SafetensorsFile*, UniqueFd> fds_;
+
+  // The policies' transfer cost on an unpaced link is this disk's: two experts read (and
+  // converted) at open, as every transfer will be.
+  void calibrate() {
+    const ExpertLayout& L = layout_;
+    std::vector<float> scratch(static_cast<std::size_t>(L.floats()));
+    const std::atomic<bool> never(false);
+    const int n = std::min(2, ck_->config().num_experts);
+    const double t0 = now_s();
+    std::uint64_t bytes = 0;
+    for (int e = 0; e < n; ++e) bytes += transfer({0, e}, reinterpret_cast<std::byte*>(scratch.data()), never);
+    measured_s_per_byte_ = (now_s() - t0) / static_cast<double>(std::max<std::uint64_t>(1, bytes));
+  }
 };
 
 }  // namespace

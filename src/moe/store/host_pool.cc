@@ -2,7 +2,7 @@
 
 namespace ferry::moe {
 
-std::unique_ptr<HostPool> HostPool::load(const Checkpoint& ck) {
+std::unique_ptr<HostPool> HostPool::load(const Checkpoint& ck, bool with_data) {
   const MoeConfig& c = ck.config();
   auto pool = std::make_unique<HostPool>();
   pool->layout_ = {c.hidden_size, c.intermediate_size};
@@ -19,6 +19,7 @@ std::unique_ptr<HostPool> HostPool::load(const Checkpoint& ck) {
       ck.expect(n.expert(d, e, 3), {I, H});
       ck.expect(n.expert(d, e, 2), {H, I});
     }
+  if (!with_data) return pool;
   pool->data_.resize(static_cast<std::size_t>(pool->layout_.floats()) * c.num_moe_layers() * c.num_experts);
   for (int l = 0; l < c.num_moe_layers(); ++l)
     for (int e = 0; e < c.num_experts; ++e) {

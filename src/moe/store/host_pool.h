@@ -1,11 +1,13 @@
 // The host pool: every routed expert in host memory, float32, one contiguous block per expert
 // laid out [w1 (I x H) | w3 (I x H) | w2 (H x I)] so that moving an expert is one byte span.
+// Without data (experts that stream from disk) it only describes the layout and the count.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "core/error.h"
 #include "moe/model/checkpoint.h"
 #include "moe/store/expert_cache.h"
 
@@ -24,9 +26,12 @@ struct ExpertLayout {
 class HostPool {
  public:
   // Converts every expert of `ck` to float32 (checks shapes; throws FormatError naming a tensor).
-  static std::unique_ptr<HostPool> load(const Checkpoint& ck);
+  // with_data false: the shapes are checked, nothing is read or allocated.
+  static std::unique_ptr<HostPool> load(const Checkpoint& ck, bool with_data = true);
 
+  bool has_data() const { return !data_.empty(); }
   const float* expert(ExpertId id) const {
+    FERRY_CHECK(has_data(), "expert ", id.layer, "/", id.expert, " has no host copy (the experts stream from disk)");
     return data_.data() + (static_cast<std::size_t>(id.layer) * num_experts_ + id.expert) * layout_.floats();
   }
   const ExpertLayout& layout() const { return layout_; }
