@@ -27,8 +27,8 @@ Pcre2Regex::Pcre2Regex(const std::string& pattern, const Pcre2Options& options, 
   PCRE2_SIZE offset = 0;
   // Tokenizers' patterns are Unicode patterns over valid UTF-8; a pattern that is not itself
   // valid UTF-8 fails here with PCRE2's message.
-  std::uint32_t flags = PCRE2_UTF | PCRE2_UCP;
-  if (options.literal) flags |= PCRE2_LITERAL;
+  // (PCRE2_LITERAL takes no UCP: a literal has no classes for it to change.)
+  const std::uint32_t flags = options.literal ? PCRE2_UTF | PCRE2_LITERAL : PCRE2_UTF | PCRE2_UCP;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), flags, &err,
                                    &offset, nullptr);
   if (!code)
