@@ -287,10 +287,14 @@ std::string random_utf8(std::mt19937& rng, std::size_t n) {
 
 TEST(BpeTokenizer, DecodeOfEncodeIsExactForAnyBytes) {
   std::mt19937 rng(20261201);
+  const std::vector<std::string> added = {"<|endoftext|>", "<tool>", "<|end"};
   for (const json& pre : {qwen2_pre_tokenizer(), gpt2_pre_tokenizer()}) {
-    auto t = parse(make_json(pre));
+    json j = make_json(pre);
+    j["added_tokens"][1]["lstrip"] = false;  // lstrip drops the space before <tool> by design
+    auto t = parse(j);
     for (int i = 0; i < 400; ++i) {
-      const std::string s = i % 2 ? random_bytes(rng, rng() % 80) : random_utf8(rng, rng() % 40);
+      std::string s = i % 2 ? random_bytes(rng, rng() % 80) : random_utf8(rng, rng() % 40);
+      if (i % 3 == 0) s.insert(rng() % (s.size() + 1), added[rng() % added.size()]);
       const Ids ids = t->encode(s);
       for (auto id : ids) ASSERT_TRUE(id >= 0 && id < t->vocab_size()) << id;
       ASSERT_EQ(t->decode(ids), s) << "input of " << s.size() << " bytes, case " << i;
@@ -413,6 +417,33 @@ TEST(BpeTokenizer, MalformedFilesGiveOneFormatErrorNamingTheProblem) {
   expect_has(with([](json& j) { j["added_tokens"][1]["id"] = 97; }), "id 97 is 'a' in model.vocab");
   expect_has(with([](json& j) { j["added_tokens"][0].erase("content"); }), "missing required field 'content'");
   expect_has(with([](json& j) { j["added_tokens"][0]["special"] = "yes"; }), "added_tokens[0].special: expected true or false");
+}
+
+TEST(BpeTokenizer, AddedTokenSingleWordAndRstrip) {
+  json j = make_json(qwen2_pre_tokenizer());
+  j["added_tokens"][2]["single_word"] = true;  // <|end
+  j["added_tokens"][2]["rstrip"] = true;
+  auto t = parse(j);
+  // Touching a word character on the left ("x") or right ("y"): not a match, plain text.
+  // ("x" | "<|" | "end" under the Qwen2 regex).
+  EXPECT_EQ(t->encode("x<|end"), (Ids{120, 60, 124, 101, 110, 100}));
+  EXPECT_EQ(t->encode("<|endy"), (Ids{60, 124, 101, 110, 100, 121}));
+  EXPECT_EQ(t->encode("<|end"), (Ids{302}));
+  // Between spaces it matches, and rstrip swallows the spaces after it.
+  EXPECT_EQ(t->encode("a <|end  b"), (Ids{97, 32, 302, 98}));
+}
+
+TEST(BpeTokenizer, PathologicalRegexFailsInsteadOfHanging) {
+  json j = make_json(qwen2_pre_tokenizer());
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = R"((a|aa)+$)";
+  for (bool jit : {true, false}) {
+    BpeTokenizerOptions o;
+    o.regex.jit = jit;
+    o.regex.match_limit = 100000;
+    auto t = parse(j, o);
+    EXPECT_THROW(t->encode(std::string(64, 'a') + "b"), FormatError) << "jit " << jit;
+    EXPECT_EQ(t->encode("aa"), (Ids{97, 97}));
+  }
 }
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }

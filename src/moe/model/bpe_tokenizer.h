@@ -8,8 +8,10 @@
 // decode maps each id back to bytes: a vocabulary entry through GPT-2's alphabet (an entry
 // outside it as its own UTF-8, as HF's ByteLevel decoder does), an added token (special ones
 // too) as its content; ids in neither are skipped, as HF skips them. decode returns the exact
-// bytes, never U+FFFD replacements, so decode(encode(s)) == s for any bytes s when there is no
-// normalizer and no add_prefix_space (with NFC: == NFC of the valid runs of s).
+// bytes, never U+FFFD replacements, so decode(encode(s)) == s for any bytes s, unless the file
+// changes the text by design: a normalizer (NFC: the valid runs of s come back composed),
+// add_prefix_space (a space is added), a Removed split, lstrip/rstrip added tokens (the
+// whitespace they swallow is gone).
 //
 // bos_id(): the leading special token of a TemplateProcessing post-processor's `single`
 // template ([SpecialToken, Sequence A]), alone or inside a Sequence; -1 without one. A
