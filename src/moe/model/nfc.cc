@@ -30,6 +30,7 @@ std::string nfc_normalize(std::string_view text) {
       out += piece;
       continue;
     }
+    if (piece.size() > 0x7fffffff) FERRY_THROW(InvalidArgument, "NFC: a text run of ", piece.size(), " bytes is beyond ICU's 2 GiB");
     UErrorCode status = U_ZERO_ERROR;
     const icu::StringPiece sp(piece.data(), static_cast<std::int32_t>(piece.size()));
     if (nfc.isNormalizedUTF8(sp, status) && U_SUCCESS(status)) {

@@ -42,6 +42,7 @@ Pcre2Regex::Pcre2Regex(const std::string& pattern, const Pcre2Options& options, 
     throw std::bad_alloc();
   }
   pcre2_set_match_limit(static_cast<pcre2_match_context*>(context_), options.match_limit);
+  pcre2_set_heap_limit(static_cast<pcre2_match_context*>(context_), options.heap_limit_kib);
 }
 
 Pcre2Regex::~Pcre2Regex() { reset(); }
@@ -81,16 +82,20 @@ std::vector<std::pair<std::size_t, std::size_t>> Pcre2Regex::find_all(std::strin
   const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   std::size_t start = 0;
   while (start <= text.size()) {
-    const int rc = pcre2_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, data, context);
+    int rc = pcre2_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, data, context);
+    // The JIT runs on a fixed 32 KiB machine stack; the interpreter keeps its backtracking on the
+    // heap (bounded by the match limit), so a long piece that needs more is retried there.
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+      rc = pcre2_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, data, context);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0)
       FERRY_THROW(FormatError, origin_, ": the regex failed on the text (", pcre2_message(rc), ")");
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(data);
     const std::size_t b = ov[0], e = ov[1];
-    // \K inside a look-behind can report a match ending before it starts; such a match has no
-    // meaning as a piece of text.
-    if (e < b || e > text.size())
-      FERRY_THROW(FormatError, origin_, ": the regex reported a match ending before its start (\\K in a look-around?)");
+    // \K in a look-around (which PCRE2 >= 10.38 refuses to compile) could report a match outside
+    // the searched range; such a match has no meaning as a piece of text, and would stall the loop.
+    if (b < start || e < b || e > text.size())
+      FERRY_THROW(FormatError, origin_, ": the regex reported a match outside the searched text (\\K in a look-around?)");
     out.emplace_back(b, e);
     if (e > b) {
       start = e;

@@ -17,6 +17,7 @@ struct Pcre2Options {
   bool literal = false;                   // the pattern is a plain string (a Split's "String" pattern)
   bool jit = true;                        // JIT-compile when available (same matches, faster)
   std::uint32_t match_limit = 10'000'000; // bounds backtracking per match: a pathological pattern fails, not hangs
+  std::uint32_t heap_limit_kib = 262'144; // bounds the interpreter's backtracking memory per match (256 MiB)
 };
 
 class Pcre2Regex {
