@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh [--runs N] [--seeds] [SECONDS] [HARNESS...]
 #
 #   SECONDS    time per harness (default 60); ignored with --runs N (stop after N executions)
-#   HARNESS    idx safetensors safetensors_index config trace_mixtral trace_granite trace_layer0
+#   HARNESS    idx safetensors safetensors_index config tokenizer_json trace_mixtral trace_granite trace_layer0
 #              codec_none codec_fp16 codec_twobit codec_onebit codec_qsgd codec_terngrad
 #              codec_topk codec_randomk codec_dgc codec_powersgd (default: all)
 #   --seeds    regenerate the binary seeds of tests/fuzz/corpus first
@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(idx safetensors safetensors_index config trace_mixtral trace_granite trace_layer0
+all=(idx safetensors safetensors_index config tokenizer_json trace_mixtral trace_granite trace_layer0
      codec_none codec_fp16 codec_twobit codec_onebit codec_qsgd codec_terngrad codec_topk
      codec_randomk codec_dgc codec_powersgd)
 seconds=60
@@ -65,7 +65,7 @@ for h in "${harnesses[@]}"; do
   inputs=("$work" "tests/fuzz/corpus/$h")
   [ -d "tests/fuzz/regressions/$h" ] && inputs+=("tests/fuzz/regressions/$h")
   dict=()
-  case "$h" in config|safetensors*|trace_*) dict=(-dict=tests/fuzz/json.dict) ;; esac
+  case "$h" in config|tokenizer_json|safetensors*|trace_*) dict=(-dict=tests/fuzz/json.dict) ;; esac
   log=build/fuzz/logs/$h.log
   start=$(date +%s)
   result=ok

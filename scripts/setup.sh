@@ -11,6 +11,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
   libgtest-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libsentencepiece-dev
+  libpcre2-dev libicu-dev  # tokenizer.json: the pre-tokenizer regexes (PCRE2) and NFC (ICU)
   gnuplot-nox
   clang libclang-rt-dev
 )

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "moe/model/bpe_tokenizer.h"
 
 namespace ferry::moe {
 
@@ -23,10 +24,18 @@ std::string ByteTokenizer::decode(const std::vector<std::int32_t>& ids) const {
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const std::string& config_tokenizer,
                                           int vocab_size) {
   const auto sp = std::filesystem::path(dir) / "tokenizer.model";
+  const auto hf = std::filesystem::path(dir) / "tokenizer.json";
   if (config_tokenizer == "byte") return std::make_unique<ByteTokenizer>();
+  // tokenizer.model before tokenizer.json, although Hugging Face's AutoTokenizer prefers the
+  // latter: a checkpoint ships both only when its tokenizer is SentencePiece (Mixtral, Llama 2),
+  // and then tokenizer.json is the SentencePiece-style conversion (byte_fallback, Metaspace)
+  // that ferry's tokenizer.json reader refuses; the byte-level BPE checkpoints (Qwen2, OLMoE,
+  // DeepSeek, GPT-2) ship tokenizer.json alone. Both files describe the same tokenizer.
   if (std::filesystem::exists(sp)) return make_sentencepiece_tokenizer(sp.string());
+  if (std::filesystem::exists(hf)) return load_bpe_tokenizer_json(hf.string());
   if (vocab_size == 256) return std::make_unique<ByteTokenizer>();
-  FERRY_THROW(IoError, "model directory '", dir, "' has no tokenizer.model and its config does not name a tokenizer");
+  FERRY_THROW(IoError, "model directory '", dir,
+              "' has neither tokenizer.model nor tokenizer.json and its config does not name a tokenizer");
 }
 
 }  // namespace ferry::moe

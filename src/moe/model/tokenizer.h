@@ -1,4 +1,5 @@
-// Tokenizers: byte-level (ferry's tiny models) and SentencePiece (tokenizer.model of real checkpoints).
+// Tokenizers: byte-level (ferry's tiny models), SentencePiece (tokenizer.model of Mixtral-style
+// checkpoints) and byte-level BPE (tokenizer.json of Qwen2/OLMoE/DeepSeek-style ones, bpe_tokenizer.h).
 #pragma once
 
 #include <cstdint>
@@ -32,8 +33,10 @@ class ByteTokenizer : public Tokenizer {
 // ferry was built without SentencePiece.
 std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::string& model_path);
 
-// The tokenizer of a model directory: tokenizer.model when present, byte-level when config.json
-// says "ferry_tokenizer": "byte" (or the vocabulary is 256). Throws naming what is missing.
+// The tokenizer of a model directory: byte-level when config.json says "ferry_tokenizer": "byte";
+// else tokenizer.model (SentencePiece) when present; else tokenizer.json (byte-level BPE) when
+// present; else byte-level when the vocabulary is 256. Throws IoError naming what is missing,
+// FormatError for a tokenizer file ferry cannot read.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const std::string& config_tokenizer,
                                           int vocab_size);
 
