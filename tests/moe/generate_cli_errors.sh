@@ -20,5 +20,16 @@ gen "$tmp/none" --threads 1
 # A shape no machine of this kind holds is refused before any allocation (it was std::bad_alloc).
 expect_cli_error "make-tiny: this shape has" "$ferry" moe make-tiny --hidden 1000000000 --out "$tmp/huge"
 [ -e "$tmp/huge" ] && { echo "FAIL: make-tiny wrote a refused model"; failures=$((failures + 1)); }
+# Families and their parts.
+expect_cli_error "--family 'llama' is not one of mixtral, qwen2_moe, qwen3_moe, olmoe, deepseek" \
+  "$ferry" moe make-tiny --family llama --out "$tmp/f1"
+expect_cli_error "--dense-layers needs --family qwen2_moe, qwen3_moe or deepseek" \
+  "$ferry" moe make-tiny --family mixtral --dense-layers 1 --out "$tmp/f2"
+expect_cli_error "--shared-expert needs --family qwen2_moe or deepseek" \
+  "$ferry" moe make-tiny --family olmoe --shared-expert 16 --out "$tmp/f3"
+expect_cli_error "every layer is dense" "$ferry" moe make-tiny --family qwen3_moe --layers 2 --dense-layers 0,1 \
+  --out "$tmp/f4"
+expect_cli_error "cannot be written as first_k_dense_replace" \
+  "$ferry" moe make-tiny --family deepseek --layers 4 --dense-layers 2 --out "$tmp/f5"
 [ "$failures" -eq 0 ] && echo "all bad inputs rejected cleanly" && exit 0
 exit 1
