@@ -227,6 +227,27 @@ TEST(EngineVariants, FileLinkStreamsWithoutAHostCopy) {
   }
 }
 
+// Sliding windows: the engine's cache drops the keys no later query sees (a windowed layer keeps
+// W - 1 + T positions), and its logits stay the reference's through 100 decode steps.
+TEST(EngineVariants, SlidingWindowKeepsOnlyTheWindowInTheCache) {
+  torch::set_num_threads(1);
+  TempDir dir;
+  TinyModelOptions o;
+  o.config = testing::tiny_config();
+  o.config.sliding_window = 6;
+  make_tiny_model(dir.path(), o);
+  const int prompt = 8, total = 108;
+  auto seqs = random_tokens(1, total, 12);
+  auto expect = reference_logits(dir.path(), seqs);
+  EngineOptions eo;
+  eo.policy = "lru";
+  eo.device_mem = "50%";
+  auto eng = MoeEngine::open(dir.path(), eo);
+  EXPECT_LT(testing::max_diff_vs(*eng, seqs, expect, prompt), 1e-4);
+  // After the last decode step every layer holds the window's W - 1 older positions and the new one.
+  EXPECT_EQ(eng->kv_cached_positions(), 3 * 6);
+}
+
 TEST(ExpertStoreTest, DemandLoadOvertakesQueuedPrefetches) {
   TempDir dir;
   TinyModelOptions o;

@@ -120,6 +120,13 @@ struct MoeEngine::Impl {
   std::uint64_t budget = 0;
   torch::Tensor rope_cos, rope_sin;           // [max_pos, D]
   std::vector<torch::Tensor> k_cache, v_cache;  // per layer [B, kv, cap, D]
+  // Per layer: the position held at cache index 0. A windowed layer drops the keys no later query
+  // can see, so it holds at most W - 1 + T positions; every other layer starts at 0.
+  std::vector<std::int64_t> kv_start;
+  // The first position layer l must keep before a forward of T tokens from `pos`.
+  std::int64_t keep_from(int l) const {
+    return w.config.windowed(l) ? std::max<std::int64_t>(kv_start[l], pos - w.config.sliding_window + 1) : kv_start[l];
+  }
   std::int64_t pos = 0, batch = 0;
   EngineStats stats;
   RouteObserver observer;
@@ -134,7 +141,8 @@ struct MoeEngine::Impl {
   void compute_layer(int l, const torch::Tensor& m, const std::vector<ExpertWork>& work, const LayerDispatch& d,
                      torch::Tensor& out);
   torch::Tensor run_expert(const float* base, const torch::Tensor& m, const ExpertWork& work) const;
-  void ensure_cache(std::int64_t B, std::int64_t need);
+  // Room in every layer's cache for T more positions.
+  void ensure_cache(std::int64_t B, std::int64_t T);
 };
 
 MoeEngine::MoeEngine() : impl_(std::make_unique<Impl>()) {}
@@ -248,6 +256,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
 void MoeEngine::reset() {
   impl_->k_cache.assign(impl_->w.config.num_layers, torch::Tensor());
   impl_->v_cache.assign(impl_->w.config.num_layers, torch::Tensor());
+  impl_->kv_start.assign(impl_->w.config.num_layers, 0);
   impl_->pos = 0;
   impl_->batch = 0;
 }
@@ -255,6 +264,12 @@ void MoeEngine::reset() {
 const MoeConfig& MoeEngine::config() const { return impl_->w.config; }
 std::uint64_t MoeEngine::expert_bytes() const { return impl_->pool->layout().bytes(); }
 std::uint64_t MoeEngine::total_expert_bytes() const { return impl_->pool->total_bytes(); }
+std::int64_t MoeEngine::kv_cached_positions() const {
+  std::int64_t n = 0;
+  for (int l = 0; l < impl_->w.config.num_layers; ++l)
+    if (impl_->k_cache[l].defined()) n += impl_->pos - impl_->kv_start[l];
+  return n;
+}
 const CostModel& MoeEngine::cost_model() const { return impl_->cost; }
 void MoeEngine::set_route_observer(RouteObserver observer) { impl_->observer = std::move(observer); }
 
@@ -289,9 +304,10 @@ std::string MoeEngine::describe() const {
   return s.str();
 }
 
-void MoeEngine::Impl::ensure_cache(std::int64_t B, std::int64_t need) {
+void MoeEngine::Impl::ensure_cache(std::int64_t B, std::int64_t T) {
   const MoeConfig& c = w.config;
   for (int l = 0; l < c.num_layers; ++l) {
+    const std::int64_t need = pos - keep_from(l) + T;
     std::int64_t cap = k_cache[l].defined() ? k_cache[l].size(2) : 0;
     if (cap >= need) continue;
     std::int64_t ncap = std::max<std::int64_t>(need, std::max<std::int64_t>(64, cap * 2));
@@ -319,20 +335,28 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, std::int64_t B, std::in
   };
   q = rot(q);
   k = rot(k);
-  k_cache[l].slice(2, pos, pos + T).copy_(k);
-  v_cache[l].slice(2, pos, pos + T).copy_(v);
-  const std::int64_t S = pos + T;
+  std::int64_t& start = kv_start[l];
+  if (const std::int64_t from = keep_from(l); from > start) {  // slide the window's keys to index 0
+    const std::int64_t n = pos - from;
+    k_cache[l].slice(2, 0, n).copy_(k_cache[l].slice(2, from - start, pos - start).clone());
+    v_cache[l].slice(2, 0, n).copy_(v_cache[l].slice(2, from - start, pos - start).clone());
+    start = from;
+  }
+  const std::int64_t at = pos - start;  // the cache index of position pos
+  k_cache[l].slice(2, at, at + T).copy_(k);
+  v_cache[l].slice(2, at, at + T).copy_(v);
+  const std::int64_t S = at + T;  // cached positions start .. pos + T - 1
   auto kk = k_cache[l].slice(2, 0, S), vv = v_cache[l].slice(2, 0, S);
   if (nh != kvh) {
     kk = kk.repeat_interleave(nh / kvh, 1);
     vv = vv.repeat_interleave(nh / kvh, 1);
   }
   auto scores = torch::matmul(q, kk.transpose(2, 3)) / std::sqrt(static_cast<double>(D));
-  const bool window = c.windowed(l) && S > c.sliding_window;
+  const bool window = c.windowed(l) && pos + T > c.sliding_window;
   if (T > 1 || window) {
     // Query i (absolute position pos + i) sees keys j <= i, and with a window only j > i - W.
     auto qpos = torch::arange(pos, pos + T, torch::kInt64).view({T, 1});
-    auto kpos = torch::arange(0, S, torch::kInt64).view({1, S});
+    auto kpos = torch::arange(start, start + S, torch::kInt64).view({1, S});
     auto hidden = kpos > qpos;
     if (window) hidden = hidden.logical_or(kpos <= qpos - c.sliding_window);
     scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());
@@ -498,7 +522,7 @@ std::vector<float> MoeEngine::forward(const TokenBatch& tokens, bool all_positio
   FERRY_REQUIRE(m.pos + T <= c.max_position_embeddings, "sequence longer than max_position_embeddings (",
                 c.max_position_embeddings, ")");
   m.batch = B;
-  m.ensure_cache(B, m.pos + T);
+  m.ensure_cache(B, T);
   const std::int64_t H = c.hidden_size;
   auto x = m.w.embed.index_select(0, torch::from_blob(flat.data(), {B * T}, torch::kInt64)).view({B, T, H});
   for (int l = 0; l < c.num_layers; ++l) {

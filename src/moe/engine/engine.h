@@ -90,6 +90,8 @@ class MoeEngine : public LanguageModel {
   std::string describe() const;
   std::uint64_t expert_bytes() const;
   std::uint64_t total_expert_bytes() const;
+  // Positions the KV cache holds now, summed over layers (a windowed layer keeps at most W - 1 + T).
+  std::int64_t kv_cached_positions() const;
   const CostModel& cost_model() const;
 
  private:
