@@ -26,30 +26,26 @@ constexpr char kRaw[] =
     "<|endoftext|><s>\0\xff\xc3(\xed\xa0\x80 end  ";
 const std::string kText(kRaw, sizeof kRaw - 1);
 
-bool has_removed_split(const json& j) {
+// Whether any object in `j`, at any depth, has `key` with a value that satisfies `pred`.
+template <typename Pred>
+bool any_field(const json& j, const char* key, Pred pred) {
   if (j.is_object()) {
-    auto b = j.find("behavior");
-    if (b != j.end() && b->is_string() && b->get<std::string>() == "Removed") return true;
+    if (auto v = j.find(key); v != j.end() && pred(*v)) return true;
     for (const auto& [k, v] : j.items())
-      if (has_removed_split(v)) return true;
+      if (any_field(v, key, pred)) return true;
   } else if (j.is_array()) {
     for (const auto& v : j)
-      if (has_removed_split(v)) return true;
+      if (any_field(v, key, pred)) return true;
   }
   return false;
 }
 
+bool has_removed_split(const json& j) {
+  return any_field(j, "behavior", [](const json& v) { return v.is_string() && v.get<std::string>() == "Removed"; });
+}
+
 bool has_prefix_space(const json& j) {
-  if (j.is_object()) {
-    auto a = j.find("add_prefix_space");
-    if (a != j.end() && a->is_boolean() && a->get<bool>()) return true;
-    for (const auto& [k, v] : j.items())
-      if (has_prefix_space(v)) return true;
-  } else if (j.is_array()) {
-    for (const auto& v : j)
-      if (has_prefix_space(v)) return true;
-  }
-  return false;
+  return any_field(j, "add_prefix_space", [](const json& v) { return v.is_boolean() && v.get<bool>(); });
 }
 
 // Whether the parsed (hence well-formed) file promises decode(encode(s)) == s.
