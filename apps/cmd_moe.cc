@@ -1,4 +1,4 @@
-// `ferry moe <make-tiny|pretrain|generate|bench|trace|demo|simulate>`: MoE inference with expert offloading.
+// `ferry moe <make-tiny|pretrain|generate|bench|trace|demo|simulate|serve>`: MoE inference with expert offloading.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -346,9 +346,10 @@ int run_moe(int argc, char** argv) {
   tr->add_option("--dataset", tr_dataset, "the rows' dataset field")->capture_default_str();
   tr->add_flag("--no-hidden", tr_no_hidden, "skip the hidden-state side file");
 
-  // fit-predictor (apps/cmd_moe_predict.cc), logits (apps/cmd_moe_logits.cc)
+  // fit-predictor (apps/cmd_moe_predict.cc), logits (apps/cmd_moe_logits.cc), serve (apps/cmd_moe_serve.cc)
   auto fit_predictor = add_fit_predictor_command(app);
   auto logits = add_logits_command(app);
+  auto serve = add_serve_command(app);
 
   // demo
   auto* dm = app.add_subcommand("demo", "a short offloading comparison of the policies on a tiny model (~1 min)");
@@ -394,6 +395,7 @@ int run_moe(int argc, char** argv) {
   if (*bn) return run_bench_cmd(bo, bn_out, bn_threads, bn_overhead);
   if (*fit_predictor.app) return fit_predictor.run();
   if (*logits.app) return logits.run();
+  if (*serve.app) return serve.run();
   if (*sm) {
     auto rows = run_simulate(so);
     std::string header = "ferry moe simulate: trace " + so.trace + ", model " + so.model_shape + ", " +

@@ -16,5 +16,7 @@ struct MoeSubcommand {
 MoeSubcommand add_fit_predictor_command(CLI::App& moe);
 // logits (cmd_moe_logits.cc): teacher-forced logits of token sequences, as a .npy file.
 MoeSubcommand add_logits_command(CLI::App& moe);
+// serve (cmd_moe_serve.cc): the OpenAI-compatible HTTP server.
+MoeSubcommand add_serve_command(CLI::App& moe);
 
 }  // namespace ferry::apps

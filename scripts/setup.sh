@@ -12,6 +12,7 @@ packages=(
   dataset-fashion-mnist
   libgtest-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libsentencepiece-dev
   libpcre2-dev libicu-dev  # tokenizer.json: the pre-tokenizer regexes (PCRE2) and NFC (ICU)
+  libcpp-httplib-dev curl  # ferry moe serve's HTTP server; curl is one of its tests' clients
   gnuplot-nox
   clang libclang-rt-dev
 )

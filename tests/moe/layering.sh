@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The moe modules include only themselves and the modules below them (../shared/DESIGN.md):
-#   model, trace -> store, predict -> sched -> engine, sim
+#   model, trace -> store, predict -> sched -> engine, sim -> serve
 # and never train/, ps/ or comm/. The CMake targets enforce the same at link time; this catches
 # an upward include of a header-only type, which the linker cannot see.
 set -u
@@ -14,6 +14,7 @@ allowed() {
     sched) echo "sched store predict model trace" ;;
     engine) echo "engine sched store predict model trace" ;;
     sim) echo "sim sched store predict model trace" ;;
+    serve) echo "serve engine sched store predict model trace" ;;
     *) echo "" ;;
   esac
 }

@@ -58,33 +58,35 @@ TokenBatch make_prompts(const std::string& model_dir, const std::string& corpus,
   return out;
 }
 
+std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, const std::string& corpus, int tokens,
+                                              std::uint64_t seed) {
+  EngineOptions eo;
+  eo.policy = "lru";
+  eo.device_mem = "100%";
+  eo.link = "none";
+  auto eng = MoeEngine::open(model_dir, eo);
+  std::vector<std::int32_t> calib;
+  if (!corpus.empty()) {
+    auto toks = corpus_tokens(model_dir, corpus, 2u << 20);
+    const std::size_t from = toks.size() * 3 / 4;
+    calib.assign(toks.begin() + from, toks.begin() + std::min(toks.size(), from + static_cast<std::size_t>(tokens)));
+  } else {
+    calib = make_prompts(model_dir, "", 1, tokens, seed)[0];
+  }
+  const int max_len = eng->config().max_position_embeddings;
+  for (std::size_t at = 0; at < calib.size(); at += max_len) {
+    eng->reset();
+    eng->forward({std::vector<std::int32_t>(calib.begin() + at, calib.begin() + std::min(calib.size(), at + max_len))});
+  }
+  return eng->stats().expert_counts;
+}
+
 std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& progress) {
   FERRY_REQUIRE(!o.policies.empty() && !o.batches.empty() && !o.budgets.empty(), "bench needs policies, batches and budgets");
   for (int b : o.batches) FERRY_REQUIRE(b >= 1, "--batch values must be positive, got ", b);
   FERRY_REQUIRE(o.new_tokens >= 2, "--tokens must be at least 2 (one prefill, one decode step)");
   // Routing counts from calibration text (not the prompts), for the static placements.
-  std::vector<std::uint64_t> counts;
-  {
-    EngineOptions eo;
-    eo.policy = "lru";
-    eo.device_mem = "100%";
-    eo.link = "none";
-    auto eng = MoeEngine::open(o.model_dir, eo);
-    std::vector<std::int32_t> calib;
-    if (!o.corpus.empty()) {
-      auto toks = corpus_tokens(o.model_dir, o.corpus, 2u << 20);
-      const std::size_t from = toks.size() * 3 / 4;
-      calib.assign(toks.begin() + from, toks.begin() + std::min(toks.size(), from + o.calibration_tokens));
-    } else {
-      calib = make_prompts(o.model_dir, "", 1, o.calibration_tokens, o.seed + 99)[0];
-    }
-    const int max_len = eng->config().max_position_embeddings;
-    for (std::size_t at = 0; at < calib.size(); at += max_len) {
-      eng->reset();
-      eng->forward({std::vector<std::int32_t>(calib.begin() + at, calib.begin() + std::min(calib.size(), at + max_len))});
-    }
-    counts = eng->stats().expert_counts;
-  }
+  const std::vector<std::uint64_t> counts = calibration_counts(o.model_dir, o.corpus, o.calibration_tokens, o.seed + 99);
   std::vector<BenchRow> rows;
   const std::vector<std::string> policies = join_spec_items(o.policies);  // a spec's keys were split off on ','
   for (const auto& p : policies) make_policy(p);  // a bad spec fails before any run

@@ -74,6 +74,12 @@ struct OverheadResult {
 OverheadResult measure_overhead(const std::string& model_dir, int batch, int prompt_tokens, int new_tokens,
                                 int repeats, const std::string& corpus);
 
+// Routing counts [layer * E + e] of `tokens` calibration tokens for the static placements
+// (static-hot, fiddler: PolicyOptions::expert_counts): from the last quarter of the corpus, which
+// make_prompts() never takes prompts from, or random tokens drawn with `seed` when corpus is empty.
+std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, const std::string& corpus, int tokens,
+                                              std::uint64_t seed);
+
 // B prompts of `len` tokens: windows of the corpus text (or random tokens when corpus is empty).
 TokenBatch make_prompts(const std::string& model_dir, const std::string& corpus, int batch, int len,
                         std::uint64_t seed);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <span>
 #include <sstream>
 
@@ -105,6 +106,22 @@ struct ExpertWork {
   std::vector<float> gates;
 };
 
+// The keys and values of B sequences at one position: per layer [B, kv, cap, D]. Layer l holds
+// positions start[l] .. pos - 1 at cache indices 0 ..; a windowed layer drops the keys no later
+// query can see, so it holds at most W - 1 + T positions; every other layer starts at 0.
+struct KvCache {
+  std::vector<torch::Tensor> k, v;
+  std::vector<std::int64_t> start;
+  std::int64_t pos = 0;
+  explicit KvCache(int layers) : k(layers), v(layers), start(layers, 0) {}
+  std::int64_t cached_positions() const {
+    std::int64_t n = 0;
+    for (std::size_t l = 0; l < k.size(); ++l)
+      if (k[l].defined()) n += pos - start[l];
+    return n;
+  }
+};
+
 }  // namespace
 
 struct MoeEngine::Impl {
@@ -119,30 +136,34 @@ struct MoeEngine::Impl {
   EngineOptions options;
   std::uint64_t budget = 0;
   torch::Tensor rope_cos, rope_sin;           // [max_pos, D]
-  std::vector<torch::Tensor> k_cache, v_cache;  // per layer [B, kv, cap, D]
-  // Per layer: the position held at cache index 0. A windowed layer drops the keys no later query
-  // can see, so it holds at most W - 1 + T positions; every other layer starts at 0.
-  std::vector<std::int64_t> kv_start;
-  // The first position layer l must keep before a forward of T tokens from `pos`.
-  std::int64_t keep_from(int l) const {
-    return w.config.windowed(l) ? std::max<std::int64_t>(kv_start[l], pos - w.config.sliding_window + 1) : kv_start[l];
+  KvCache lockstep{0};                         // forward()'s batch of `batch` rows
+  std::int64_t batch = 0;
+  std::map<int, KvCache> sequences;            // step()'s sequences, one row each
+  int next_sequence = 0;
+  // The first position layer l of `kv` must keep before a forward of more tokens.
+  std::int64_t keep_from(const KvCache& kv, int l) const {
+    return w.config.windowed(l) ? std::max<std::int64_t>(kv.start[l], kv.pos - w.config.sliding_window + 1)
+                                : kv.start[l];
   }
-  std::int64_t pos = 0, batch = 0;
   EngineStats stats;
   RouteObserver observer;
   std::unique_ptr<TimedAdvisor> advisor;
   std::vector<const TraceToken*> forced;  // routing replay: the trace's decode tokens, in order
 
-  void attention(int l, torch::Tensor& x, std::int64_t B, std::int64_t T);
+  // Self-attention of layer l over x [B, T, H] (residual added) against the cache's positions.
+  void attention(int l, torch::Tensor& x, KvCache& kv);
   std::unique_ptr<LayerProtocol> protocol;  // over `policy`, timed into stats.policy_s
   // Decoder layer l's MLP on x [N, H]: its routed experts through the offloading protocol plus
   // the shared expert, or its dense MLP.
   torch::Tensor mlp(int l, const torch::Tensor& x);
+  // x [N, H] -> logits [N, V]; then the per-step bookkeeping of forward() and step().
+  std::vector<float> logits(const torch::Tensor& x);
+  torch::Tensor embed(const std::vector<std::int64_t>& ids) const;
   void compute_layer(int l, const torch::Tensor& m, const std::vector<ExpertWork>& work, const LayerDispatch& d,
                      torch::Tensor& out);
   torch::Tensor run_expert(const float* base, const torch::Tensor& m, const ExpertWork& work) const;
-  // Room in every layer's cache for T more positions.
-  void ensure_cache(std::int64_t B, std::int64_t T);
+  // Room in every layer of `kv` for T more positions of B rows.
+  void ensure_cache(KvCache& kv, std::int64_t B, std::int64_t T);
 };
 
 MoeEngine::MoeEngine() : impl_(std::make_unique<Impl>()) {}
@@ -254,20 +275,32 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
 }
 
 void MoeEngine::reset() {
-  impl_->k_cache.assign(impl_->w.config.num_layers, torch::Tensor());
-  impl_->v_cache.assign(impl_->w.config.num_layers, torch::Tensor());
-  impl_->kv_start.assign(impl_->w.config.num_layers, 0);
-  impl_->pos = 0;
+  impl_->lockstep = KvCache(impl_->w.config.num_layers);
   impl_->batch = 0;
+}
+
+int MoeEngine::open_sequence() {
+  const int id = impl_->next_sequence++;
+  impl_->sequences.emplace(id, KvCache(impl_->w.config.num_layers));
+  return id;
+}
+
+void MoeEngine::close_sequence(int sequence) {
+  FERRY_REQUIRE(impl_->sequences.erase(sequence) == 1, "close_sequence: unknown sequence ", sequence);
+}
+
+std::int64_t MoeEngine::sequence_position(int sequence) const {
+  auto it = impl_->sequences.find(sequence);
+  FERRY_REQUIRE(it != impl_->sequences.end(), "unknown sequence ", sequence);
+  return it->second.pos;
 }
 
 const MoeConfig& MoeEngine::config() const { return impl_->w.config; }
 std::uint64_t MoeEngine::expert_bytes() const { return impl_->pool->layout().bytes(); }
 std::uint64_t MoeEngine::total_expert_bytes() const { return impl_->pool->total_bytes(); }
 std::int64_t MoeEngine::kv_cached_positions() const {
-  std::int64_t n = 0;
-  for (int l = 0; l < impl_->w.config.num_layers; ++l)
-    if (impl_->k_cache[l].defined()) n += impl_->pos - impl_->kv_start[l];
+  std::int64_t n = impl_->lockstep.cached_positions();
+  for (const auto& [id, kv] : impl_->sequences) n += kv.cached_positions();
   return n;
 }
 const CostModel& MoeEngine::cost_model() const { return impl_->cost; }
@@ -305,10 +338,11 @@ std::string MoeEngine::describe() const {
   return s.str();
 }
 
-void MoeEngine::Impl::ensure_cache(std::int64_t B, std::int64_t T) {
+void MoeEngine::Impl::ensure_cache(KvCache& kv, std::int64_t B, std::int64_t T) {
   const MoeConfig& c = w.config;
   for (int l = 0; l < c.num_layers; ++l) {
-    const std::int64_t need = pos - keep_from(l) + T;
+    auto &k_cache = kv.k, &v_cache = kv.v;
+    const std::int64_t need = kv.pos - keep_from(kv, l) + T;
     std::int64_t cap = k_cache[l].defined() ? k_cache[l].size(2) : 0;
     if (cap >= need) continue;
     std::int64_t ncap = std::max<std::int64_t>(need, std::max<std::int64_t>(64, cap * 2));
@@ -324,8 +358,10 @@ void MoeEngine::Impl::ensure_cache(std::int64_t B, std::int64_t T) {
   }
 }
 
-void MoeEngine::Impl::attention(int l, torch::Tensor& x, std::int64_t B, std::int64_t T) {
+void MoeEngine::Impl::attention(int l, torch::Tensor& x, KvCache& kv) {
   const MoeConfig& c = w.config;
+  const std::int64_t B = x.size(0), T = x.size(1), pos = kv.pos;
+  auto &k_cache = kv.k, &v_cache = kv.v;
   const LayerWeights& lw = w.layers[l];
   const std::int64_t D = c.head_dim, nh = c.num_heads, kvh = c.num_kv_heads;
   auto [q, k, v] = project_qkv(rms_norm(x, lw.attn_norm, c.rms_norm_eps), lw, c);
@@ -336,8 +372,8 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, std::int64_t B, std::in
   };
   q = rot(q);
   k = rot(k);
-  std::int64_t& start = kv_start[l];
-  if (const std::int64_t from = keep_from(l); from > start) {  // slide the window's keys to index 0
+  std::int64_t& start = kv.start[l];
+  if (const std::int64_t from = keep_from(kv, l); from > start) {  // slide the window's keys to index 0
     const std::int64_t n = pos - from;
     k_cache[l].slice(2, 0, n).copy_(k_cache[l].slice(2, from - start, pos - start).clone());
     v_cache[l].slice(2, 0, n).copy_(v_cache[l].slice(2, from - start, pos - start).clone());
@@ -394,7 +430,7 @@ torch::Tensor MoeEngine::Impl::mlp(int decoder_layer, const torch::Tensor& x) {
     auto* pi = topi.data_ptr<std::int64_t>();
     auto* pw = topw.data_ptr<float>();
     for (std::int64_t t = 0; t < N; ++t) {
-      const std::int64_t j = t / T, p = pos + t % T;
+      const std::int64_t j = t / T, p = lockstep.pos + t % T;
       const TraceToken& tok = *forced[(static_cast<std::size_t>(j) * Ntr / static_cast<std::size_t>(batch) +
                                        static_cast<std::size_t>(p)) % Ntr];
       const bool has_w = l < static_cast<int>(tok.weights.size()) && tok.weights[l].size() == tok.experts[l].size();
@@ -502,6 +538,21 @@ void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::ve
   }
 }
 
+torch::Tensor MoeEngine::Impl::embed(const std::vector<std::int64_t>& ids) const {
+  const MoeConfig& c = w.config;
+  for (auto id : ids) FERRY_REQUIRE(id >= 0 && id < c.vocab_size, "token id ", id, " outside the vocabulary of ", c.vocab_size);
+  return w.embed.index_select(0, torch::from_blob(const_cast<std::int64_t*>(ids.data()),
+                                                  {static_cast<std::int64_t>(ids.size())}, torch::kInt64));
+}
+
+std::vector<float> MoeEngine::Impl::logits(const torch::Tensor& x) {
+  auto h = rms_norm(x, w.final_norm, w.config.rms_norm_eps);
+  auto out = torch::matmul(h, w.lm_head.t()).contiguous();
+  protocol->step_done();
+  ++stats.forwards;
+  return std::vector<float>(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
+}
+
 std::vector<float> MoeEngine::forward(const TokenBatch& tokens, bool all_positions) {
   torch::NoGradGuard no_grad;
   Impl& m = *impl_;
@@ -509,35 +560,75 @@ std::vector<float> MoeEngine::forward(const TokenBatch& tokens, bool all_positio
   const double t_start = now_s();
   FERRY_REQUIRE(!tokens.empty() && !tokens[0].empty(), "forward needs at least one token");
   const std::int64_t B = static_cast<std::int64_t>(tokens.size()), T = static_cast<std::int64_t>(tokens[0].size());
-  if (m.pos > 0)
+  KvCache& kv = m.lockstep;
+  if (kv.pos > 0)
     FERRY_REQUIRE(B == m.batch, "batch size changed from ", m.batch, " to ", B, " without reset()");
   std::vector<std::int64_t> flat;
   flat.reserve(static_cast<std::size_t>(B * T));
   for (const auto& row : tokens) {
     FERRY_REQUIRE(static_cast<std::int64_t>(row.size()) == T, "every row of a batch must have the same length");
-    for (auto id : row) {
-      FERRY_REQUIRE(id >= 0 && id < c.vocab_size, "token id ", id, " outside the vocabulary of ", c.vocab_size);
-      flat.push_back(id);
-    }
+    flat.insert(flat.end(), row.begin(), row.end());
   }
-  FERRY_REQUIRE(m.pos + T <= c.max_position_embeddings, "sequence longer than max_position_embeddings (",
+  FERRY_REQUIRE(kv.pos + T <= c.max_position_embeddings, "sequence longer than max_position_embeddings (",
                 c.max_position_embeddings, ")");
-  m.batch = B;
-  m.ensure_cache(B, T);
   const std::int64_t H = c.hidden_size;
-  auto x = m.w.embed.index_select(0, torch::from_blob(flat.data(), {B * T}, torch::kInt64)).view({B, T, H});
+  auto x = m.embed(flat).view({B, T, H});
+  m.batch = B;
+  m.ensure_cache(kv, B, T);
   for (int l = 0; l < c.num_layers; ++l) {
-    m.attention(l, x, B, T);
+    m.attention(l, x, kv);
     x = x + m.mlp(l, x.reshape({B * T, H})).view({B, T, H});
   }
-  m.pos += T;
-  auto h = rms_norm(all_positions ? x : x.slice(1, T - 1, T), m.w.final_norm, c.rms_norm_eps);
-  auto logits = torch::matmul(h, m.w.lm_head.t()).contiguous();
-  m.protocol->step_done();
-  ++m.stats.forwards;
+  kv.pos += T;
+  auto out = m.logits(all_positions ? x : x.slice(1, T - 1, T));
   m.stats.tokens += static_cast<std::uint64_t>(B * T);
   m.stats.forward_s += now_s() - t_start;
-  return std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
+  return out;
+}
+
+std::vector<float> MoeEngine::step(const std::vector<SequenceInput>& inputs) {
+  torch::NoGradGuard no_grad;
+  Impl& m = *impl_;
+  const MoeConfig& c = m.w.config;
+  const double t_start = now_s();
+  FERRY_REQUIRE(!inputs.empty(), "step needs at least one sequence");
+  FERRY_REQUIRE(m.forced.empty(), "routing replay (forced_routing) drives forward()'s lock-step batch, not step()");
+  std::vector<KvCache*> kvs;
+  std::vector<std::int64_t> flat, last;  // every input's tokens; the row of each input's last token
+  for (const auto& in : inputs) {
+    auto it = m.sequences.find(in.sequence);
+    FERRY_REQUIRE(it != m.sequences.end(), "step: unknown sequence ", in.sequence);
+    FERRY_REQUIRE(std::find(kvs.begin(), kvs.end(), &it->second) == kvs.end(), "step: sequence ", in.sequence,
+                  " given twice");
+    FERRY_REQUIRE(!in.tokens.empty(), "step: sequence ", in.sequence, " without tokens");
+    FERRY_REQUIRE(it->second.pos + static_cast<std::int64_t>(in.tokens.size()) <= c.max_position_embeddings,
+                  "sequence longer than max_position_embeddings (", c.max_position_embeddings, ")");
+    kvs.push_back(&it->second);
+    flat.insert(flat.end(), in.tokens.begin(), in.tokens.end());
+    last.push_back(static_cast<std::int64_t>(flat.size()) - 1);
+  }
+  const std::int64_t H = c.hidden_size, N = static_cast<std::int64_t>(flat.size());
+  auto x = m.embed(flat);  // [N, H]: the inputs' tokens one after the other
+  for (std::size_t i = 0; i < inputs.size(); ++i) m.ensure_cache(*kvs[i], 1, static_cast<std::int64_t>(inputs[i].tokens.size()));
+  for (int l = 0; l < c.num_layers; ++l) {
+    // Attention per sequence (its own cache and position), the MLP over every token at once.
+    std::vector<torch::Tensor> parts;
+    std::int64_t at = 0;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const auto T = static_cast<std::int64_t>(inputs[i].tokens.size());
+      auto xi = x.slice(0, at, at + T).view({1, T, H});
+      m.attention(l, xi, *kvs[i]);
+      parts.push_back(xi.view({T, H}));
+      at += T;
+    }
+    x = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
+    x = x + m.mlp(l, x);
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) kvs[i]->pos += static_cast<std::int64_t>(inputs[i].tokens.size());
+  auto out = m.logits(x.index_select(0, torch::from_blob(last.data(), {static_cast<std::int64_t>(last.size())}, torch::kInt64)));
+  m.stats.tokens += static_cast<std::uint64_t>(N);
+  m.stats.forward_s += now_s() - t_start;
+  return out;
 }
 
 }  // namespace ferry::moe

@@ -79,8 +79,28 @@ class MoeEngine : public LanguageModel {
   static std::unique_ptr<MoeEngine> open(const std::string& model_dir, const EngineOptions& options);
   ~MoeEngine() override;
 
+  // Lock-step batches (LanguageModel): every row of `tokens` at the same position.
   std::vector<float> forward(const TokenBatch& tokens, bool all_positions = false) override;
   void reset() override;
+
+  // Continuous batching (iteration-level scheduling, as Orca and vLLM do): sequences with their own
+  // KV caches and positions share one forward. A step takes any number of tokens per sequence (a
+  // prompt chunk or one decode token); their routed tokens meet in the same expert calls, so the
+  // policy sees the mixed batch. Independent of forward()'s lock-step batch.
+  struct SequenceInput {
+    int sequence = 0;                     // from open_sequence()
+    std::vector<std::int32_t> tokens;     // at least one; continue the sequence from its position
+  };
+  // A new, empty sequence; its id stays valid until close_sequence().
+  int open_sequence();
+  // Frees the sequence's KV cache. InvalidArgument for an unknown id.
+  void close_sequence(int sequence);
+  // One forward over every input; returns the logits of each input's last position, [inputs x V].
+  // InvalidArgument for an unknown or repeated sequence, an empty input, a token outside the
+  // vocabulary or a sequence past max_position_embeddings (nothing is changed then).
+  std::vector<float> step(const std::vector<SequenceInput>& inputs);
+  // The position (tokens so far) of an open sequence.
+  std::int64_t sequence_position(int sequence) const;
   const MoeConfig& config() const override;
 
   EngineStats stats() const;

@@ -10,6 +10,8 @@
 
 namespace ferry::moe {
 
+// Temperature, then top-k, then top-p (Holtzman et al. 2020, "The Curious Case of Neural Text
+// Degeneration"): the smallest set of the most likely tokens whose probability reaches top_p.
 int sample_token(const float* logits, int vocab, const SamplingOptions& options, std::uint64_t& rng_state) {
   if (options.temperature <= 0) return static_cast<int>(std::max_element(logits, logits + vocab) - logits);
   std::vector<int> idx(vocab);
@@ -20,6 +22,13 @@ int sample_token(const float* logits, int vocab, const SamplingOptions& options,
   const double mx = logits[idx[0]];
   double sum = 0;
   for (int i = 0; i < k; ++i) sum += p[i] = std::exp((logits[idx[i]] - mx) / options.temperature);
+  if (options.top_p < 1.0) {
+    double kept = 0;
+    int n = 0;
+    while (n < k && kept < options.top_p * sum) kept += p[n++];
+    k = std::max(n, 1);
+    sum = kept > 0 ? kept : p[0];
+  }
   std::mt19937_64 rng(rng_state);
   rng_state = rng();
   double r = std::uniform_real_distribution<double>(0, sum)(rng);

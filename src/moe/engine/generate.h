@@ -12,6 +12,7 @@ struct SamplingOptions {
   int max_new_tokens = 64;   // tokens generated per sequence (the first comes from the prefill)
   double temperature = 0.0;  // 0: greedy
   int top_k = 0;             // >0: sample among the k most likely tokens
+  double top_p = 1.0;        // <1: nucleus sampling, among the most likely tokens whose probability sums to top_p
   std::uint64_t seed = 1;    // sampling seed
 };
 

@@ -1,0 +1,123 @@
+// `ferry moe serve`: an OpenAI-compatible HTTP server over the offloading engine, with continuous
+// batching (src/moe/serve/server.h, docs/serve.md). Prints "listening on http://HOST:PORT" once it
+// accepts requests; SIGTERM or SIGINT drains and exits 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include "apps/cli.h"
+#include "apps/moe_subcommands.h"
+#include "core/error.h"
+#include "moe/engine/bench.h"
+#include "moe/model/corpus.h"
+#include "moe/model/tokenizer.h"
+#include "moe/sched/policy.h"
+#include "moe/serve/chat_template.h"
+#include "moe/serve/server.h"
+
+namespace ferry::apps {
+namespace {
+
+using namespace ferry::moe;
+
+struct ServeFlags {
+  std::string model, policy = "prescope", device_mem = "50%", link = "mixtral-a100", compute = "a100";
+  std::string calibration = "default";  // corpus of the static placements' routing counts
+  std::string chat_template;            // "" = the family's
+  ServeOptions serve;
+  int threads = 1;
+};
+
+int run_serve(ServeFlags& f) {
+  torch::set_num_threads(f.threads);
+  FERRY_REQUIRE(!policy_entry(f.policy).needs_future, "--policy ", f.policy,
+                " needs the future routing (a bound for the simulator); a server cannot know it");
+  // Signals go to one thread that waits for them, so that the server's threads never see one.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  EngineOptions eo;
+  eo.policy = f.policy;
+  eo.device_mem = f.device_mem;
+  eo.link = f.link;
+  eo.compute = f.compute;
+  make_policy(f.policy);  // a bad spec fails before the model loads
+  const std::string corpus = f.calibration == "default" ? default_corpus_path() : f.calibration;
+  eo.policy_options.expert_counts = calibration_counts(f.model, corpus, 512, 99);
+  auto engine = MoeEngine::open(f.model, eo);
+  const MoeConfig& c = engine->config();
+  auto tokenizer = load_tokenizer(f.model, c.tokenizer, c.vocab_size);
+  ServeOptions& o = f.serve;
+  if (o.model_name.empty()) o.model_name = std::filesystem::path(f.model).lexically_normal().filename().string();
+  if (o.model_name.empty()) o.model_name = "ferry";
+  o.chat_template = f.chat_template.empty() ? default_chat_template(c.model_type) : f.chat_template;
+  o.eos_ids = read_eos_ids(f.model);
+  MoeServer server(*engine, *tokenizer, o);
+  const int port = server.bind();
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::fprintf(stderr, "ferry moe serve: signal %d, draining (up to %gs)\n", sig, o.drain_s);
+    server.shutdown();
+  });
+  std::printf("%s\nchat template %s, max batch %d, queue %d, prefill chunk %d, max tokens %d\nlistening on http://%s:%d\n",
+              engine->describe().c_str(), o.chat_template.c_str(), o.batcher.max_batch, o.batcher.max_queue,
+              o.batcher.prefill_chunk, o.max_tokens, o.host.c_str(), port);
+  std::fflush(stdout);
+  server.run();
+  pthread_kill(signals.native_handle(), SIGTERM);  // ends the signal thread when run() ended otherwise
+  signals.join();
+  const auto st = engine->stats();
+  std::printf("stopped: %llu tokens, hit rate %.3f, %llu bytes moved\n", static_cast<unsigned long long>(st.tokens),
+              st.hit_rate(), static_cast<unsigned long long>(st.store.bytes_moved));
+  return 0;
+}
+
+}  // namespace
+
+MoeSubcommand add_serve_command(CLI::App& moe) {
+  auto flags = std::make_shared<ServeFlags>();
+  auto& f = *flags;
+  auto* c = moe.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat) with continuous batching");
+  c->add_option("--model", f.model, "model directory")->required();
+  c->add_option("--policy", f.policy, "offloading policy: " + choices(policy_names()))->capture_default_str();
+  c->add_option("--device-mem", f.device_mem, "device budget for experts: bytes (256MiB) or % of all experts")
+      ->capture_default_str();
+  c->add_option("--link", f.link, "pcie3, pcie4, BW,LAT (12GBps,10us), mixtral-a100, file, none")->capture_default_str();
+  c->add_option("--compute", f.compute, "none, a100 or DEVICE,HOST_PER_TOKEN (100us,1ms)")->capture_default_str();
+  c->add_option("--host", f.serve.host, "address to listen on (loopback by default)")->capture_default_str();
+  c->add_option("--port", f.serve.port, "TCP port (0 = any free port)")->check(CLI::Range(0, 65535))->capture_default_str();
+  c->add_option("--max-batch", f.serve.batcher.max_batch, "sequences decoded together")->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  c->add_option("--max-queue", f.serve.batcher.max_queue, "requests waiting for a slot before 429")
+      ->check(CLI::Range(0, 1 << 16))->capture_default_str();
+  c->add_option("--prefill-chunk", f.serve.batcher.prefill_chunk, "prompt tokens per step (bounds a decode's stall)")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  c->add_option("--max-tokens", f.serve.max_tokens, "most tokens a request may ask for")->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  c->add_option("--max-body", f.serve.max_body_bytes, "largest request body in bytes (413 above)")
+      ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30))->capture_default_str();
+  c->add_option("--api-key", f.serve.api_key, "require 'Authorization: Bearer KEY' on /v1 routes");
+  c->add_option("--model-name", f.serve.model_name, "model id in the API (default: the directory's name)");
+  c->add_option("--chat-template", f.chat_template, "chat template: " + choices(chat_template_names()) +
+                                                        " (default: the model family's)");
+  c->add_option("--calibration", f.calibration, "text for static-hot/fiddler routing counts ('default' = Python stdlib)")
+      ->capture_default_str();
+  c->add_option("--drain", f.serve.drain_s, "seconds running requests may finish after SIGTERM")
+      ->check(CLI::Range(0.0, 3600.0))->capture_default_str();
+  c->add_option("--threads", f.threads, "libtorch threads")->check(thread_count())->capture_default_str();
+  return MoeSubcommand{c, [flags] { return run_serve(*flags); }};
+}
+
+}  // namespace ferry::apps

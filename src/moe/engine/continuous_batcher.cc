@@ -1,0 +1,193 @@
+#include "moe/engine/continuous_batcher.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "core/clock.h"
+#include "core/error.h"
+
+namespace ferry::moe {
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kLength: return "length";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "error";
+}
+
+// A job holding a slot: its engine sequence, how much of its prompt is in, what it generated.
+struct ContinuousBatcher::Running {
+  GenerationJob job;
+  int sequence = -1;
+  std::size_t prompt_done = 0;  // prompt tokens already through the engine
+  int generated = 0;
+  std::int32_t last = 0;        // the token the next decode step feeds
+  std::uint64_t rng = 0;
+  bool prefilling() const { return prompt_done < job.prompt.size(); }
+};
+
+ContinuousBatcher::ContinuousBatcher(MoeEngine& engine, BatcherOptions options)
+    : engine_(engine), options_(options) {
+  FERRY_REQUIRE(options_.max_batch >= 1, "--max-batch must be at least 1, got ", options_.max_batch);
+  FERRY_REQUIRE(options_.max_queue >= 0, "--max-queue must not be negative, got ", options_.max_queue);
+  FERRY_REQUIRE(options_.prefill_chunk >= 1, "--prefill-chunk must be at least 1, got ", options_.prefill_chunk);
+}
+
+ContinuousBatcher::~ContinuousBatcher() { stop(0); }
+
+void ContinuousBatcher::start() {
+  FERRY_CHECK(!thread_.joinable(), "batcher started twice");
+  thread_ = std::thread([this] { loop(); });
+}
+
+ContinuousBatcher::Admit ContinuousBatcher::submit(GenerationJob job) {
+  FERRY_REQUIRE(!job.prompt.empty(), "a job needs at least one prompt token");
+  FERRY_REQUIRE(job.sampling.max_new_tokens >= 1, "a job needs max_new_tokens >= 1");
+  FERRY_REQUIRE(job.sink != nullptr, "a job needs a sink");
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Admit::kStopping;
+    if (static_cast<int>(queue_.size()) >= options_.max_queue + options_.max_batch - snapshot_.running)
+      return Admit::kQueueFull;
+    queue_.push_back(std::move(job));
+    snapshot_.queued = static_cast<int>(queue_.size());
+  }
+  cv_.notify_all();
+  return Admit::kQueued;
+}
+
+void ContinuousBatcher::stop(double drain_s) {
+  {
+    std::lock_guard lock(mu_);
+    if (!stopping_) {
+      stopping_ = true;
+      deadline_s_ = now_s() + std::max(0.0, drain_s);
+    }
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ContinuousBatcher::set_step_observer(std::function<void(const StepInfo&)> observer) {
+  observer_ = std::move(observer);
+}
+
+BatcherSnapshot ContinuousBatcher::snapshot() const {
+  std::lock_guard lock(mu_);
+  return snapshot_;
+}
+
+void ContinuousBatcher::loop() {
+  std::vector<Running> running;
+  auto finish = [&](Running& r, FinishReason why, const std::string& error) {
+    if (r.sequence >= 0) engine_.close_sequence(r.sequence);
+    r.sequence = -1;
+    r.job.sink->on_finish(why, error);
+  };
+  for (;;) {
+    bool past_deadline = false;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running.empty(); });
+      past_deadline = stopping_ && now_s() >= deadline_s_;
+      if (stopping_ && queue_.empty() && running.empty()) break;
+      // Joins at the step boundary, first come first served.
+      while (!past_deadline && static_cast<int>(running.size()) < options_.max_batch && !queue_.empty()) {
+        Running r;
+        r.job = std::move(queue_.front());
+        queue_.pop_front();
+        r.rng = r.job.sampling.seed;
+        running.push_back(std::move(r));
+      }
+      if (past_deadline) {  // what still waits is cancelled, outside the lock
+        for (auto& job : queue_) {
+          Running r;
+          r.job = std::move(job);
+          running.push_back(std::move(r));
+        }
+        queue_.clear();
+      }
+      snapshot_.queued = static_cast<int>(queue_.size());
+    }
+    for (auto& r : running)
+      if (r.sequence < 0 && !past_deadline) r.sequence = engine_.open_sequence();
+    // Leaves: gone clients, and everything once the drain time is over.
+    for (auto& r : running)
+      if (past_deadline || r.job.sink->cancelled()) finish(r, FinishReason::kCancelled, "");
+    std::erase_if(running, [](const Running& r) { return r.sequence < 0; });
+    if (!running.empty()) {
+      try {
+        run_step(running);
+      } catch (const std::exception& e) {  // never escapes the thread: every job of the step hears it
+        for (auto& r : running) finish(r, FinishReason::kError, e.what());
+        running.clear();
+      }
+      std::erase_if(running, [](const Running& r) { return r.sequence < 0; });
+    }
+    std::lock_guard lock(mu_);
+    snapshot_.running = static_cast<int>(running.size());
+    snapshot_.engine = engine_.stats();
+  }
+}
+
+void ContinuousBatcher::run_step(std::vector<Running>& running) {
+  std::vector<MoeEngine::SequenceInput> inputs;
+  std::vector<std::size_t> who;  // running index of each input
+  StepInfo info;
+  int prefill_left = options_.prefill_chunk;
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    Running& r = running[i];
+    if (!r.prefilling()) {
+      inputs.push_back({r.sequence, {r.last}});
+      ++info.decode_tokens;
+    } else if (prefill_left > 0) {
+      const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(prefill_left), r.job.prompt.size() - r.prompt_done);
+      inputs.push_back({r.sequence, std::vector<std::int32_t>(r.job.prompt.begin() + r.prompt_done,
+                                                              r.job.prompt.begin() + r.prompt_done + n)});
+      prefill_left -= static_cast<int>(n);
+      info.prefill_tokens += static_cast<int>(n);
+    } else {
+      continue;  // waits for the next step's prefill share
+    }
+    who.push_back(i);
+  }
+  info.sequences = static_cast<int>(inputs.size());
+  const double t0 = now_s();
+  const auto logits = engine_.step(inputs);
+  info.step_s = now_s() - t0;
+  const int V = engine_.config().vocab_size;
+  const std::int64_t max_pos = engine_.config().max_position_embeddings;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    Running& r = running[who[k]];
+    if (r.prefilling()) {
+      r.prompt_done += inputs[k].tokens.size();
+      if (r.prefilling()) continue;  // the logits of a prompt chunk before the last are not needed
+    }
+    const float* row = logits.data() + k * V;
+    const std::int32_t tok = sample_token(row, V, r.job.sampling, r.rng);
+    const auto& stops = r.job.stop_tokens;
+    if (std::find(stops.begin(), stops.end(), tok) != stops.end()) {
+      engine_.close_sequence(r.sequence);
+      r.sequence = -1;
+      r.job.sink->on_finish(FinishReason::kStop, "");
+      continue;
+    }
+    ++r.generated;
+    r.last = tok;
+    const bool more = r.job.sink->on_token(tok, std::span<const float>(row, static_cast<std::size_t>(V)));
+    const bool full = r.generated >= r.job.sampling.max_new_tokens || engine_.sequence_position(r.sequence) >= max_pos;
+    if (!more || full) {
+      engine_.close_sequence(r.sequence);
+      r.sequence = -1;
+      r.job.sink->on_finish(more ? FinishReason::kLength : FinishReason::kStop, "");
+    }
+  }
+  if (observer_) observer_(info);
+  std::lock_guard lock(mu_);
+  ++snapshot_.steps;
+}
+
+}  // namespace ferry::moe

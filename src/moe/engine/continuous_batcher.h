@@ -1,0 +1,110 @@
+// Continuous batching (iteration-level scheduling; Yu et al., "Orca", OSDI 2022; Kwon et al.,
+// "vLLM", SOSP 2023): one thread owns the engine and runs steps; every step each running sequence
+// decodes one token, and jobs from the queue join at the next step boundary, leave when done.
+// Sequences of different lengths share each step (MoeEngine::step), so the offloading policy sees
+// the routed tokens of the true mixed batch.
+//
+// Prefill is chunked (Agrawal et al., "Sarathi", 2023): a step carries at most `prefill_chunk`
+// prompt tokens besides the decode tokens, taken first-come first-served from the sequences still in
+// prefill. So a running decode waits per step at most for the forward of prefill_chunk extra tokens,
+// however long the prompt that just arrived; a prompt of P tokens joins after ceil(P / chunk) steps.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "moe/engine/engine.h"
+#include "moe/engine/generate.h"
+
+namespace ferry::moe {
+
+enum class FinishReason { kLength, kStop, kCancelled, kError };
+// "length", "stop", "cancelled", "error".
+const char* finish_reason_name(FinishReason reason);
+
+// What a job reports back; called on the batcher's thread, so each call must be quick.
+class GenerationSink {
+ public:
+  virtual ~GenerationSink() = default;
+  // Each generated token in order, with the logits it was drawn from (V values, valid during the
+  // call); false ends the sequence with kStop (a stop string was found).
+  virtual bool on_token(std::int32_t token, std::span<const float> logits) = 0;
+  // Once, last. `error` is set for kError.
+  virtual void on_finish(FinishReason reason, const std::string& error) = 0;
+  // Polled before every step: true when the client has gone; the slot is freed at that step.
+  virtual bool cancelled() const = 0;
+};
+
+struct GenerationJob {
+  std::vector<std::int32_t> prompt;       // at least one token
+  SamplingOptions sampling;               // max_new_tokens, temperature, top_k, top_p, seed
+  std::vector<std::int32_t> stop_tokens;  // end-of-sequence ids: finish with kStop, not sent to the sink
+  std::shared_ptr<GenerationSink> sink;   // shared with the submitter (an HTTP handler), which may outlive the job or not
+};
+
+struct BatcherOptions {
+  int max_batch = 16;      // sequences in one step (decoding or in prefill)
+  int max_queue = 64;      // jobs waiting for a slot; submit() refuses more
+  int prefill_chunk = 32;  // prompt tokens per step, over every sequence still in prefill
+};
+
+// One step, for metrics (on the batcher's thread).
+struct StepInfo {
+  int sequences = 0;       // in the step
+  int decode_tokens = 0;   // one per decoding sequence
+  int prefill_tokens = 0;  // prompt tokens of the step
+  double step_s = 0;       // the engine's forward
+};
+
+struct BatcherSnapshot {
+  int queued = 0, running = 0;
+  std::uint64_t steps = 0;
+  EngineStats engine;  // after the last step
+};
+
+class ContinuousBatcher {
+ public:
+  // `engine` outlives the batcher; only the batcher's thread calls it between start() and stop().
+  ContinuousBatcher(MoeEngine& engine, BatcherOptions options);
+  ~ContinuousBatcher();  // stop(0)
+  ContinuousBatcher(const ContinuousBatcher&) = delete;
+  ContinuousBatcher& operator=(const ContinuousBatcher&) = delete;
+
+  void start();
+  enum class Admit { kQueued, kQueueFull, kStopping };
+  // Queues a job, or refuses it (the queue is full, or stop() began); a refused job's sink hears nothing.
+  Admit submit(GenerationJob job);
+  // Refuses new jobs, lets the running and queued ones go on for up to `drain_s` seconds, then
+  // finishes the rest with kCancelled; joins the thread. Idempotent.
+  void stop(double drain_s);
+  // Called after every step, on the batcher's thread.
+  void set_step_observer(std::function<void(const StepInfo&)> observer);
+  BatcherSnapshot snapshot() const;
+  const BatcherOptions& options() const { return options_; }
+
+ private:
+  struct Running;
+  void loop();
+  void run_step(std::vector<Running>& running);
+
+  MoeEngine& engine_;
+  BatcherOptions options_;
+  std::function<void(const StepInfo&)> observer_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<GenerationJob> queue_;
+  bool stopping_ = false;
+  double deadline_s_ = 0;  // steady clock: cancel what still runs after this, once stopping
+  BatcherSnapshot snapshot_;
+  std::thread thread_;
+};
+
+}  // namespace ferry::moe

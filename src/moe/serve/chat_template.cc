@@ -1,0 +1,108 @@
+#include "moe/serve/chat_template.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/registry.h"
+
+namespace ferry::moe {
+
+namespace {
+
+Registry<ChatTemplateEntry>& registry() {
+  static Registry<ChatTemplateEntry> r("chat template");
+  return r;
+}
+
+void require_role(const ChatMessage& m, std::initializer_list<const char*> roles, const std::string& tmpl) {
+  for (const char* r : roles)
+    if (m.role == r) return;
+  FERRY_THROW(InvalidArgument, "chat template '", tmpl, "' has no place for role '", m.role, "'");
+}
+
+// Mixtral-8x7B-Instruct-v0.1's template: "[INST] user [/INST] answer</s>[INST] ...", after BOS. A
+// system message is put before the first user message, separated by a blank line (as Mistral's
+// later templates do; v0.1's raises an error instead).
+std::string render_mistral(const std::vector<ChatMessage>& msgs) {
+  std::string out, system;
+  for (const auto& m : msgs) {
+    require_role(m, {"system", "user", "assistant"}, "mistral");
+    if (m.role == "system") {
+      system += (system.empty() ? "" : "\n\n") + m.content;
+    } else if (m.role == "user") {
+      out += "[INST] " + (system.empty() ? m.content : system + "\n\n" + m.content) + " [/INST]";
+      system.clear();
+    } else {
+      out += " " + m.content + "</s>";
+    }
+  }
+  return out;
+}
+
+// ChatML (Qwen1.5/2/3-MoE): "<|im_start|>role\ncontent<|im_end|>\n" per message, then
+// "<|im_start|>assistant\n". Qwen2's template adds "You are a helpful assistant." when no system
+// message is given; so does this one.
+std::string render_chatml(const std::vector<ChatMessage>& msgs) {
+  std::string out;
+  if (msgs.empty() || msgs.front().role != "system") out += "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n";
+  for (const auto& m : msgs) {
+    require_role(m, {"system", "user", "assistant"}, "chatml");
+    out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+  }
+  return out + "<|im_start|>assistant\n";
+}
+
+// OLMoE-1B-7B-Instruct (Tulu): "<|endoftext|>" then "<|system|>\n", "<|user|>\n", "<|assistant|>\n"
+// before each message, "\n" after (an assistant message ends with "<|endoftext|>\n"), and
+// "<|assistant|>\n" to open the reply.
+std::string render_tulu(const std::vector<ChatMessage>& msgs) {
+  std::string out = "<|endoftext|>";
+  for (const auto& m : msgs) {
+    require_role(m, {"system", "user", "assistant"}, "tulu");
+    out += "<|" + m.role + "|>\n" + m.content + (m.role == "assistant" ? "<|endoftext|>\n" : "\n");
+  }
+  return out + "<|assistant|>\n";
+}
+
+// deepseek-moe-16b-chat: BOS, then an optional system text followed by "\n\n", "User: content\n\n",
+// "Assistant: content<|end▁of▁sentence|>", and "Assistant:" to open the reply.
+std::string render_deepseek(const std::vector<ChatMessage>& msgs) {
+  std::string out;
+  for (const auto& m : msgs) {
+    require_role(m, {"system", "user", "assistant"}, "deepseek");
+    if (m.role == "system") out += m.content + "\n\n";
+    else if (m.role == "user") out += "User: " + m.content + "\n\n";
+    else out += "Assistant: " + m.content + "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>";
+  }
+  return out + "Assistant:";
+}
+
+}  // namespace
+
+void register_builtin_chat_templates() {
+  auto& r = registry();
+  r.add_if_absent({"mistral", "[INST] user [/INST] answer</s> (Mixtral-8x7B-Instruct)", {"mixtral"}, true, render_mistral});
+  r.add_if_absent({"chatml", "<|im_start|>role ... <|im_end|> (Qwen2/3-MoE)", {"qwen2_moe", "qwen3_moe"}, false, render_chatml});
+  r.add_if_absent({"tulu", "<|user|> ... <|assistant|> (OLMoE-Instruct)", {"olmoe"}, false, render_tulu});
+  r.add_if_absent({"deepseek", "User: ... Assistant: (deepseek-moe-16b-chat)", {"deepseek"}, true, render_deepseek});
+  r.add_if_absent({"none", "no chat template: /v1/chat/completions is refused", {}, false, {}});
+}
+
+const ChatTemplateEntry& chat_template(const std::string& name) {
+  register_builtin_chat_templates();
+  return registry().at(name);
+}
+
+std::string default_chat_template(const std::string& model_type) {
+  register_builtin_chat_templates();
+  for (const auto& e : registry().entries())
+    if (std::find(e.families.begin(), e.families.end(), model_type) != e.families.end()) return e.name;
+  return "none";
+}
+
+std::vector<std::string> chat_template_names() {
+  register_builtin_chat_templates();
+  return registry().names();
+}
+
+}  // namespace ferry::moe

@@ -1,0 +1,37 @@
+// Chat templates: how a list of {role, content} messages becomes one prompt, per model family, as
+// the families' own tokenizer_config.json chat_template renders it (the text, before tokenization;
+// a tokenizer.json model maps special-token text such as <|im_start|> to its ids, and the
+// tokenizer's BOS id is prepended when the template asks for it). Registered by name
+// (core/registry.h); `ferry moe serve --chat-template NAME` overrides the family's default.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ferry::moe {
+
+struct ChatMessage {
+  std::string role;     // system, user or assistant
+  std::string content;
+};
+
+struct ChatTemplateEntry {
+  std::string name;
+  std::string summary;                  // one line: the format, and its source
+  std::vector<std::string> families;    // model_types whose default it is
+  bool adds_bos = false;                // the prompt starts with the tokenizer's BOS token
+  // Renders the conversation and the opening of the assistant's reply. Throws InvalidArgument for
+  // a role the template has no place for.
+  std::function<std::string(const std::vector<ChatMessage>&)> render = {};
+};
+
+// mistral (Mixtral), chatml (Qwen2/3-MoE), tulu (OLMoE), deepseek, none. Idempotent.
+void register_builtin_chat_templates();
+// The entry of `name`; InvalidArgument listing the known ones for an unknown name.
+const ChatTemplateEntry& chat_template(const std::string& name);
+// The default template of a model family ("none" when it has none).
+std::string default_chat_template(const std::string& model_type);
+std::vector<std::string> chat_template_names();
+
+}  // namespace ferry::moe

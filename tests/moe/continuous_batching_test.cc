@@ -1,0 +1,274 @@
+// Continuous batching: MoeEngine::step() over sequences of different lengths equals each sequence
+// alone through the reference forward (1e-4, the engine tests' bound on logits); the batcher's
+// greedy outputs for jobs served together equal the same jobs served one at a time, whatever the
+// policy; queue limits, cancellation, stop tokens and draining behave as documented.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "moe/engine/continuous_batcher.h"
+#include "moe/engine/engine.h"
+#include "moe/model/checkpoint.h"
+#include "moe/model/reference_model.h"
+#include "engine_test_util.h"
+#include "moe_test_util.h"
+
+namespace ferry::moe {
+namespace {
+
+using testing::TempDir;
+
+// Logits equal the reference within 1e-4 (engine_test.cc); two engine results that each hold that
+// bound differ by at most 2e-4, so a greedy choice can only differ where the top two are that close.
+constexpr double kLogitTol = 1e-4;
+
+std::vector<float> reference_logits(const std::string& dir, const std::vector<std::int32_t>& seq) {
+  auto ck = Checkpoint::open(dir);
+  auto ref = ReferenceModel::load(*ck);
+  return ref->forward({seq}, true);
+}
+
+class ContinuousBatching : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    torch::set_num_threads(1);
+    dir_ = new TempDir();
+    TinyModelOptions o;
+    o.config = testing::tiny_config();
+    o.config.sliding_window = 7;  // the windowed cache per sequence too
+    o.seed = 5;
+    make_tiny_model(dir_->path(), o);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::unique_ptr<MoeEngine> open(const std::string& policy, const std::string& budget) {
+    EngineOptions o;
+    o.policy = policy;
+    o.device_mem = budget;
+    o.link = "2GBps,5us";
+    o.chunk_bytes = 4096;
+    return MoeEngine::open(dir_->path(), o);
+  }
+  static TempDir* dir_;
+};
+TempDir* ContinuousBatching::dir_ = nullptr;
+
+TEST_F(ContinuousBatching, StepOfMixedSequencesEqualsEachSequenceAlone) {
+  // Three sequences: A is prefilled in chunks of 4 while B decodes; C joins late and leaves early.
+  const auto all = testing::random_tokens(3, 30, 77);
+  std::vector<std::vector<float>> expect;
+  for (const auto& s : all) expect.push_back(reference_logits(dir_->path(), s));
+  const int V = 256;
+  for (const char* policy : {"lru", "prescope", "ondemand"}) {
+    auto eng = open(policy, "30%");
+    const int a = eng->open_sequence(), b = eng->open_sequence();
+    std::vector<int> ids = {a, b, -1};
+    std::vector<int> pos = {0, 0, 0};
+    double worst = 0;
+    std::vector<int> len = {30, 30, 12};
+    for (int step = 0; step < 40; ++step) {
+      if (step == 6) ids[2] = eng->open_sequence();
+      std::vector<MoeEngine::SequenceInput> in;
+      std::vector<int> who;
+      for (int s = 0; s < 3; ++s) {
+        if (ids[s] < 0 || pos[s] >= len[s]) continue;
+        // A: chunks of 4; B: a prompt of 9, then one token; C: a prompt of 3, then one token.
+        const int n = s == 0 ? std::min(4, len[s] - pos[s]) : pos[s] == 0 ? (s == 1 ? 9 : 3) : 1;
+        in.push_back({ids[s], std::vector<std::int32_t>(all[s].begin() + pos[s], all[s].begin() + pos[s] + n)});
+        who.push_back(s);
+        pos[s] += n;
+      }
+      if (in.empty()) break;
+      const auto got = eng->step(in);
+      ASSERT_EQ(got.size(), in.size() * V);
+      for (std::size_t k = 0; k < in.size(); ++k) {
+        const int s = who[k], at = pos[s] - 1;  // the logits of the input's last position
+        EXPECT_EQ(eng->sequence_position(ids[s]), pos[s]);
+        for (int v = 0; v < V; ++v)
+          worst = std::max<double>(worst, std::abs(got[k * V + v] - expect[s][static_cast<std::size_t>(at) * V + v]));
+      }
+      if (ids[2] >= 0 && pos[2] >= len[2]) {
+        eng->close_sequence(ids[2]);
+        ids[2] = -1;
+        len[2] = 0;
+      }
+    }
+    EXPECT_LT(worst, kLogitTol) << policy;
+    EXPECT_EQ(pos[0], 30);
+    EXPECT_EQ(pos[1], 30);
+    // Windowed layers keep W - 1 + T positions per sequence: A's last chunk had 2 tokens, B's 1.
+    EXPECT_EQ(eng->kv_cached_positions(), 3 * (6 + 2) + 3 * (6 + 1));
+    auto st = eng->stats();
+    EXPECT_LE(st.store.peak_bytes, st.budget_bytes) << policy;
+  }
+}
+
+TEST_F(ContinuousBatching, StepRefusesBadInputsAndChangesNothing) {
+  auto eng = open("lru", "50%");
+  const int a = eng->open_sequence();
+  eng->step({{a, {1, 2, 3}}});
+  EXPECT_THROW(eng->step({{a + 100, {1}}}), InvalidArgument);
+  EXPECT_THROW(eng->step({{a, {1}}, {a, {2}}}), InvalidArgument);
+  EXPECT_THROW(eng->step({{a, {}}}), InvalidArgument);
+  EXPECT_THROW(eng->step({{a, {1, 256}}}), InvalidArgument);
+  EXPECT_THROW(eng->step({{a, std::vector<std::int32_t>(126, 1)}}), InvalidArgument);  // 3 + 126 > 128 positions
+  EXPECT_THROW(eng->step({}), InvalidArgument);
+  EXPECT_EQ(eng->sequence_position(a), 3);
+  // Still the same sequence: its next logits are the reference's.
+  const auto got = eng->step({{a, {4}}});
+  const auto expect = reference_logits(dir_->path(), {1, 2, 3, 4});
+  double worst = 0;
+  for (int v = 0; v < 256; ++v) worst = std::max<double>(worst, std::abs(got[v] - expect[3 * 256 + v]));
+  EXPECT_LT(worst, kLogitTol);
+  eng->close_sequence(a);
+  EXPECT_THROW(eng->close_sequence(a), InvalidArgument);
+  EXPECT_EQ(eng->kv_cached_positions(), 0);
+}
+
+// Collects a job's tokens; can cancel itself after `cancel_after` tokens.
+class Collect : public GenerationSink {
+ public:
+  explicit Collect(int cancel_after = -1) : cancel_after_(cancel_after) {}
+  bool on_token(std::int32_t token, std::span<const float>) override {
+    std::lock_guard lock(mu_);
+    tokens.push_back(token);
+    if (cancel_after_ >= 0 && static_cast<int>(tokens.size()) >= cancel_after_) gone_ = true;
+    return true;
+  }
+  void on_finish(FinishReason r, const std::string& e) override {
+    std::lock_guard lock(mu_);
+    reason = r;
+    error = e;
+    done = true;
+    cv_.notify_all();
+  }
+  bool cancelled() const override { return gone_.load(); }
+  void wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return done; });
+  }
+  std::vector<std::int32_t> tokens;
+  FinishReason reason = FinishReason::kError;
+  std::string error;
+  bool done = false;
+
+ private:
+  int cancel_after_;
+  std::atomic<bool> gone_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+GenerationJob job(const std::vector<std::int32_t>& prompt, int max_new, std::shared_ptr<GenerationSink> sink) {
+  GenerationJob j;
+  j.prompt = prompt;
+  j.sampling.max_new_tokens = max_new;
+  j.sink = std::move(sink);
+  return j;
+}
+
+// Greedy tokens of each prompt through a batcher; all jobs submitted before the first step.
+std::vector<std::vector<std::int32_t>> serve(MoeEngine& eng, const BatcherOptions& bo, const TokenBatch& prompts,
+                                             const std::vector<int>& max_new) {
+  ContinuousBatcher batcher(eng, bo);
+  std::vector<std::shared_ptr<Collect>> sinks;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    sinks.push_back(std::make_shared<Collect>());
+    EXPECT_EQ(batcher.submit(job(prompts[i], max_new[i], sinks.back())), ContinuousBatcher::Admit::kQueued);
+  }
+  batcher.start();
+  std::vector<std::vector<std::int32_t>> out;
+  for (auto& s : sinks) {
+    s->wait();
+    EXPECT_EQ(s->reason, FinishReason::kLength) << s->error;
+    out.push_back(s->tokens);
+  }
+  batcher.stop(0);
+  return out;
+}
+
+TEST_F(ContinuousBatching, GreedyOutputsServedTogetherEqualOneAtATime) {
+  TokenBatch prompts;
+  std::vector<int> max_new;
+  for (int i = 0; i < 7; ++i) {
+    prompts.push_back(testing::random_tokens(1, 3 + 5 * i, 200 + i)[0]);  // prompts of 3 .. 33 tokens
+    max_new.push_back(4 + (i * 7) % 13);                                  // and 4 .. 16 new tokens
+  }
+  auto alone_eng = open("lru", "100%");
+  const auto alone = serve(*alone_eng, BatcherOptions{1, 16, 64}, prompts, max_new);
+  for (const char* policy : {"prescope", "lru", "fiddler"}) {
+    auto eng = open(policy, "25%");
+    const auto together = serve(*eng, BatcherOptions{4, 16, 5}, prompts, max_new);  // chunked prefill of 5
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+      ASSERT_EQ(together[i].size(), static_cast<std::size_t>(max_new[i]));
+      std::size_t d = 0;
+      while (d < together[i].size() && together[i][d] == alone[i][d]) ++d;
+      if (d == together[i].size()) continue;
+      // A different token only where the reference's top two are within the two runs' error.
+      std::vector<std::int32_t> seq = prompts[i];
+      seq.insert(seq.end(), alone[i].begin(), alone[i].begin() + static_cast<std::ptrdiff_t>(d));
+      const auto ref = reference_logits(dir_->path(), seq);
+      const float* last = ref.data() + (seq.size() - 1) * 256;
+      EXPECT_LE(std::abs(last[together[i][d]] - last[alone[i][d]]), 2 * kLogitTol)
+          << policy << " request " << i << " differs at token " << d << " without a near tie";
+    }
+  }
+}
+
+TEST_F(ContinuousBatching, QueueLimitCancellationStopTokensAndDrain) {
+  auto eng = open("lru", "50%");
+  const auto p = testing::random_tokens(1, 6, 9)[0];
+  {
+    // Before start(): max_batch 1 + max_queue 1 places; the third job is refused.
+    ContinuousBatcher b(*eng, BatcherOptions{1, 1, 8});
+    auto s1 = std::make_shared<Collect>(), s2 = std::make_shared<Collect>(2), s3 = std::make_shared<Collect>();
+    EXPECT_EQ(b.submit(job(p, 5, s1)), ContinuousBatcher::Admit::kQueued);
+    EXPECT_EQ(b.submit(job(p, 50, s2)), ContinuousBatcher::Admit::kQueued);
+    EXPECT_EQ(b.submit(job(p, 5, s3)), ContinuousBatcher::Admit::kQueueFull);
+    b.start();
+    s1->wait();
+    s2->wait();
+    EXPECT_EQ(s1->reason, FinishReason::kLength);
+    EXPECT_EQ(s1->tokens.size(), 5u);
+    // Cancelled after its 2nd token: the slot is freed before the next step, so no 3rd token.
+    EXPECT_EQ(s2->reason, FinishReason::kCancelled);
+    EXPECT_EQ(s2->tokens.size(), 2u);
+    EXPECT_FALSE(s3->done);
+    EXPECT_EQ(eng->kv_cached_positions(), 0);
+    b.stop(0);
+    EXPECT_EQ(b.submit(job(p, 5, s3)), ContinuousBatcher::Admit::kStopping);
+  }
+  {
+    // A stop token: the greedy 3rd token of the prompt ends the job with kStop after 2 tokens.
+    ContinuousBatcher b(*eng, BatcherOptions{2, 4, 8});
+    auto probe = std::make_shared<Collect>();
+    b.submit(job(p, 3, probe));
+    b.start();
+    probe->wait();
+    auto stopped = std::make_shared<Collect>();
+    auto j = job(p, 10, stopped);
+    j.stop_tokens = {probe->tokens[2]};
+    if (probe->tokens[0] != probe->tokens[2] && probe->tokens[1] != probe->tokens[2]) {
+      b.submit(std::move(j));
+      stopped->wait();
+      EXPECT_EQ(stopped->reason, FinishReason::kStop);
+      EXPECT_EQ(stopped->tokens, std::vector<std::int32_t>(probe->tokens.begin(), probe->tokens.begin() + 2));
+    }
+    // Drain of 0 s: a long job is cancelled at the next step, and stop() returns.
+    auto long_job = std::make_shared<Collect>();
+    b.submit(job(p, 100, long_job));
+    for (int i = 0; i < 10000 && b.snapshot().running != 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    b.stop(0);
+    EXPECT_TRUE(long_job->done);
+    EXPECT_EQ(long_job->reason, FinishReason::kCancelled);
+    EXPECT_LT(long_job->tokens.size(), 100u);
+  }
+}
+
+}  // namespace
+}  // namespace ferry::moe
