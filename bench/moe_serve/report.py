@@ -50,7 +50,7 @@ def load_serve(directory):
 
 
 def load_lockstep(path, where):
-    """{(policy, batch): tokens_per_s}. A lock-step CSV may hold several rows per (policy, batch)
+    """{(policy, batch): row}. A lock-step CSV may hold several rows per (policy, batch)
     (ferry moe bench sweeps device-memory budgets): --lockstep-where must then pick one."""
     out = {}
     with open(path, newline="") as fh:
@@ -61,11 +61,11 @@ def load_lockstep(path, where):
             if key in out:
                 sys.exit(f"report.py: error: {path} has several rows for policy {key[0]} batch {key[1]}; "
                          f"pick one with --lockstep-where COLUMN=VALUE (e.g. budget=25%)")
-            out[key] = num(r["tokens_per_s"])
+            out[key] = {k: num(r[k]) for k in ("tokens_per_s", "tpot_ms", "ttft_ms")}
     return out
 
 
-def tables(rows, labels, levels, lockstep):
+def tables(rows, labels, levels, lockstep, lockstep_tokens=0):
     at = {(r["label"], r["concurrency"]): r for r in rows}
     md = ["## Server throughput and latency", "",
           "| policy | concurrency | tokens/s | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms | TPOT p99 ms | errors |",
@@ -98,16 +98,25 @@ def tables(rows, labels, levels, lockstep):
         md.append(f"| {c} | {best['label'] if best else '–'} | " + " | ".join(cells) + " |")
 
     if lockstep is not None:
-        # Continuous batching at concurrency B should reach roughly lock-step decoding at batch B;
-        # the gap is what serving (prefill interleaving, HTTP, scheduling) costs.
+        # ferry moe bench's tokens/s is decode only (B x steps / decode time); the server's counts
+        # every token over the wall time, prefill and arrival included. The lock-step end-to-end
+        # rate, B x T / (TTFT + (T - 1) TPOT) with T = --lockstep-tokens, is the like-for-like
+        # figure; TPOT compares the decode steps themselves.
+        T = lockstep_tokens
         md += ["", "## Server vs lock-step decoding", "",
-               "| policy | B | server tokens/s (concurrency B) | lock-step tokens/s (batch B) | server / lock-step |",
-               "|---|---:|---:|---:|---:|"]
+               f"Lock-step: `ferry moe bench`, B sequences of equal length decoded together, {T} new tokens each; "
+               "end-to-end = B x T / (TTFT + (T - 1) x TPOT).", "",
+               "| policy | B | server tokens/s (concurrency B) | lock-step decode tokens/s | lock-step end-to-end tokens/s "
+               "| server / lock-step end-to-end | server TPOT p50 ms | lock-step TPOT ms |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for label in labels:
             for c in levels:
                 if (label, c) in at and (label, c) in lockstep:
-                    s, l = at[(label, c)]["tokens_per_s"], lockstep[(label, c)]
-                    md.append(f"| {label} | {c} | {f(s)} | {f(l)} | {f(ratio(s, l), '.2f')} |")
+                    s, l = at[(label, c)], lockstep[(label, c)]
+                    e2e = c * T / ((l["ttft_ms"] + (T - 1) * l["tpot_ms"]) / 1000.0) if l["tpot_ms"] else None
+                    md.append(f"| {label} | {c} | {f(s['tokens_per_s'])} | {f(l['tokens_per_s'])} | {f(e2e)} | "
+                              f"{f(ratio(s['tokens_per_s'], e2e), '.2f')} | {f(s['tpot_p50_ms'], '.2f')} | "
+                              f"{f(l['tpot_ms'], '.2f')} |")
     return "\n".join(md) + "\n"
 
 
@@ -135,7 +144,8 @@ def gnuplot_script(rows, labels, terminal):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("dir", help="directory holding loadgen.py's serve_LABEL.csv files")
-    p.add_argument("--lockstep", help="CSV with columns policy,batch,tokens_per_s from a lock-step benchmark")
+    p.add_argument("--lockstep", help="ferry moe bench's bench.csv (policy,batch,tokens_per_s,tpot_ms,ttft_ms)")
+    p.add_argument("--lockstep-tokens", type=int, default=40, help="new tokens per sequence of the lock-step run")
     p.add_argument("--lockstep-where", action="append", default=[], metavar="COLUMN=VALUE",
                    help="keep only lock-step rows with this value (repeatable), e.g. budget=25%%")
     args = p.parse_args()
@@ -161,7 +171,7 @@ def main():
             w.writerow(["" if r[k] is None else format(r[k], ".6g") if isinstance(r[k], float) else r[k]
                         for k in FIELDS])
     with open(os.path.join(args.dir, "serve.md"), "w") as fh:
-        fh.write(tables(rows, labels, levels, lockstep))
+        fh.write(tables(rows, labels, levels, lockstep, args.lockstep_tokens))
 
     gnuplot = shutil.which("gnuplot")
     terminal = "pngcairo"

@@ -43,7 +43,7 @@ done
 # Lock-step batches of the same mean lengths (56 prompt tokens, 40 new) for the comparison.
 "$FERRY" moe bench --model "$MODEL" --policies "$POLICIES" --batch "$CONCURRENCY" --device-mem 25% \
   --tokens 40 --prompt-tokens 56 --link mixtral-a100 --compute a100 --out "$OUT/lockstep"
-"$PY" bench/moe_serve/report.py "$OUT" --lockstep "$OUT/lockstep/bench.csv" --lockstep-where budget=25%
+"$PY" bench/moe_serve/report.py "$OUT" --lockstep "$OUT/lockstep/bench.csv" --lockstep-where budget=25% --lockstep-tokens 40
 RES=bench/moe_serve/results
 mkdir -p "$RES"
 cp "$OUT/serve.csv" "$OUT/serve.md" "$OUT/lockstep/bench.csv" "$RES/"
