@@ -23,7 +23,7 @@ rm -f "$OUT"/serve_*.csv "$OUT"/serve_*.json
 for policy in ${POLICIES//,/ }; do
   log="$OUT/server_${policy}.log"
   "$FERRY" moe serve --model "$MODEL" --policy "$policy" --device-mem 25% --link mixtral-a100 --compute a100 \
-    --max-batch 64 --max-queue 64 --max-tokens 128 --port 0 --threads 1 >"$log" 2>&1 &
+    --max-batch 64 --max-queue 64 --max-tokens 128 --prefill-chunk "${PREFILL_CHUNK:-32}" --port 0 --threads 1 >"$log" 2>&1 &
   pid=$!
   port=""
   for _ in $(seq 600); do
