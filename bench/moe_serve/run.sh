@@ -6,6 +6,7 @@
 # bench` at batch 1, 4, 16, 64 (lock-step, equal lengths) for the comparison. Writes serve.csv,
 # serve.md and serve.png (report.py) and copies them to bench/moe_serve/results.
 #   bench/moe_serve/run.sh [ferry binary] [output dir]     (REQUESTS=2 for a shorter run; default 4)
+#   POLICIES=fiddler,prescope CONCURRENCY=16,64 PREFILL_CHUNK=256 LOCKSTEP=0 bench/moe_serve/run.sh BIN DIR
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FERRY="${1:-build/default/apps/ferry}"
@@ -40,6 +41,11 @@ for policy in ${POLICIES//,/ }; do
   kill -TERM "$pid"
   wait "$pid"
 done
+# LOCKSTEP=0: the server runs only (a sweep such as PREFILL_CHUNK=256), reported in OUT, not copied.
+if [ "${LOCKSTEP:-1}" = 0 ]; then
+  "$PY" bench/moe_serve/report.py "$OUT"
+  exit 0
+fi
 # Lock-step batches of the same mean lengths (56 prompt tokens, 40 new) for the comparison.
 "$FERRY" moe bench --model "$MODEL" --policies "$POLICIES" --batch "$CONCURRENCY" --device-mem 25% \
   --tokens 40 --prompt-tokens 56 --link mixtral-a100 --compute a100 --out "$OUT/lockstep"
