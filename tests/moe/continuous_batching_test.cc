@@ -14,8 +14,6 @@
 #include "core/error.h"
 #include "moe/engine/continuous_batcher.h"
 #include "moe/engine/engine.h"
-#include "moe/model/checkpoint.h"
-#include "moe/model/reference_model.h"
 #include "engine_test_util.h"
 #include "moe_test_util.h"
 
@@ -29,9 +27,7 @@ using testing::TempDir;
 constexpr double kLogitTol = 1e-4;
 
 std::vector<float> reference_logits(const std::string& dir, const std::vector<std::int32_t>& seq) {
-  auto ck = Checkpoint::open(dir);
-  auto ref = ReferenceModel::load(*ck);
-  return ref->forward({seq}, true);
+  return testing::reference_logits(dir, {seq});
 }
 
 class ContinuousBatching : public ::testing::Test {
@@ -244,21 +240,24 @@ TEST_F(ContinuousBatching, QueueLimitCancellationStopTokensAndDrain) {
     EXPECT_EQ(b.submit(job(p, 5, s3)), ContinuousBatcher::Admit::kStopping);
   }
   {
-    // A stop token: the greedy 3rd token of the prompt ends the job with kStop after 2 tokens.
+    // A stop token: the first greedy token k >= 1 not generated before it (k = 0 when every token
+    // repeats the first) ends the job with kStop after the k tokens before it.
     ContinuousBatcher b(*eng, BatcherOptions{2, 4, 8});
     auto probe = std::make_shared<Collect>();
-    b.submit(job(p, 3, probe));
+    b.submit(job(p, 8, probe));
     b.start();
     probe->wait();
+    const auto& t = probe->tokens;
+    std::size_t k = 1;
+    while (k < t.size() && std::find(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(k), t[k]) != t.begin() + static_cast<std::ptrdiff_t>(k)) ++k;
+    if (k == t.size()) k = 0;
     auto stopped = std::make_shared<Collect>();
     auto j = job(p, 10, stopped);
-    j.stop_tokens = {probe->tokens[2]};
-    if (probe->tokens[0] != probe->tokens[2] && probe->tokens[1] != probe->tokens[2]) {
-      b.submit(std::move(j));
-      stopped->wait();
-      EXPECT_EQ(stopped->reason, FinishReason::kStop);
-      EXPECT_EQ(stopped->tokens, std::vector<std::int32_t>(probe->tokens.begin(), probe->tokens.begin() + 2));
-    }
+    j.stop_tokens = {t[k]};
+    b.submit(std::move(j));
+    stopped->wait();
+    EXPECT_EQ(stopped->reason, FinishReason::kStop);
+    EXPECT_EQ(stopped->tokens, std::vector<std::int32_t>(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(k)));
     // Drain of 0 s: a long job is cancelled at the next step, and stop() returns.
     auto long_job = std::make_shared<Collect>();
     b.submit(job(p, 100, long_job));

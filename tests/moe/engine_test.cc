@@ -20,14 +20,8 @@ using testing::TempDir;
 constexpr int kPrompt = 5;
 constexpr int kDecode = 3;
 
-// Reference logits of every position for `seqs` (B rows of kPrompt + kDecode tokens).
-std::vector<float> reference_logits(const std::string& dir, const TokenBatch& seqs) {
-  auto ck = Checkpoint::open(dir);
-  auto ref = ReferenceModel::load(*ck);
-  return ref->forward(seqs, true);
-}
-
 using testing::random_tokens;
+using testing::reference_logits;
 double max_diff_vs(MoeEngine& eng, const TokenBatch& seqs, const std::vector<float>& expect) {
   return testing::max_diff_vs(eng, seqs, expect, kPrompt);
 }

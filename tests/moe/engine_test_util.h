@@ -6,9 +6,12 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "moe/engine/engine.h"
+#include "moe/model/checkpoint.h"
+#include "moe/model/reference_model.h"
 
 namespace ferry::moe::testing {
 
@@ -18,6 +21,13 @@ inline TokenBatch random_tokens(int batch, int len, std::uint64_t seed) {
   for (auto& row : t)
     for (auto& v : row) v = static_cast<std::int32_t>(rng() % 256);
   return t;
+}
+
+// Reference logits of every position for `seqs` (the plain forward of the checkpoint in `dir`).
+inline std::vector<float> reference_logits(const std::string& dir, const TokenBatch& seqs) {
+  auto ck = Checkpoint::open(dir);
+  auto ref = ReferenceModel::load(*ck);
+  return ref->forward(seqs, true);
 }
 
 // Runs the engine over `seqs` (the first `prompt` tokens as one prompt, then one token per step)

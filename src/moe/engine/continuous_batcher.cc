@@ -80,13 +80,14 @@ BatcherSnapshot ContinuousBatcher::snapshot() const {
   return snapshot_;
 }
 
+void ContinuousBatcher::finish(Running& r, FinishReason why, const std::string& error) {
+  if (r.sequence >= 0) engine_.close_sequence(r.sequence);
+  r.sequence = -1;  // the loop drops it before the next step
+  r.job.sink->on_finish(why, error);
+}
+
 void ContinuousBatcher::loop() {
   std::vector<Running> running;
-  auto finish = [&](Running& r, FinishReason why, const std::string& error) {
-    if (r.sequence >= 0) engine_.close_sequence(r.sequence);
-    r.sequence = -1;
-    r.job.sink->on_finish(why, error);
-  };
   for (;;) {
     bool past_deadline = false;
     {
@@ -118,9 +119,11 @@ void ContinuousBatcher::loop() {
     for (auto& r : running)
       if (past_deadline || r.job.sink->cancelled()) finish(r, FinishReason::kCancelled, "");
     std::erase_if(running, [](const Running& r) { return r.sequence < 0; });
+    bool stepped = false;
     if (!running.empty()) {
       try {
         run_step(running);
+        stepped = true;
       } catch (const std::exception& e) {  // never escapes the thread: every job of the step hears it
         for (auto& r : running) finish(r, FinishReason::kError, e.what());
         running.clear();
@@ -128,6 +131,7 @@ void ContinuousBatcher::loop() {
       std::erase_if(running, [](const Running& r) { return r.sequence < 0; });
     }
     std::lock_guard lock(mu_);
+    if (stepped) ++snapshot_.steps;
     snapshot_.running = static_cast<int>(running.size());
     snapshot_.engine = engine_.stats();
   }
@@ -170,24 +174,16 @@ void ContinuousBatcher::run_step(std::vector<Running>& running) {
     const std::int32_t tok = sample_token(row, V, r.job.sampling, r.rng);
     const auto& stops = r.job.stop_tokens;
     if (std::find(stops.begin(), stops.end(), tok) != stops.end()) {
-      engine_.close_sequence(r.sequence);
-      r.sequence = -1;
-      r.job.sink->on_finish(FinishReason::kStop, "");
+      finish(r, FinishReason::kStop, "");
       continue;
     }
     ++r.generated;
     r.last = tok;
     const bool more = r.job.sink->on_token(tok, std::span<const float>(row, static_cast<std::size_t>(V)));
     const bool full = r.generated >= r.job.sampling.max_new_tokens || engine_.sequence_position(r.sequence) >= max_pos;
-    if (!more || full) {
-      engine_.close_sequence(r.sequence);
-      r.sequence = -1;
-      r.job.sink->on_finish(more ? FinishReason::kLength : FinishReason::kStop, "");
-    }
+    if (!more || full) finish(r, more ? FinishReason::kLength : FinishReason::kStop, "");
   }
   if (observer_) observer_(info);
-  std::lock_guard lock(mu_);
-  ++snapshot_.steps;
 }
 
 }  // namespace ferry::moe

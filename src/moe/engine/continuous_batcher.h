@@ -94,6 +94,8 @@ class ContinuousBatcher {
   struct Running;
   void loop();
   void run_step(std::vector<Running>& running);
+  // Closes the job's sequence (if open) and tells its sink; the loop drops it before the next step.
+  void finish(Running& r, FinishReason why, const std::string& error);
 
   MoeEngine& engine_;
   BatcherOptions options_;

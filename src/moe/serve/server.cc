@@ -203,7 +203,7 @@ void MoeServer::Impl::generate(const httplib::Request& req, httplib::Response& r
     const ChatTemplateEntry& t = chat_template(o.chat_template);
     if (!t.render)
       throw ApiError(400, "this model has no chat template: use /v1/completions, or start the server with "
-                          "--chat-template (" + [] { std::string s; for (auto& n : chat_template_names()) s += (s.empty() ? "" : ", ") + n; return s; }() + ")",
+                          "--chat-template NAME (ferry moe serve --help lists them)",
                      "messages");
     std::string text;
     try {
