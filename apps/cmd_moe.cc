@@ -371,7 +371,7 @@ int run_moe(int argc, char** argv) {
       ->delimiter(',')->capture_default_str();
   sm->add_option("--predictor", so.predictor, "prescope's predictor spec NAME[:ARG]: " + choices(trace_predictor_names()))
       ->capture_default_str();
-  sm->add_option("--window", so.window, "PreSched window in layers")->capture_default_str();
+  sm->add_option("--window", so.window, "PreSched window in layers (0: auto, the layers one transfer lasts)")->capture_default_str();
   sm->add_option("--context", so.context_tokens, "KV-cache tokens per sequence")->capture_default_str();
   sm->add_option("--out", sm_out, "output directory")->required();
 

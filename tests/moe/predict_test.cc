@@ -66,6 +66,7 @@ void expect_probs(const std::vector<float>& got, const std::vector<float>& want)
 TEST(Cooccurrence, HandMadeTraceGivesCountRatios) {
   CooccurrenceOptions o;
   o.learn_online = false;
+  o.cross_token = false;  // the next token's rows: CrossToken.* (speculation_test.cc)
   CooccurrencePredictor p(3, 4, 2, o);
   p.fit(hand_trace());
   // Expert 0 at layer 0: tokens 0 and 1, whose layer-1 experts are {2,3} and {2,1}.

@@ -79,6 +79,7 @@ class TimedPredictor : public Predictor {
     inner_->observe(layer, experts, weights);
   }
   void reset_sequence() override { inner_->reset_sequence(); }
+  bool sees_past_token() const override { return inner_->sees_past_token(); }
 
  private:
   std::unique_ptr<Predictor> inner_;

@@ -15,10 +15,15 @@ CooccurrencePredictor::CooccurrencePredictor(int num_layers, int num_experts, in
                 options_.max_lookahead);
   pair_.assign(static_cast<std::size_t>(num_layers) * options_.max_lookahead * E_ * E_, 0.0);
   count_.assign(static_cast<std::size_t>(num_layers) * E_, 0.0);
+  if (options_.cross_token) {
+    next_.assign(static_cast<std::size_t>(num_layers) * 3 * E_ * E_, 0.0);
+    next_count_.assign(static_cast<std::size_t>(num_layers) * 3 * E_, 0.0);
+  }
   current_.assign(num_layers_, {});
 }
 
-void CooccurrencePredictor::add_token(const std::vector<std::vector<int>>& experts) {
+void CooccurrencePredictor::add_token(const std::vector<std::vector<int>>& experts,
+                                      const std::vector<std::vector<int>>* previous) {
   const int L = std::min<int>(num_layers_, static_cast<int>(experts.size()));
   for (int l = 0; l < L; ++l)
     for (int a : experts[l]) {
@@ -28,19 +33,64 @@ void CooccurrencePredictor::add_token(const std::vector<std::vector<int>>& exper
         for (int b : experts[l + 1 + d])
           if (b >= 0 && b < E_) pair_[index(l, d, a) * E_ + b] += 1;
     }
+  if (!options_.cross_token || previous == nullptr) return;
+  const int P = std::min<int>(num_layers_, static_cast<int>(previous->size()));
+  for (int l = 0; l < L; ++l)
+    for (int delta = 0; delta < 3; ++delta) {
+      const int src = l + delta - 1;
+      if (src < 0 || src >= P) continue;
+      for (int a : (*previous)[src]) {
+        if (a < 0 || a >= E_) continue;
+        const std::size_t row = (static_cast<std::size_t>(l) * 3 + delta) * E_ + a;
+        next_count_[row] += 1;
+        for (int b : experts[l])
+          if (b >= 0 && b < E_) next_[row * E_ + b] += 1;
+      }
+    }
 }
 
 void CooccurrencePredictor::fit(const RoutingTrace& trace, int begin, int end) {
   FERRY_REQUIRE(trace.num_layers == num_layers_, "co-occurrence fit: trace '", trace.path, "' has ", trace.num_layers,
                 " layers, the predictor ", num_layers_);
   if (end < 0 || end > static_cast<int>(trace.tokens.size())) end = static_cast<int>(trace.tokens.size());
-  for (int i = std::max(0, begin); i < end; ++i) add_token(trace.tokens[i].experts);
+  for (int i = std::max(0, begin); i < end; ++i) {
+    const bool follows = i > std::max(0, begin) && trace.tokens[i - 1].sequence == trace.tokens[i].sequence;
+    add_token(trace.tokens[i].experts, follows ? &trace.tokens[i - 1].experts : nullptr);
+  }
+}
+
+std::vector<float> CooccurrencePredictor::next_token_row(int l, int upto, std::span<const int> experts_now,
+                                                         int now_layer) const {
+  std::vector<float> p(E_, static_cast<float>(top_k_) / E_);
+  double denom = 0;
+  std::vector<double> num(E_, 0.0);
+  for (int delta = 0; delta < 3; ++delta) {
+    const int src = l + delta - 1;
+    if (src < 0 || src > upto || src >= num_layers_) continue;
+    // After the last layer the token just routed is previous_ (observe() moved it there).
+    const auto& routed = last_layer_ < 0 && !previous_.empty() ? previous_ : current_;
+    const std::span<const int> a_set = src == now_layer ? experts_now : std::span<const int>(routed[src]);
+    for (int a : a_set)
+      if (a >= 0 && a < E_) {
+        denom += next_count(l, delta, a);
+        for (int b = 0; b < E_; ++b) num[b] += next(l, delta, a, b);
+      }
+  }
+  if (denom > 0)
+    for (int b = 0; b < E_; ++b) p[b] = static_cast<float>(num[b] / denom);
+  return p;
 }
 
 void CooccurrencePredictor::predict(const PredictInput& in, int lookahead, std::vector<std::vector<float>>& out) {
   out.clear();
   const float prior = static_cast<float>(top_k_) / E_;
-  for (int d = 0; d < lookahead && in.layer + 1 + d < num_layers_; ++d) {
+  for (int d = 0; d < lookahead; ++d) {
+    if (in.layer + 1 + d >= num_layers_) {  // the next token's layers 0 .. in.layer
+      const int l = in.layer + 1 + d - num_layers_;
+      if (!options_.cross_token || l > in.layer) break;
+      out.push_back(next_token_row(l, in.layer, in.experts_now, in.layer));
+      continue;
+    }
     const int dd = std::min(d, options_.max_lookahead - 1);
     const int src = in.layer + d - dd;  // beyond the table depth: the deepest entry of a later layer
     std::vector<float> p(E_, prior);
@@ -53,14 +103,13 @@ void CooccurrencePredictor::predict(const PredictInput& in, int lookahead, std::
           for (int b = 0; b < E_; ++b) num[b] += pair(src, dd, a, b);
         }
     } else {
-      // Chain through the most likely experts of layer src (already predicted at d - dd - 1).
+      // Chain through layer src (already predicted at d - dd - 1), each expert weighted by its
+      // predicted probability: p(b) = sum_a p(a) pair[a][b] / sum_a p(a) count[a].
       const auto& prev = out[src - in.layer - 1];
-      std::vector<int> order(E_);
-      for (int e = 0; e < E_; ++e) order[e] = e;
-      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return prev[a] > prev[b]; });
-      for (int k = 0; k < top_k_; ++k) {
-        denom += count(src, order[k]);
-        for (int b = 0; b < E_; ++b) num[b] += pair(src, dd, order[k], b);
+      for (int a = 0; a < E_; ++a) {
+        if (prev[a] <= 0) continue;
+        denom += prev[a] * count(src, a);
+        for (int b = 0; b < E_; ++b) num[b] += prev[a] * pair(src, dd, a, b);
       }
     }
     if (denom > 0)
@@ -69,13 +118,15 @@ void CooccurrencePredictor::predict(const PredictInput& in, int lookahead, std::
   }
 }
 
+// The current token is kept in every mode (the cross-token rows read it); only learning adds it.
 void CooccurrencePredictor::observe(int layer, std::span<const int> experts, std::span<const float>) {
-  if (!options_.learn_online || layer < 0 || layer >= num_layers_) return;
+  if (layer < 0 || layer >= num_layers_) return;
   if (layer <= last_layer_) reset_sequence();  // a token that skipped its last layers: drop it
   current_[layer].assign(experts.begin(), experts.end());
   last_layer_ = layer;
   if (layer == num_layers_ - 1) {
-    add_token(current_);
+    if (options_.learn_online) add_token(current_, previous_.empty() ? nullptr : &previous_);
+    previous_.swap(current_);
     current_.assign(num_layers_, {});
     last_layer_ = -1;
   }

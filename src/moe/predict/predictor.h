@@ -38,12 +38,16 @@ class Predictor {
  public:
   virtual ~Predictor() = default;
   virtual std::string name() const = 0;
-  // out[d][e]: probability that expert e of layer layer+1+d is activated, d < lookahead (layers
-  // past the last are omitted, so out.size() may be smaller).
+  // out[d][e]: probability that expert e of layer layer+1+d is activated, d < lookahead. Rows past
+  // the last layer are the next token's layers (layer+1+d - num_layers), returned only by
+  // predictors that see past the current token (co-occurrence's cross-token table, the oracle);
+  // the others stop at the last layer, so out.size() may be smaller than lookahead.
   virtual void predict(const PredictInput& in, int lookahead, std::vector<std::vector<float>>& out) = 0;
   // The routing of the token(s) in flight at `layer` (experts and their gate weights; weights may be
   // empty), reported once per layer after it routed. Predictors that learn from history use it.
   virtual void observe(int /*layer*/, std::span<const int> /*experts*/, std::span<const float> /*weights*/) {}
+  // True when predict() returns rows past the last layer (the next token's).
+  virtual bool sees_past_token() const { return false; }
   // A new sequence starts: forget the history of the previous one.
   virtual void reset_sequence() {}
 };

@@ -64,7 +64,9 @@ PredictorScore evaluate_predictor(Predictor& p, const PredictorTrace& t, const s
       const auto& w = l < static_cast<int>(tok.weights.size()) ? tok.weights[l] : kNoWeights;
       auto t0 = clock::now();
       p.observe(l, tok.experts[l], w);
-      if (l + 1 >= L) {
+      // Rows past the last layer are the next token's (predictors that see past the token).
+      const TraceToken* next = i + 1 < tr.tokens.size() && tr.tokens[i + 1].sequence == tok.sequence ? &tr.tokens[i + 1] : nullptr;
+      if (l + 1 >= L + (next ? L : 0)) {
         s.predict_seconds += std::chrono::duration<double>(clock::now() - t0).count();
         continue;
       }
@@ -77,8 +79,10 @@ PredictorScore evaluate_predictor(Predictor& p, const PredictorTrace& t, const s
       in.router_input = true;
       p.predict(in, D, out);
       s.predict_seconds += std::chrono::duration<double>(clock::now() - t0).count();
-      for (int d = 0; d < D && l + 1 + d < L; ++d) {
-        const auto& actual = tok.experts[l + 1 + d];
+      for (int d = 0; d < D && l + 1 + d < L + (next ? L : 0); ++d) {
+        const int at = l + 1 + d;
+        const auto& actual = at < L ? tok.experts[at] : next->experts[at - L];
+        if (at >= L && d >= static_cast<int>(out.size())) continue;  // no row past the token: not scored there
         const auto idx = static_cast<std::size_t>(l) * D + d;
         s.predicted[idx] += k;
         s.actual[idx] += static_cast<double>(actual.size());

@@ -1,7 +1,8 @@
 // Scores a predictor on a recorded trace through the Predictor interface, replaying the run-time
 // protocol: per sequence reset_sequence(); per token and layer l: observe(l, experts, weights),
 // then predict(l, hidden state when recorded, lookahead D). The k most probable experts of layer
-// l+1+d are compared with the experts the token actually used there:
+// l+1+d are compared with the experts the token actually used there (past the last layer: the next
+// token of the same sequence, scored only where the predictor returned that row):
 //   precision@k = hits / k,  recall@k = hits / |actual|   (equal when k = top_k).
 // A missing prediction (a row the predictor did not return) counts as no hit.
 #pragma once

@@ -1,10 +1,14 @@
-// The oracle: PreScope's scheduler fed the true routing to come (the next D layers, across step
-// boundaries, with their exact token counts) and Belady's eviction (the expert whose next use is
-// farthest leaves first; optimal for the number of misses, Belady 1966), plus one background
-// prefetch per layer of the next expert needed beyond the window when Belady would admit it; it
-// starts with the experts the future routes most. It needs the recorded
-// future, so it runs only where that exists (the simulator, the trace replay): the bound every
-// policy is measured against.
+// Two policies that read the recorded future, so they run only where it exists (the simulator,
+// the trace replay):
+// - oracle: PreScope's scheduler, speculation and eviction (prescope_policy.h) fed the true
+//   routing of the next two tokens with its exact token counts. With probabilities 0 or 1 the
+//   eviction rule (expected loss, then the farthest use) is Belady's (1966), weighted by the miss
+//   cost; it starts with the experts the future routes most. The bound every policy is measured against.
+// - prescope-perfect: PreScope with the true routing as its predictor (OraclePredictor, 0/1 rows
+//   over the same two tokens) but its own estimates of everything else (token counts from the
+//   routing shares, the calibration's start): what PreScope would reach with a perfect predictor.
+//   Its distance to prescope is the prediction's share of the gap to the oracle, its distance to
+//   the oracle the planning's (ferry moe simulate prints both).
 #include <algorithm>
 
 #include "core/error.h"
@@ -15,11 +19,21 @@
 namespace ferry::moe {
 namespace {
 
+const FutureRouting* require_future(const PolicyOptions& options, const char* name) {
+  FERRY_REQUIRE(options.future != nullptr, "policy '", name,
+                "' needs the recorded routing to come: it runs in the simulator (ferry moe simulate)");
+  return options.future;
+}
+
+void require_shape(const FutureRouting& f, const PolicyContext& ctx, const char* name) {
+  FERRY_REQUIRE(f.num_layers == ctx.num_layers && f.num_experts <= ctx.num_experts, name,
+                ": the recorded routing has ", f.num_layers, " layers x ", f.num_experts, " experts, the model ",
+                ctx.num_layers, " x ", ctx.num_experts);
+}
+
 class OraclePolicy : public PreScopePolicy {
  public:
-  explicit OraclePolicy(const PolicyOptions& options) : PreScopePolicy(options), future_(options.future) {
-    FERRY_REQUIRE(future_ != nullptr,
-                  "policy 'oracle' needs the recorded routing to come: it runs in the simulator (ferry moe simulate)");
+  explicit OraclePolicy(const PolicyOptions& options) : PreScopePolicy(options), future_(require_future(options, "oracle")) {
     options_.predictor = nullptr;  // its predictor is the recorded future
     // The start: the experts the recorded future routes most.
     options_.expert_counts.assign(static_cast<std::size_t>(future_->num_layers) * future_->num_experts, 0);
@@ -31,67 +45,23 @@ class OraclePolicy : public PreScopePolicy {
 
   void attach(const PolicyContext& ctx) override {
     PreScopePolicy::attach(ctx);
-    FERRY_REQUIRE(future_->num_layers == ctx.num_layers && future_->num_experts <= ctx.num_experts,
-                  "oracle: the recorded routing has ", future_->num_layers, " layers x ", future_->num_experts,
-                  " experts, the model ", ctx.num_layers, " x ", ctx.num_experts);
-    predictor_ = std::make_unique<OraclePredictor>(future_, true);
-  }
-
-  // After the window's plan, one background prefetch: the next expert needed beyond the window
-  // that is not on the device, if a victim is needed later than it (Belady with prefetching).
-  // Only when the link is about idle, and only for an expert needed late enough that it arrives
-  // in time (estimated layer times: resident experts on the device, missing ones at the cheaper of
-  // host and transfer).
-  void on_dispatched(const RouteInfo& route) override {
-    PreScopePolicy::on_dispatched(route);
-    const double T = ctx_.cost.transfer_s;
-    if (link_backlog_s() > 0.5 * T) return;
-    const std::int64_t now = oracle().position();
-    const std::int64_t end = std::min(future_->positions(), now + 2 * static_cast<std::int64_t>(future_->num_layers));
-    double until = 0;  // estimated device time from now to the start of position pos
-    for (std::int64_t pos = now + 1; pos < end; ++pos) {
-      const int layer = static_cast<int>(pos % future_->num_layers);
-      const LayerRoute& r = future_->at(pos);
-      const bool far_enough = pos > now + options_.window && until >= link_backlog_s() + T;
-      until += ctx_.cost.device_layer_s;
-      for (std::size_t i = 0; i < r.experts.size(); ++i)
-        until += ctx_.cache->contains({layer, r.experts[i]})
-                     ? ctx_.cost.device_expert_s
-                     : std::min(ctx_.cost.host_expert_s(r.tokens[i]), T + ctx_.cost.device_expert_s);
-      if (!far_enough) continue;
-      for (int e : r.experts) {
-        const ExpertId id{layer, e};
-        if (ctx_.cache->contains(id)) continue;
-        if (ctx_.cache->free_slots() == 0) {
-          const auto c = ctx_.cache->evictable();
-          if (c.empty()) return;
-          const ExpertId victim = choose_victim(c, id);
-          if (future_->next_use(victim, now) <= pos) return;
-          ctx_.cache->evict(victim);
-        }
-        if (ctx_.cache->prefetch(id, kPriorityPrefetch + static_cast<int>(pos - now))) add_link_backlog(T);
-        return;
-      }
-    }
-  }
-
-  // Belady weighted by what the next miss would cost (GreedyDual-like): the victim has the least
-  // miss cost per layer until its next use, miss cost = min(host time of its tokens then, T + d);
-  // an expert never used again goes first. At batch 1 every miss costs about the same, and this
-  // is Belady's rule.
-  ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId) override {
-    const std::int64_t now = oracle().position();
-    return *std::min_element(candidates.begin(), candidates.end(),
-                             [&](ExpertId a, ExpertId b) { return keep_score(a, now) < keep_score(b, now); });
+    require_shape(*future_, ctx, "oracle");
+    predictor_ = std::make_unique<OraclePredictor>(future_, true);  // observes the position
   }
 
  protected:
-  void predict_window(const RouteInfo&, std::vector<WindowLayer>& out) override {
+  int default_horizon() const override { return 2 * ctx_.num_layers; }
+  bool exact_future() const override { return true; }
+  std::int64_t use_past_rows(ExpertId id) const override { return future_->next_use(id, position()); }
+
+  // The recorded routing of the next `depth` layers, across steps, with its token counts.
+  void predict_window(const RouteInfo&, int depth, std::vector<WindowLayer>& out) override {
     out.clear();
-    const std::int64_t now = oracle().position();
-    for (int d = 1; d <= options_.window && now + d < future_->positions(); ++d) {
+    const std::int64_t now = position();
+    for (int d = 1; d <= depth && now + d < future_->positions(); ++d) {
       WindowLayer w;
       w.layer = static_cast<int>((now + d) % future_->num_layers);
+      w.position = now + d;
       w.p.assign(ctx_.num_experts, 0.0f);
       w.tokens.assign(ctx_.num_experts, 0.0f);
       const LayerRoute& r = future_->at(now + d);
@@ -103,36 +73,35 @@ class OraclePolicy : public PreScopePolicy {
     }
   }
 
-  // Farthest next use first; evicting one used again within a step costs a transfer later.
-  void victims(const std::vector<ExpertId>& keep, std::vector<std::pair<ExpertId, double>>& out) override {
-    out.clear();
-    const std::int64_t now = oracle().position();
-    std::vector<std::pair<ExpertId, double>> score;
-    for (ExpertId id : ctx_.cache->evictable())
-      if (std::find(keep.begin(), keep.end(), id) == keep.end()) score.push_back({id, keep_score(id, now)});
-    std::sort(score.begin(), score.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-    for (const auto& [id, sc] : score) {
-      const std::int64_t at = future_->next_use(id, now);
-      out.push_back({id, at - now <= future_->num_layers ? miss_cost(id, at) : 0.0});
-    }
-    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+ private:
+  const FutureRouting* future_;  // owned by the caller, outlives the policy (PolicyOptions::future)
+};
+
+class PerfectPredictionPolicy : public PreScopePolicy {
+ public:
+  explicit PerfectPredictionPolicy(const PolicyOptions& options)
+      : PreScopePolicy(options), future_(require_future(options, "prescope-perfect")) {
+    options_.predictor = [f = future_](const PolicyContext&) { return std::make_unique<OraclePredictor>(f, true); };
+  }
+  std::string name() const override { return "prescope-perfect"; }
+  void attach(const PolicyContext& ctx) override {
+    PreScopePolicy::attach(ctx);
+    require_shape(*future_, ctx, "prescope-perfect");
   }
 
+ protected:
+  int default_horizon() const override { return 2 * ctx_.num_layers; }
+  bool exact_future() const override { return true; }
+
  private:
-  double miss_cost(ExpertId id, std::int64_t at) const {
-    return std::min(ctx_.cost.host_expert_s(future_->tokens_at(at, id.expert)),
-                    ctx_.cost.transfer_s + ctx_.cost.device_expert_s);
-  }
-  double keep_score(ExpertId id, std::int64_t now) const {
-    const std::int64_t at = future_->next_use(id, now);
-    return at == FutureRouting::kNever ? -1.0 : miss_cost(id, at) / static_cast<double>(at - now);
-  }
-  const OraclePredictor& oracle() const { return static_cast<const OraclePredictor&>(*predictor_); }
-  const FutureRouting* future_;  // owned by the caller, outlives the policy (PolicyOptions::future)
+  const FutureRouting* future_;  // as above
 };
 
 }  // namespace
 
 std::unique_ptr<Policy> make_oracle_policy(const PolicyOptions& options) { return std::make_unique<OraclePolicy>(options); }
+std::unique_ptr<Policy> make_perfect_prediction_policy(const PolicyOptions& options) {
+  return std::make_unique<PerfectPredictionPolicy>(options);
+}
 
 }  // namespace ferry::moe

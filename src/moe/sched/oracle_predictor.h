@@ -19,6 +19,7 @@ class OraclePredictor : public Predictor {
   std::string name() const override { return "oracle"; }
   void predict(const PredictInput& in, int lookahead, std::vector<std::vector<float>>& out) override;
   void observe(int layer, std::span<const int>, std::span<const float>) override;
+  bool sees_past_token() const override { return wrap_; }
   void reset_sequence() override {}
   // The position of the layer last observed (step * layers + layer); -1 before the first.
   std::int64_t position() const { return position_; }

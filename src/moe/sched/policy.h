@@ -50,7 +50,11 @@ struct PolicyOptions {
   std::vector<std::uint64_t> expert_counts;  // static-hot, fiddler: routing counts [layer * E + e] of a calibration
                                              // run (empty: spread evenly over layers)
   int lookahead = 1;                         // next-gate (key lookahead): layers ahead to speculate
-  int window = 3;                            // prescope, oracle (key window): layers PreSched plans ahead
+  int window = 3;                            // prescope, oracle (key window): layers PreSched plans ahead;
+                                             // 0 = auto, the layers one transfer lasts (ceil(T / layer time), 1 to 8)
+  int horizon = 0;                           // prescope, oracle (key horizon): layers idle-link speculation looks
+                                             // ahead; 0 = one token (the oracle and prescope-perfect: two)
+  bool speculate = true;                     // prescope, oracle (key speculate): fill the idle link (docs/moe.md)
   // prescope: builds the predictor when the policy is attached; empty: next-gate from the model's
   // routers (none in trace replay and the simulator, where the caller must give one). The spec key
   // predictor=SPEC (predictor_registry.h) sets it.
@@ -112,7 +116,7 @@ struct PolicyEntry {
 void register_policy(PolicyEntry entry);
 // The same for a policy that takes no spec keys.
 void register_policy(const std::string& name, PolicyFactory factory);
-// ondemand, lru, static-hot, next-gate, fiddler, moe-infinity, prescope, oracle. Idempotent.
+// ondemand, lru, static-hot, next-gate, fiddler, moe-infinity, prescope, prescope-perfect, oracle. Idempotent.
 void register_builtin_policies();
 // Builds the policy of `spec` ("lru", "lru:scope=layer", ...) from `options` overridden by the
 // spec's keys. Throws InvalidArgument naming an unknown policy (listing the known ones), an

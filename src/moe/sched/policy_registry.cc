@@ -1,4 +1,5 @@
 // The policy registry (policy.h): each builtin policy's entry, with its spec keys and capabilities.
+#include <charconv>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ std::unique_ptr<Policy> make_fiddler_policy(const PolicyOptions&);
 std::unique_ptr<Policy> make_moe_infinity_policy(const PolicyOptions&);
 std::unique_ptr<Policy> make_prescope_policy(const PolicyOptions&);
 std::unique_ptr<Policy> make_oracle_policy(const PolicyOptions&);
+std::unique_ptr<Policy> make_perfect_prediction_policy(const PolicyOptions&);
 
 namespace {
 
@@ -32,11 +34,27 @@ void read_scope(SpecReader& s, PolicyOptions& o) {
   o.lru_scope = s.get_choice("scope", o.lru_scope, {"global", "layer"});
 }
 
-// PreScopePolicy checks the same range (1 to 8) for a window the caller sets.
+// PreScopePolicy checks the same range for a window the caller sets. window=auto (or 0): the
+// layers one transfer lasts, from the link/compute ratio.
 void read_window(SpecReader& s, PolicyOptions& o) {
-  const std::int64_t w = s.get_int("window", o.window);
-  FERRY_REQUIRE(w >= 1 && w <= 8, "policy '", s.name(), "': window=", w, ": expected 1 to 8 layers");
-  o.window = static_cast<int>(w);
+  const std::string v = s.get_string("window", o.window == 0 ? "auto" : std::to_string(o.window));
+  if (v == "auto") {
+    o.window = 0;
+    return;
+  }
+  int w = -1;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), w);
+  FERRY_REQUIRE(ec == std::errc() && end == v.data() + v.size() && w >= 1 && w <= 8, "policy '", s.name(),
+                "': window=", v, ": expected 1 to 8 layers, or auto");
+  o.window = w;
+}
+
+// Idle-link speculation: speculate=0 turns it off; horizon=N layers (0: the policy's default).
+void read_speculation(SpecReader& s, PolicyOptions& o) {
+  o.speculate = s.get_bool("speculate", o.speculate);
+  const std::int64_t h = s.get_int("horizon", o.horizon);
+  FERRY_REQUIRE(h >= 0 && h <= 1024, "policy '", s.name(), "': horizon=", h, ": expected 0 (auto) to 1024 layers");
+  o.horizon = static_cast<int>(h);
 }
 
 // predictor=SPEC: the predictor is built when the policy is attached (it needs the model's shape);
@@ -106,9 +124,14 @@ void register_builtin_policies() {
                    .make = with_keys({}, make_moe_infinity_policy)});
   r.add_if_absent({.name = "prescope", .summary = "PreScope: predictor + cross-layer PreSched plan (window, predictor)",
                    .positional_key = "predictor", .takes_predictor = true,
-                   .make = with_keys({read_window, read_predictor}, make_prescope_policy)});
+                   .make = with_keys({read_window, read_speculation, read_predictor}, make_prescope_policy)});
+  r.add_if_absent({.name = "prescope-perfect",
+                   .summary = "PreScope with the recorded future as its predictor: the prediction/planning split",
+                   .needs_future = true,
+                   .make = with_keys({read_window, read_speculation}, make_perfect_prediction_policy)});
   r.add_if_absent({.name = "oracle", .summary = "the recorded future with PreSched and Belady eviction: the bound",
-                   .needs_future = true, .is_bound = true, .make = with_keys({read_window}, make_oracle_policy)});
+                   .needs_future = true, .is_bound = true,
+                   .make = with_keys({read_window, read_speculation}, make_oracle_policy)});
 }
 
 std::unique_ptr<Policy> make_policy(const std::string& spec, const PolicyOptions& options) {

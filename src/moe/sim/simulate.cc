@@ -38,7 +38,7 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
       takes_predictor |= policy_entry(p).takes_predictor;
     }
   }
-  FERRY_REQUIRE(o.window >= 1 && o.window <= 8, "invalid --window ", o.window, ": expected 1 to 8 layers");
+  FERRY_REQUIRE(o.window >= 0 && o.window <= 8, "invalid --window ", o.window, ": expected 1 to 8 layers (0: auto)");
   FERRY_REQUIRE(o.context_tokens >= 1, "invalid --context ", o.context_tokens, ": expected at least 1 token");
   const auto all_profiles =
       o.profiles_file.empty() ? builtin_hardware_profiles() : load_hardware_profiles(o.profiles_file);
@@ -118,10 +118,25 @@ std::string simulate_markdown(const std::vector<SimulateRow>& rows) {
     md.add_row({row.profile, std::to_string(r.batch), r.policy, printf_cell(r.tokens_per_s(), "%.2f"), rel,
                 printf_cell(r.tpot_ms(), "%.1f"), printf_cell(r.hit_rate(), "%.3f"),
                 format_bytes(static_cast<double>(r.bytes_moved)), printf_cell(100 * r.io_wait_fraction(), "%.1f%%"),
-                std::to_string(r.host_execs), printf_cell(r.prediction_precision(), "%.3f"),
-                printf_cell(r.prediction_recall(), "%.3f")});
+                std::to_string(r.host_execs),
+                r.prefetches ? printf_cell(r.prediction_precision(), "%.3f") : std::string("-"),
+                r.needed ? printf_cell(r.prediction_recall(), "%.3f") : std::string("-")});
   }
-  return md.markdown();
+  std::string out = md.markdown();
+  // The gap split, per (profile, batch) that ran all three.
+  std::map<std::pair<std::string, int>, std::map<std::string, double>> tps;
+  for (const auto& row : rows) tps[{row.profile, row.result.batch}][row.result.policy] = row.result.tokens_per_s();
+  ReportTable gap = ReportTable::of({"profile", "batch", "prescope / oracle", "prescope-perfect / oracle",
+                                     "gap: prediction", "gap: planning"});
+  for (const auto& [key, m] : tps) {
+    auto p = m.find("prescope"), q = m.find("prescope-perfect"), o = m.find("oracle");
+    if (p == m.end() || q == m.end() || o == m.end() || o->second <= 0) continue;
+    const double a = p->second / o->second, b = q->second / o->second;
+    gap.add_row({key.first, std::to_string(key.second), printf_cell(a, "%.3f"), printf_cell(b, "%.3f"),
+                 printf_cell(100 * (b - a), "%+.1f pts"), printf_cell(100 * (1 - b), "%+.1f pts")});
+  }
+  if (!gap.rows().empty()) out += "\nprescope's gap to the oracle, split: prediction = prescope-perfect - prescope, planning = oracle - prescope-perfect (shares of the oracle's tokens/s)\n\n" + gap.markdown();
+  return out;
 }
 
 std::vector<PlotScript> write_simulate_outputs(const std::vector<SimulateRow>& rows, const std::string& out_dir,

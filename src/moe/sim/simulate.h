@@ -18,9 +18,9 @@ struct SimulateOptions {
   std::string device_mem;                  // GPU memory for the model ("24GiB"); empty: the profile's
   std::vector<int> batches = {1, 4, 16, 64};
   std::vector<std::string> policies = {"ondemand", "lru", "static-hot", "fiddler", "moe-infinity",
-                                       "prescope", "oracle"};
+                                       "prescope", "prescope-perfect", "oracle"};
   std::string predictor = "cooccurrence";  // prescope's predictor (a predictor spec, see predictor_registry.h)
-  int window = 3;                          // PreSched window (layers)
+  int window = 3;                          // PreSched window (layers; 0 = auto from the link/compute ratio)
   int context_tokens = 512;                // KV-cache length per sequence (memory and attention time)
 };
 
@@ -35,7 +35,9 @@ struct SimulateRow {
 // files -> IoError / FormatError.
 std::vector<SimulateRow> run_simulate(const SimulateOptions& options);
 
-// The table of one sweep (markdown), with tokens/s relative to the oracle.
+// The table of one sweep (markdown), with tokens/s relative to the oracle; where the sweep has
+// prescope, prescope-perfect and the oracle, a second table splits prescope's gap to the oracle
+// into prediction (prescope -> prescope-perfect) and planning (prescope-perfect -> oracle).
 std::string simulate_markdown(const std::vector<SimulateRow>& rows);
 // simulate.csv, simulate.md (header + table) and simulate.gp; returns simulate.gp, which draws
 // simulate.png, for the application to render (core/report.h).

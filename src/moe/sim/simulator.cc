@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 
 #include "core/error.h"
@@ -48,8 +49,10 @@ namespace {
 
 // The device cache and the link, in simulated time. Slots are reserved when a transfer is queued
 // (as the ExpertStore does); the link serves queued transfers one at a time, lowest priority value
-// first, FIFO among equals, without pre-empting the one running. Jobs start lazily: the queue only
-// changes in policy callbacks, so starting them when time is advanced gives the same order.
+// first, FIFO among equals. A demand load pre-empts a running prefetch at its next chunk boundary
+// (the prefetch is queued again with what it has left), so it waits at most one chunk for it, as
+// the AsyncIO thread does. Jobs start lazily: the queue only changes in policy callbacks, so
+// starting them when time is advanced gives the same order.
 class SimCache : public ExpertCache {
  public:
   SimCache(std::uint64_t capacity, std::uint64_t expert_bytes, double transfer_s, double chunk_s)
@@ -90,7 +93,8 @@ class SimCache : public ExpertCache {
     auto it = entries_.find(id);
     if (it != entries_.end()) {
       Job& j = jobs_[it->second.job];
-      if (j.state == State::kQueued) j.priority = kPriorityDemand;
+      if (j.state == State::kQueued && j.priority != kPriorityDemand)
+        j.priority = kPriorityDemand, j.demand_s = now_, preempt_prefetch();
       return true;
     }
     while (entries_.size() >= capacity_) {
@@ -105,6 +109,7 @@ class SimCache : public ExpertCache {
     }
     add(id, kPriorityDemand, false);
     ++loads;
+    preempt_prefetch();
     return true;
   }
   // When the expert's bytes are in place (runs the link as far as needed).
@@ -130,8 +135,10 @@ class SimCache : public ExpertCache {
     prefetches = 0;
   }
 
-  std::uint64_t prefetches = 0, loads = 0, cancelled = 0, bytes_moved = 0;
-  double busy_s = 0;
+  std::uint64_t prefetches = 0, loads = 0, cancelled = 0, preempted = 0;
+  double max_prefetch_delay_s = 0;  // longest a demand load waited for a prefetch on the link
+  double busy_s = 0;  // link time spent moving bytes (cancelled and pre-empted rests excluded)
+  std::uint64_t bytes_moved = 0;
 
  private:
   enum class State { kQueued, kStarted, kCancelled };
@@ -140,6 +147,9 @@ class SimCache : public ExpertCache {
     int priority = 0;
     std::uint64_t seq = 0;
     double submit_s = 0, start_s = 0, end_s = 0;
+    double left_s = 0;  // link time still to go when it (re)starts
+    std::uint64_t left_bytes = 0;  // ... and its bytes
+    double demand_s = 0;  // when it became a demand load
     State state = State::kQueued;
   };
   struct Entry {
@@ -150,7 +160,7 @@ class SimCache : public ExpertCache {
   static bool done_by(const Job& j, double t) { return j.state == State::kStarted && j.end_s <= t; }
 
   void add(ExpertId id, int priority, bool prefetched) {
-    jobs_.push_back(Job{id, priority, jobs_.size(), now_, 0, 0, State::kQueued});
+    jobs_.push_back(Job{id, priority, jobs_.size(), now_, 0, 0, T_, expert_bytes_, now_, State::kQueued});
     queue_.push_back(jobs_.size() - 1);
     entries_[id] = Entry{0, jobs_.size() - 1, prefetched};
   }
@@ -162,10 +172,42 @@ class SimCache : public ExpertCache {
     queue_.erase(best);
     j.state = State::kStarted;
     j.start_s = std::max(link_free_, j.submit_s);
-    j.end_s = j.start_s + T_;
+    j.end_s = j.start_s + j.left_s;
     link_free_ = j.end_s;
-    busy_s += T_;
-    bytes_moved += expert_bytes_;
+    busy_s += j.left_s;
+    bytes_moved += j.left_bytes;
+    running_ = static_cast<std::size_t>(&j - jobs_.data());
+    if (j.priority == kPriorityDemand) {  // what a prefetch cost it: the wait not spent behind demand work
+      max_prefetch_delay_s = std::max(max_prefetch_delay_s, j.start_s - std::max(j.demand_s, last_demand_end_));
+      last_demand_end_ = j.end_s;
+    }
+  }
+  // A demand load was queued: the prefetch on the link stops at its next chunk boundary (or does
+  // not start, if the link only reached it lazily after now) and waits in the queue with the rest.
+  void preempt_prefetch() {
+    if (running_ >= jobs_.size()) return;
+    Job& j = jobs_[running_];
+    if (j.state != State::kStarted || j.priority <= kPriorityDemand || j.end_s <= now_) return;
+    const double into = std::max(0.0, now_ - j.start_s);
+    const double stop = std::min(j.end_s, j.start_s + std::ceil(into / chunk_s_) * chunk_s_);
+    if (stop >= j.end_s) return;
+    busy_s -= j.end_s - stop;
+    j.left_s = j.end_s - stop;
+    const std::uint64_t undone = undone_bytes(j, stop);
+    bytes_moved -= undone;
+    j.left_bytes = undone;
+    link_free_ = stop;
+    j.end_s = stop;
+    j.state = State::kQueued;
+    queue_.push_back(running_);
+    running_ = jobs_.size();
+    ++preempted;
+  }
+  // The bytes of a started job's segment after `stop` (all of them when it stops at its start).
+  std::uint64_t undone_bytes(const Job& j, double stop) const {
+    if (stop <= j.start_s) return j.left_bytes;
+    const auto b = static_cast<std::uint64_t>(std::llround((j.end_s - stop) / T_ * static_cast<double>(expert_bytes_)));
+    return std::min(b, j.left_bytes);
   }
   // Queued: dropped. Running: stops at the next chunk boundary; the link is free from there.
   void cancel(Job& j) {
@@ -176,9 +218,8 @@ class SimCache : public ExpertCache {
     } else if (j.state == State::kStarted && j.end_s > now_) {
       const double into = std::max(0.0, now_ - j.start_s);
       const double stop = std::min(j.end_s, j.start_s + std::ceil(into / chunk_s_) * chunk_s_);
-      const double undone = (j.end_s - stop) / T_;
-      bytes_moved -= static_cast<std::uint64_t>(undone * expert_bytes_);
       busy_s -= j.end_s - stop;
+      bytes_moved -= undone_bytes(j, stop);
       if (link_free_ == j.end_s) link_free_ = stop;
       j.end_s = stop;
       j.state = State::kCancelled;
@@ -189,6 +230,8 @@ class SimCache : public ExpertCache {
   std::uint64_t capacity_, expert_bytes_;
   double T_, chunk_s_;
   double now_ = 0, link_free_ = 0;
+  double last_demand_end_ = 0;        // when the last demand transfer started so far ends
+  std::size_t running_ = SIZE_MAX;  // the job the link started last (it runs until link_free_)
   std::vector<Job> jobs_;
   std::vector<std::size_t> queue_;
   std::map<ExpertId, Entry> entries_;
@@ -320,6 +363,8 @@ SimResult simulate(const FutureRouting& routing, Policy& policy, const TimeModel
   r.prefetches = cache.prefetches;
   r.cancelled = cache.cancelled;
   r.bytes_moved = cache.bytes_moved;
+  r.preempted = cache.preempted;
+  r.max_prefetch_delay_s = cache.max_prefetch_delay_s;
   r.link_busy_s = cache.busy_s;
   r.device_layer_compute_s = r.steps ? sim.device_compute / (r.steps * shape.layers) : 0;
   if (const PlanTiming t = policy.plan_timing(); t.plans)

@@ -41,6 +41,8 @@ struct SimResult {
   double link_busy_s = 0;
   std::uint64_t accesses = 0, hits = 0, host_execs = 0, loads = 0, prefetches = 0, prefetches_used = 0;
   std::uint64_t cancelled = 0, bytes_moved = 0, capacity_experts = 0;
+  std::uint64_t preempted = 0;  // prefetches a demand load stopped at a chunk boundary (resumed later)
+  double max_prefetch_delay_s = 0;  // the longest a demand load waited for a prefetch (at most one chunk)
   std::uint64_t needed = 0;     // accesses of experts not resident through an earlier use (prefetch hits + loads + cold host runs)
   double planner_s_per_plan = 0;     // PreSched planning time (prescope, oracle): CPU time on this machine
   double device_layer_compute_s = 0; // mean modelled device compute of one layer
