@@ -15,7 +15,7 @@ if [ ! -f "$MODEL/config.json" ]; then
   "$FERRY" moe pretrain --out "$MODEL" --max-minutes 15 --threads 1
 fi
 TOKENS="${TOKENS:-64}"
-POLICIES=ondemand,lru,static-hot,next-gate,fiddler,moe-infinity,prescope
+POLICIES=ondemand,lru,static-hot,next-gate,fiddler,moe-infinity,prescope,prescope:speculate=0
 LLAPOR=runs/moe-predict/tiny-hidden  # written by bench/moe_predict/run.sh
 if [ -f "$LLAPOR/llapor.json" ]; then
   POLICIES="$POLICIES,prescope:llapor:$LLAPOR"

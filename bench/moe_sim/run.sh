@@ -17,5 +17,5 @@ fi
 cd "$repo"
 "$build/apps/ferry" moe simulate --trace "$trace" --model-shape mixtral-8x7b \
   --profile v100-pcie3,a100-pcie4 --device-mem 24GiB --batch 1,4,16,64 \
-  --policies ondemand,lru,static-hot,fiddler,moe-infinity,prescope,oracle \
+  --policies ondemand,lru,static-hot,fiddler,moe-infinity,prescope,prescope:speculate=0,prescope-perfect,oracle \
   --out "$here/results" "$@"

@@ -47,7 +47,8 @@ TEST_F(EngineTest, EveryPolicyBudgetAndBatchMatchesReference) {
   for (int batch : {1, 4}) {
     auto seqs = random_tokens(batch, kPrompt + kDecode, 100 + batch);
     auto expect = reference_logits(dir_->path(), seqs);
-    for (const char* policy : {"ondemand", "lru", "static-hot", "next-gate", "fiddler", "moe-infinity", "prescope"})
+    for (const char* policy : {"ondemand", "lru", "static-hot", "next-gate", "fiddler", "moe-infinity", "prescope",
+                               "prescope:window=auto", "prescope:speculate=0", "prescope:horizon=16,predictor=cooccurrence"})
       for (const auto& budget : budgets) {
         EngineOptions o;
         o.policy = policy;

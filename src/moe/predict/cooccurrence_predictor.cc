@@ -59,22 +59,34 @@ void CooccurrencePredictor::fit(const RoutingTrace& trace, int begin, int end) {
   }
 }
 
-std::vector<float> CooccurrencePredictor::next_token_row(int l, int upto, std::span<const int> experts_now,
-                                                         int now_layer) const {
+std::vector<float> CooccurrencePredictor::next_token_row(const PredictInput& in, int d,
+                                                         const std::vector<std::vector<float>>& out) const {
+  const int t = in.layer + 1 + d;  // layers from the start of the current token
+  const int l = t % num_layers_, k = t / num_layers_;
   std::vector<float> p(E_, static_cast<float>(top_k_) / E_);
   double denom = 0;
   std::vector<double> num(E_, 0.0);
+  // After the last layer the token just routed is previous_ (observe() moved it there).
+  const auto& routed = last_layer_ < 0 && !previous_.empty() ? previous_ : current_;
   for (int delta = 0; delta < 3; ++delta) {
-    const int src = l + delta - 1;
-    if (src < 0 || src > upto || src >= num_layers_) continue;
-    // After the last layer the token just routed is previous_ (observe() moved it there).
-    const auto& routed = last_layer_ < 0 && !previous_.empty() ? previous_ : current_;
-    const std::span<const int> a_set = src == now_layer ? experts_now : std::span<const int>(routed[src]);
-    for (int a : a_set)
-      if (a >= 0 && a < E_) {
-        denom += next_count(l, delta, a);
-        for (int b = 0; b < E_; ++b) num[b] += next(l, delta, a, b);
+    const int s = l + delta - 1;
+    if (s < 0 || s >= num_layers_) continue;
+    const int source = (k - 1) * num_layers_ + s;  // the token before the target, layer s
+    if (source <= in.layer) {                       // routed already: its experts
+      const std::span<const int> a_set = s == in.layer ? in.experts_now : std::span<const int>(routed[s]);
+      for (int a : a_set)
+        if (a >= 0 && a < E_) {
+          denom += next_count(l, delta, a);
+          for (int b = 0; b < E_; ++b) num[b] += next(l, delta, a, b);
+        }
+    } else {  // predicted: its row, each expert weighted by its probability
+      const auto& row = out[static_cast<std::size_t>(source - in.layer - 1)];
+      for (int a = 0; a < E_; ++a) {
+        if (row[a] <= 0) continue;
+        denom += row[a] * next_count(l, delta, a);
+        for (int b = 0; b < E_; ++b) num[b] += row[a] * next(l, delta, a, b);
       }
+    }
   }
   if (denom > 0)
     for (int b = 0; b < E_; ++b) p[b] = static_cast<float>(num[b] / denom);
@@ -85,10 +97,9 @@ void CooccurrencePredictor::predict(const PredictInput& in, int lookahead, std::
   out.clear();
   const float prior = static_cast<float>(top_k_) / E_;
   for (int d = 0; d < lookahead; ++d) {
-    if (in.layer + 1 + d >= num_layers_) {  // the next token's layers 0 .. in.layer
-      const int l = in.layer + 1 + d - num_layers_;
-      if (!options_.cross_token || l > in.layer) break;
-      out.push_back(next_token_row(l, in.layer, in.experts_now, in.layer));
+    if (in.layer + 1 + d >= num_layers_) {  // a later token's layer
+      if (!options_.cross_token) break;
+      out.push_back(next_token_row(in, d, out));
       continue;
     }
     const int dd = std::min(d, options_.max_lookahead - 1);

@@ -9,9 +9,10 @@
 // from this token's routing at l and its neighbours l-1, l+1 (delta = -1, 0, +1) to the next
 // token's routing at l,
 //   p(b at l, token t+1) = sum_delta sum_{a in A_{l+delta}} next[l][delta][a][b] / sum ... count,
-// pooled as above over the source layers this token has already routed. So a predict() at layer
-// l with lookahead up to num_layers returns the rest of this token and then the next token's
-// layers 0 .. l (rows d >= num_layers - 1 - l), which idle-link speculation needs (docs/moe.md).
+// pooled as above over the source layers; a source layer not routed yet enters by its predicted
+// row, each expert weighted by its probability. So a predict() at layer l returns the rest of this
+// token and then the next tokens' layers, as far as asked (rows d >= num_layers - 1 - l), which
+// idle-link speculation needs (docs/moe.md).
 #pragma once
 
 #include <memory>
@@ -70,8 +71,9 @@ class CooccurrencePredictor : public Predictor {
   std::vector<std::vector<int>> current_;   // the token being observed, [layer] -> experts
   std::vector<std::vector<int>> previous_;  // the last complete token of the sequence (empty: none)
   int last_layer_ = -1;
-  // The next token's row for layer l from the current token's routing at l-1..l+1 (those <= upto).
-  std::vector<float> next_token_row(int l, int upto, std::span<const int> experts_now, int now_layer) const;
+  // Row d of a predict() at in.layer that lies in a later token: from the token before it at
+  // layers l-1..l+1, routed (hard) or predicted in the earlier rows of `out` (soft).
+  std::vector<float> next_token_row(const PredictInput& in, int d, const std::vector<std::vector<float>>& out) const;
 };
 
 std::unique_ptr<Predictor> make_cooccurrence_predictor(int num_layers, int num_experts, int top_k,

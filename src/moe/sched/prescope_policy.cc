@@ -121,6 +121,12 @@ int PreScopePolicy::miss_tokens(ExpertId id) const {
   return std::clamp(static_cast<int>(std::max<double>(n, view_.tokens[k]) + 0.5), 1, std::max(1, batch_));
 }
 
+int PreScopePolicy::default_horizon() const {
+  const int L = ctx_.num_layers;
+  const int transfer_layers = layer_s_ > 0 ? static_cast<int>(std::ceil(ctx_.cost.transfer_s / layer_s_)) : 0;
+  return std::min(2 * L, L + transfer_layers);
+}
+
 int PreScopePolicy::window_layers() const {
   if (options_.window > 0) return options_.window;
   if (layer_s_ <= 0) return 3;
@@ -360,13 +366,13 @@ void PreScopePolicy::speculate(const std::vector<WindowLayer>& rows, int window,
   const double layer_s = std::max(layer_s_, 1e-9);
   std::vector<ExpertId> taken;
   // What the speculative swaps so far were worth: (hits they made - misses they caused + 1) /
-  // (predicted uses + 2), 1/2 before any (a swap must then be twice as likely as the loss it
-  // risks), 0 once they cost more than they gave. A predictor whose speculation is never used
-  // sees it fall to at most 1 / (n + 2), so at most ceil(1 / kSpeculationMargin) - 2 = 18
-  // speculative prefetches follow it (docs/moe.md).
+  // (predicted uses + 1), 1 before any, 0 once they cost more than they gave. A predictor whose
+  // speculation is never used sees it fall to at most 1 / (n + 1) after n prefetches, and a swap
+  // needs c p > kSpeculationMargin, so it gets at most ceil(1 / kSpeculationMargin) - 1 = 19
+  // (docs/moe.md).
   const double calibration =
-      exact_future() ? 1.0 : std::clamp((spec_used_ - spec_victim_misses_ + 1.0) / (spec_expected_ + 2.0), 0.0, 1.0);
-  if (calibration <= 0) return;
+      exact_future() ? 1.0 : std::clamp((spec_used_ - spec_victim_misses_ + 1.0) / (spec_expected_ + 1.0), 0.0, 1.0);
+  if (calibration <= kSpeculationMargin) return;  // no swap can pass: c p > margin is needed
   // When each row's layer starts: the lead, then per row its dense part and its experts, expected
   // from the row (resident ones on the device, the others at the cheaper of the host and a load;
   // device and host in parallel).

@@ -47,8 +47,9 @@ class PreScopePolicy : public Policy {
   // Evictable experts outside the window (`keep`), in the order they should leave, with the
   // expected cost of evicting each (ascending), for the plan.
   virtual void victims(const std::vector<ExpertId>& keep, std::vector<std::pair<ExpertId, double>>& out);
-  // Layers speculation looks ahead (horizon key, else one token).
-  virtual int default_horizon() const { return ctx_.num_layers; }
+  // Layers speculation looks ahead (horizon key, else one token plus the layers one transfer
+  // lasts, at most two tokens: what arrives in time within the next token's layers).
+  virtual int default_horizon() const;
   // True when the predictions are the recorded future (oracle, prescope-perfect): then what no row
   // predicts is not used, and no long-run share props up an expert's worth.
   virtual bool exact_future() const { return false; }

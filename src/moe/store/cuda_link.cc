@@ -49,13 +49,14 @@ class CudaLink : public Link {
     FERRY_REQUIRE(pool_ != nullptr, "the cuda link needs the host pool");
   }
 
-  std::uint64_t transfer(ExpertId id, std::byte* dst, const std::atomic<bool>& cancel) override {
+  std::uint64_t transfer(ExpertId id, std::byte* dst, std::uint64_t from, const std::atomic<bool>& stop) override {
     const auto* src = reinterpret_cast<const std::byte*>(pool_->expert(id));
     const std::uint64_t total = pool_->layout().bytes(), chunk = staging_.size() / 2;
     at::cuda::CUDAEvent done[2];
-    std::uint64_t moved = 0;
+    const std::uint64_t start = std::min(from, total);
+    std::uint64_t moved = start;
     for (int half = 0; moved < total; half ^= 1) {
-      if (cancel.load(std::memory_order_relaxed)) break;
+      if (stop.load(std::memory_order_relaxed)) break;
       done[half].synchronize();  // the copy that last used this half of the staging buffer is finished
       const std::uint64_t n = std::min(chunk, total - moved);
       std::memcpy(staging_.data() + half * chunk, src + moved, n);
@@ -66,7 +67,7 @@ class CudaLink : public Link {
       moved += n;
     }
     stream_.synchronize();
-    return moved;
+    return moved - start;
   }
 
   double estimate_s(std::uint64_t bytes) const override {

@@ -21,20 +21,21 @@ class EmulatedLink : public Link {
     FERRY_REQUIRE(spec_.chunk_bytes > 0, "link chunk size must be positive");
   }
 
-  std::uint64_t transfer(ExpertId id, std::byte* dst, const std::atomic<bool>& cancel) override {
+  // A resumed transfer pays the latency again (a new copy is started).
+  std::uint64_t transfer(ExpertId id, std::byte* dst, std::uint64_t from, const std::atomic<bool>& stop) override {
     const auto* src = reinterpret_cast<const std::byte*>(pool_->expert(id));
     const std::uint64_t total = pool_->layout().bytes();
     const double begin = now_s() + spec_.latency_s;
     if (paced()) sleep_until_s(begin);
-    std::uint64_t done = 0;
+    std::uint64_t done = std::min(from, total);
     while (done < total) {
-      if (cancel.load(std::memory_order_relaxed)) break;
+      if (stop.load(std::memory_order_relaxed)) break;
       const std::uint64_t n = std::min<std::uint64_t>(spec_.chunk_bytes, total - done);
       std::memcpy(dst + done, src + done, n);
       done += n;
-      if (paced()) sleep_until_s(begin + static_cast<double>(done) / spec_.bandwidth_bytes_per_s);
+      if (paced()) sleep_until_s(begin + static_cast<double>(done - from) / spec_.bandwidth_bytes_per_s);
     }
-    return done;
+    return done - std::min(from, total);
   }
 
   double estimate_s(std::uint64_t bytes) const override {

@@ -30,7 +30,8 @@ bool ExpertStore::start_transfer(ExpertId id, int priority, bool prefetched) {
   e.slot = free_slots_.back();
   free_slots_.pop_back();
   e.prefetched = prefetched;
-  e.ticket = io_->submit(id, device_.get() + static_cast<std::uint64_t>(e.slot) * expert_bytes_, priority);
+  e.ticket = io_->submit(id, device_.get() + static_cast<std::uint64_t>(e.slot) * expert_bytes_, priority,
+                         expert_bytes_);
   entries_.emplace(id, std::move(e));
   FERRY_CHECK(used_bytes() <= options_.budget_bytes, "device budget exceeded");
   stats_.peak_bytes = std::max(stats_.peak_bytes, used_bytes());

@@ -48,9 +48,11 @@ class FileLink : public Link {
     if (spec_.bandwidth_bytes_per_s <= 0) calibrate();
   }
 
-  std::uint64_t transfer(ExpertId id, std::byte* dst, const std::atomic<bool>& cancel) override {
+  // `from` counts float32 bytes delivered, in the order w1, w3, w2; a resumed call skips them.
+  std::uint64_t transfer(ExpertId id, std::byte* dst, std::uint64_t from, const std::atomic<bool>& stop) override {
     const double begin = now_s() + spec_.latency_s;
-    std::uint64_t moved = 0;
+    std::uint64_t moved = 0;    // by this call
+    std::uint64_t skipped = 0;  // float32 bytes of earlier tensors (or parts) already delivered
     const int which[3] = {1, 3, 2};
     const std::int64_t offsets[3] = {layout_.w1_offset(), layout_.w3_offset(), layout_.w2_offset()};
     for (int t = 0; t < 3; ++t) {
@@ -59,9 +61,15 @@ class FileLink : public Link {
       const std::uint64_t start = ref.file->file_offset(*ref.info), len = ref.info->nbytes();
       const std::size_t esize = dtype_size(ref.info->dtype);
       float* out = reinterpret_cast<float*>(dst) + offsets[t];
-      std::uint64_t done = 0;  // bytes of this tensor converted
+      const std::uint64_t out_len = len / esize * 4;
+      if (skipped + out_len <= from) {
+        skipped += out_len;
+        continue;
+      }
+      std::uint64_t done = from > skipped ? (from - skipped) / 4 * esize : 0;  // bytes of this tensor converted
+      skipped = from;
       while (done < len) {
-        if (cancel.load(std::memory_order_relaxed)) return moved;
+        if (stop.load(std::memory_order_relaxed)) return moved;
         const std::uint64_t want = std::min<std::uint64_t>(chunk_ / esize * esize, len - done);
         const std::uint64_t pos = start + done;
         const std::uint64_t aligned = pos / kAlign * kAlign;
@@ -117,7 +125,7 @@ class FileLink : public Link {
     const int n = std::min(2, ck_->config().num_experts);
     const double t0 = now_s();
     std::uint64_t bytes = 0;
-    for (int e = 0; e < n; ++e) bytes += transfer({0, e}, reinterpret_cast<std::byte*>(scratch.data()), never);
+    for (int e = 0; e < n; ++e) bytes += transfer({0, e}, reinterpret_cast<std::byte*>(scratch.data()), 0, never);
     measured_s_per_byte_ = (now_s() - t0) / static_cast<double>(std::max<std::uint64_t>(1, bytes));
   }
 };

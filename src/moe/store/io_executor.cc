@@ -43,17 +43,19 @@ void IoExecutor::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-IoTicket IoExecutor::submit(ExpertId id, std::byte* dst, int priority) {
+IoTicket IoExecutor::submit(ExpertId id, std::byte* dst, int priority, std::uint64_t bytes) {
   auto job = std::make_shared<IoJob>();
   job->id = id;
   job->dst = dst;
   job->priority = priority;
+  job->bytes = bytes;
   job->submitted_s = now_s();
   {
     std::lock_guard lock(mu_);
     FERRY_CHECK(!stopping_, "submit after stop");
     job->seq = next_seq_++;
     queue_.push_back(job);
+    preempt_for(priority);
   }
   work_cv_.notify_one();
   return IoTicket(job, this);
@@ -71,13 +73,26 @@ void IoExecutor::cancel(const IoTicket& ticket) {
   }
   if (job->state == IoState::kRunning) {
     job->cancel.store(true);
+    job->stop.store(true);
     done_cv_.wait(lock, [&] { return job->state != IoState::kRunning; });
+    if (job->state == IoState::kQueued) {  // pre-empted just before: drop it from the queue
+      queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
+      job->state = IoState::kCancelled;
+      done_cv_.notify_all();
+    }
   }
 }
 
 void IoExecutor::set_priority(const IoTicket& ticket, int priority) {
   std::lock_guard lock(mu_);
-  if (ticket.job()->state == IoState::kQueued) ticket.job()->priority = priority;
+  if (ticket.job()->state == IoState::kQueued) {
+    ticket.job()->priority = priority;
+    preempt_for(priority);
+  }
+}
+
+void IoExecutor::preempt_for(int priority) {
+  if (running_ && running_->priority > priority && !running_->stop.load()) running_->stop.store(true);
 }
 
 double IoExecutor::busy_s() const {
@@ -98,23 +113,35 @@ void IoExecutor::run() {
       job = *it;
       queue_.erase(it);
       job->state = IoState::kRunning;
+      job->stop.store(job->cancel.load());
+      running_ = job;
     }
     const double t0 = now_s();
     std::uint64_t moved = 0;
     std::exception_ptr error;
     try {
-      moved = link_->transfer(job->id, job->dst, job->cancel);
+      moved = link_->transfer(job->id, job->dst, job->moved, job->stop);
     } catch (...) {
       error = std::current_exception();  // never escapes the thread: handed to the ticket
     }
     bytes_moved_ += moved;
     {
       std::lock_guard lock(mu_);
+      running_.reset();
       busy_s_ += now_s() - t0;
+      job->moved += moved;
       job->error = error;
       job->finished_s = now_s();
-      job->state = (job->cancel.load() || error) ? IoState::kCancelled : IoState::kDone;
-      if (job->state == IoState::kDone) ++transfers_;
+      if (job->cancel.load() || error || (stopping_ && job->moved < job->bytes)) {
+        job->state = IoState::kCancelled;
+      } else if (job->moved < job->bytes && job->stop.load()) {  // pre-empted: back in the queue
+        job->state = IoState::kQueued;
+        queue_.push_back(job);
+        ++preemptions_;
+      } else {
+        job->state = IoState::kDone;
+        ++transfers_;
+      }
     }
     done_cv_.notify_all();
   }

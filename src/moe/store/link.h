@@ -51,9 +51,11 @@ constexpr double kMixtralA100TransferRatio = 62.0;
 class Link {
  public:
   virtual ~Link() = default;
-  // Copies expert `id` (ExpertLayout::bytes() of float32) into `dst`. Runs on the I/O thread only.
-  // Checks `cancel` between chunks; returns the bytes moved (less than the full size if cancelled).
-  virtual std::uint64_t transfer(ExpertId id, std::byte* dst, const std::atomic<bool>& cancel) = 0;
+  // Copies expert `id` (ExpertLayout::bytes() of float32) into `dst`, starting after the `from`
+  // bytes an earlier, stopped call already moved (0 for a new transfer; the link's own order).
+  // Runs on the I/O thread only. Checks `stop` between chunks (a cancel, or a demand load
+  // pre-empting this transfer); returns the bytes moved by this call.
+  virtual std::uint64_t transfer(ExpertId id, std::byte* dst, std::uint64_t from, const std::atomic<bool>& stop) = 0;
   // Expected seconds for one transfer of `bytes` (the policies' cost model).
   virtual double estimate_s(std::uint64_t bytes) const = 0;
   // "emulated 25 GB/s + 10 us" for reports.
