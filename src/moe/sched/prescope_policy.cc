@@ -133,7 +133,7 @@ int PreScopePolicy::window_layers() const {
   return std::clamp(static_cast<int>(std::ceil(ctx_.cost.transfer_s / layer_s_)), 1, 8);
 }
 
-std::tuple<double, std::int64_t, double, std::uint64_t> PreScopePolicy::victim_key(ExpertId id) const {
+PreScopePolicy::VictimKey PreScopePolicy::victim_key(ExpertId id) const {
   const std::size_t k = slot(ctx_, id);
   // Exact future: Belady's order, weighted by the miss (the sooner the use, the larger the loss).
   // Predicted: the chance of a use within the horizon, not below the long-run share of a step.
@@ -261,12 +261,12 @@ void PreScopePolicy::build_view(const std::vector<WindowLayer>& rows) {
 
 void PreScopePolicy::victims(const std::vector<ExpertId>& keep, std::vector<std::pair<ExpertId, double>>& out) {
   out.clear();
-  std::vector<ExpertId> ids;
+  std::vector<std::pair<VictimKey, ExpertId>> keyed;  // each key computed once
   for (ExpertId id : ctx_.cache->evictable())
-    if (std::find(keep.begin(), keep.end(), id) == keep.end()) ids.push_back(id);
-  std::sort(ids.begin(), ids.end(), [&](ExpertId a, ExpertId b) { return victim_key(a) < victim_key(b); });
+    if (std::find(keep.begin(), keep.end(), id) == keep.end()) keyed.push_back({victim_key(id), id});
+  std::sort(keyed.begin(), keyed.end());
   // The plan's cost of an eviction: a miss, if it is used within the horizon.
-  for (ExpertId id : ids) {
+  for (const auto& [key, id] : keyed) {
     const std::size_t k = slot(ctx_, id);
     const double p = exact_future() ? view_.p[k] : std::max<double>(view_.p[k], reuse(id));
     out.push_back({id, p * miss_saving(static_cast<int>(view_.tokens[k] + 0.5f))});
@@ -417,14 +417,17 @@ void PreScopePolicy::speculate(const std::vector<WindowLayer>& rows, int window,
     taken.push_back(cand);
     if (ctx_.cache->free_slots() == 0) {
       ExpertId victim{-1, -1};
-      for (ExpertId id : ctx_.cache->evictable())
-        if (std::find(keep.begin(), keep.end(), id) == keep.end() && (victim.layer < 0 || victim_key(id) < victim_key(victim)))
-          victim = id;
+      VictimKey victim_k{};
+      for (ExpertId id : ctx_.cache->evictable()) {
+        if (std::find(keep.begin(), keep.end(), id) != keep.end()) continue;
+        const VictimKey k = victim_key(id);
+        if (victim.layer < 0 || k < victim_k) victim = id, victim_k = k;
+      }
       if (victim.layer < 0) return;
       // The candidate's saving against the victim's loss: with the exact future, over the cand_d
       // layers until the candidate's use (Belady: a victim used later can come back in time).
       const double saving = best * cand_d;
-      const double loss = std::get<0>(victim_key(victim)) * (exact_future() ? cand_d : 1);
+      const double loss = std::get<0>(victim_k) * (exact_future() ? cand_d : 1);
       const double miss = saving / std::max(1e-12, calibration * rows[cand_d - 1].p[cand.expert]);
       if (saving - loss <= kSpeculationMargin * miss) continue;  // not worth it: try the next candidate
       ctx_.cache->evict(victim);
@@ -441,8 +444,11 @@ void PreScopePolicy::speculate(const std::vector<WindowLayer>& rows, int window,
 }
 
 ExpertId PreScopePolicy::choose_victim(std::span<const ExpertId> candidates, ExpertId) {
-  return *std::min_element(candidates.begin(), candidates.end(),
-                           [&](ExpertId a, ExpertId b) { return victim_key(a) < victim_key(b); });
+  ExpertId best = candidates.front();
+  VictimKey best_k = victim_key(best);
+  for (ExpertId id : candidates.subspan(1))
+    if (const VictimKey k = victim_key(id); k < best_k) best = id, best_k = k;
+  return best;
 }
 
 std::unique_ptr<Policy> make_prescope_policy(const PolicyOptions& options) {

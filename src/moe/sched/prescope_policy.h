@@ -94,7 +94,8 @@ class PreScopePolicy : public Policy {
   // The order in which experts leave (smallest first): expected loss per layer (rate x miss cost;
   // not below the long-run share reuse / layers unless the future is exact), then the farthest
   // first use, the least routed, the least recent.
-  std::tuple<double, std::int64_t, double, std::uint64_t> victim_key(ExpertId id) const;
+  using VictimKey = std::tuple<double, std::int64_t, double, std::uint64_t>;
+  VictimKey victim_key(ExpertId id) const;
   // Idle-link speculation over the rows past the plan's window (docs/moe.md).
   void speculate(const std::vector<WindowLayer>& rows, int window, double lead_s, const std::vector<ExpertId>& keep);
   int window_layers() const;
