@@ -8,12 +8,13 @@
 // window, idle-link speculation (docs/moe.md) fills a link that would otherwise idle: one
 // prefetch at a time of the expert with the largest expected saving p x miss cost that can still
 // arrive in time, if that exceeds the expected loss of the expert it evicts (its probability of
-// use within the horizon x its miss cost). Victims, for the plan, for speculation and for demand
-// loads, leave by that expected loss, then the farthest predicted use, the least routed, the least
-// recently used. The horizon reaches past the current token: predictors that see past it give the
-// next token's rows, for the others PreScope's own cross-token table (cooccurrence_predictor.h)
-// does. Given calibration counts, the most routed experts fill the device at the start (as
-// static-hot and Fiddler start).
+// use within the window, not below its share of a step, x its miss cost), scaled by how its
+// earlier swaps paid off. Victims, for the plan, for speculation and for demand loads, leave by
+// that expected loss, then the farthest predicted use, the least routed, the least recently used;
+// with the recorded future (oracle) the loss is Belady's. The horizon reaches past the current
+// token: predictors that see past it give the next tokens' rows, for the others PreScope's own
+// cross-token table (cooccurrence_predictor.h) does. Given calibration counts, the most routed
+// experts fill the device at the start (as static-hot and Fiddler start).
 #include "moe/sched/prescope_policy.h"
 
 #include <algorithm>
@@ -140,6 +141,7 @@ PreScopePolicy::VictimKey PreScopePolicy::victim_key(ExpertId id) const {
   const double worth = exact_future() ? view_.rate[k] : std::max<double>(view_.p[k], reuse(id));
   return {worth * miss_saving(miss_tokens(id)), -view_.at[k], token_rate(id), recency_.last_use(id)};
 }
+
 void PreScopePolicy::on_route(const RouteInfo& route, std::span<Placement> placement) {
   if (predictor_) predictor_->observe(route.layer, route.experts, {});
   if (cross_) cross_->observe(route.layer, route.experts, {});
@@ -189,7 +191,6 @@ void PreScopePolicy::on_route(const RouteInfo& route, std::span<Placement> place
 void PreScopePolicy::on_access(ExpertId id, bool hit) {
   recency_.touch(id);
   if (!hit) ++misses_;
-
 }
 
 void PreScopePolicy::predict_window(const RouteInfo& route, int depth, std::vector<WindowLayer>& out) {
