@@ -1,6 +1,8 @@
 #include "compress/twobit_codec.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #if defined(__SSE2__)
 #include <immintrin.h>
@@ -177,6 +179,10 @@ bool twobit_kernel_supported(TwobitKernel kernel) {
 TwobitOptions parse_twobit_options(SpecReader& spec) {
   TwobitOptions o;
   o.threshold = static_cast<float>(spec.get_double("threshold", o.threshold));
+  // Read only when given, so that the canonical spec of the default stays "twobit:threshold=T".
+  if (spec.has("units"))
+    o.units = spec.get_choice("units", "absolute", {"absolute", "rms"}) == "rms" ? TwobitUnits::kRms
+                                                                              : TwobitUnits::kAbsolute;
   return o;
 }
 
@@ -196,10 +202,18 @@ std::size_t TwobitCodec::size_bytes(std::size_t numel) {
   return kHeaderBytes + 4 * ternary_words(numel);
 }
 
+float TwobitCodec::threshold_for(std::span<const float> grad) const {
+  if (options_.units == TwobitUnits::kAbsolute || grad.empty()) return options_.threshold;
+  double sq = 0;
+  for (float g : grad) sq += static_cast<double>(g) * g;
+  const double t = options_.threshold * std::sqrt(sq / static_cast<double>(grad.size()));
+  return std::isfinite(t) ? std::max(static_cast<float>(t), std::numeric_limits<float>::min()) : options_.threshold;
+}
+
 void TwobitCodec::encode(std::span<const float> grad, std::vector<std::byte>& out) {
   check_numel(grad.size(), "gradient");
   const std::size_t n = grad.size();
-  const float t = options_.threshold;
+  const float t = threshold_for(grad);
   const float neg_t = -t;
   write_header(out, size_bytes(n),
                {.codec = CodecId::kTwobit, .flags = 0, .aux = float_bits(t), .numel = n});

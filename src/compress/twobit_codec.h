@@ -13,8 +13,15 @@ enum class TwobitKernel { kAuto, kAvx512, kAvx2, kBaseline /* SSE2 on x86-64, el
 // Whether this build and CPU can run `kernel` (kAuto and kBaseline: always).
 bool twobit_kernel_supported(TwobitKernel kernel);
 
+// What `threshold` is measured in (spec key units): `absolute` (MXNet's t, in the units of the
+// gradient handed to the codec; the default, so that specs written for earlier versions mean the
+// same) or `rms` (t = threshold x the root mean square of the gradient of this call, computed on
+// the worker; the header carries t, so decoders need nothing else).
+enum class TwobitUnits { kAbsolute, kRms };
+
 struct TwobitOptions {
-  float threshold = 0.5f;  // t > 0: values sent are +t, -t or 0 (spec key: threshold)
+  float threshold = 0.5f;  // > 0: values sent are +t, -t or 0 (spec key: threshold)
+  TwobitUnits units = TwobitUnits::kAbsolute;
   TwobitKernel kernel = TwobitKernel::kAuto;  // tests force each loop; not a spec key
 };
 TwobitOptions parse_twobit_options(SpecReader& spec);
@@ -28,6 +35,8 @@ TwobitOptions parse_twobit_options(SpecReader& spec);
 //   else    -> send 00 (decodes to 0)
 // 16 values per 32-bit word (layout in ternary_pack.h).
 // Wire: header (aux = bits of t, numel) + ceil(n/16) words.  Size 16 + 4*ceil(n/16) bytes.
+// With units=rms, t = float(threshold x sqrt(sum g^2 / n)) (the sum in double), at least the
+// smallest normal float, per encode.
 class TwobitCodec final : public Codec {
  public:
   TwobitCodec(TwobitOptions options, TensorInfo info);
@@ -42,6 +51,8 @@ class TwobitCodec final : public Codec {
   void load_state(std::span<const std::byte> state) override;
 
   static std::size_t size_bytes(std::size_t numel);
+  // The t an encode of `grad` sends.
+  float threshold_for(std::span<const float> grad) const;
 
  private:
   // Validates the payload; returns t.

@@ -6,8 +6,10 @@
 #include <iterator>
 #include <limits>
 
+#include "compress/codec_registry.h"
 #include "compress/twobit_codec.h"
 #include "compress/wire_format.h"
+#include "core/error.h"
 #include "test_util.h"
 
 namespace ferry::compress {
@@ -93,6 +95,51 @@ void check_against_mxnet(std::size_t n, float t, int steps, TwobitKernel kernel)
     for (std::size_t i = 0; i < n; ++i) expect_acc[i] += ref_decoded[i];
     c.decode_add(payload, acc);
     ASSERT_EQ(acc, expect_acc);
+  }
+}
+
+// units=rms: each encode uses t = threshold x RMS of its gradient (computed here independently),
+// so the words, the residual and the header's t equal MXNet's kernels run with that t, step by step.
+TEST(Twobit, RmsUnitsEqualMxnetWithThePerCallThreshold) {
+  const std::size_t n = 1000;
+  const float k = 1.5f;
+  for (TwobitKernel kernel : kernels()) {
+    TwobitCodec c({.threshold = k, .units = TwobitUnits::kRms, .kernel = kernel}, testing::info_1d(n));
+    std::vector<float> ref_residual(n, 0.0f);
+    std::vector<std::uint32_t> ref_words;
+    std::vector<std::byte> payload;
+    for (int s = 0; s < 4; ++s) {
+      const auto g = testing::normal_vector(n, 300 + s, 0.05f * (s + 1));  // a scale that changes
+      double sq = 0;
+      for (float x : g) sq += static_cast<double>(x) * x;
+      const float t = static_cast<float>(k * std::sqrt(sq / n));
+      c.encode(g, payload);
+      mxnet_quantize(ref_words, g, ref_residual, -t, t);
+      EXPECT_EQ(read_header(payload, CodecId::kTwobit, n).aux, float_bits(t)) << "step " << s;
+      ASSERT_EQ(std::memcmp(payload.data() + kHeaderBytes, ref_words.data(), 4 * ref_words.size()), 0) << s;
+      ASSERT_EQ(std::memcmp(c.residual().data(), ref_residual.data(), 4 * n), 0) << s;
+    }
+  }
+  // An all-zero gradient still sends a valid (positive) t and decodes to zeros.
+  TwobitCodec z({.threshold = k, .units = TwobitUnits::kRms}, testing::info_1d(8));
+  std::vector<std::byte> payload;
+  std::vector<float> out(8, 1.0f);
+  z.encode(std::vector<float>(8, 0.0f), payload);
+  z.decode(payload, out);
+  EXPECT_EQ(out, std::vector<float>(8, 0.0f));
+}
+
+TEST(Twobit, UnitsKeyIsParsedAndUnknownUnitsAreRefused) {
+  auto rms = make_codec("twobit:threshold=2,units=rms", testing::info_1d(4));
+  std::vector<std::byte> payload;
+  rms->encode(std::vector<float>{1, -1, 1, -1}, payload);  // RMS 1: t = 2
+  EXPECT_EQ(read_header(payload, CodecId::kTwobit, 4).aux, float_bits(2.0f));
+  try {
+    make_codec("twobit:units=mxnet", testing::info_1d(4));
+    FAIL() << "units=mxnet accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("units"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rms"), std::string::npos) << e.what();
   }
 }
 
