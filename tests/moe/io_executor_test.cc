@@ -37,6 +37,13 @@ class ChunkLink : public Link {
     return done - from;
   }
   double estimate_s(std::uint64_t) const override { return kChunks * 2e-3; }
+  // Until `n` chunks have been moved (a transfer is on the link).
+  void wait_for_chunks(std::size_t n) {
+    for (;;) {
+      std::lock_guard lock(mu);
+      if (log.size() >= n) return;
+    }
+  }
   std::string describe() const override { return "test chunks"; }
 
   std::mutex mu;
@@ -56,10 +63,7 @@ TEST(IoExecutor, DemandLoadPreemptsARunningPrefetchAtTheNextChunk) {
   io.start();
   std::vector<std::byte> a(kBytes), b(kBytes);
   IoTicket prefetch = io.submit({0, 1}, a.data(), kPriorityPrefetch, kBytes);
-  for (;;) {  // until the prefetch is on the link
-    std::lock_guard lock(link.mu);
-    if (link.log.size() >= 3) break;
-  }
+  link.wait_for_chunks(3);
   IoTicket demand;
   {
     std::lock_guard lock(link.mu);  // the marker and the submission, between two chunks
@@ -96,10 +100,7 @@ TEST(IoExecutor, CancelOfAPreemptedPrefetchCancelsIt) {
   io.start();
   std::vector<std::byte> a(kBytes), b(kBytes);
   IoTicket prefetch = io.submit({0, 1}, a.data(), kPriorityPrefetch, kBytes);
-  for (;;) {
-    std::lock_guard lock(link.mu);
-    if (!link.log.empty()) break;
-  }
+  link.wait_for_chunks(1);
   IoTicket demand = io.submit({0, 2}, b.data(), kPriorityDemand, kBytes);
   io.cancel(prefetch);  // running or queued again: either way it ends cancelled
   EXPECT_FALSE(prefetch.wait());

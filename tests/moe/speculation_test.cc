@@ -28,6 +28,7 @@ class RecordingCache : public ExpertCache {
   bool prefetch(ExpertId id, int priority) override {
     const bool ok = inner_->prefetch(id, priority);
     if (ok) log_->push_back("+" + std::to_string(id.layer) + "/" + std::to_string(id.expert));
+    max_used = std::max(max_used, inner_->used_bytes());  // after every prefetch, whether the policy asks or not
     return ok;
   }
   bool evict(ExpertId id) override {

@@ -59,13 +59,13 @@ PredictorScore evaluate_predictor(Predictor& p, const PredictorTrace& t, const s
       current_seq = tok.sequence;
     }
     ++s.tokens;
+    // Rows past the last layer are the next token's (predictors that see past the token).
+    const TraceToken* next = i + 1 < tr.tokens.size() && tr.tokens[i + 1].sequence == tok.sequence ? &tr.tokens[i + 1] : nullptr;
     for (int l = 0; l < L; ++l) {
       static const std::vector<float> kNoWeights;
       const auto& w = l < static_cast<int>(tok.weights.size()) ? tok.weights[l] : kNoWeights;
       auto t0 = clock::now();
       p.observe(l, tok.experts[l], w);
-      // Rows past the last layer are the next token's (predictors that see past the token).
-      const TraceToken* next = i + 1 < tr.tokens.size() && tr.tokens[i + 1].sequence == tok.sequence ? &tr.tokens[i + 1] : nullptr;
       if (l + 1 >= L + (next ? L : 0)) {
         s.predict_seconds += std::chrono::duration<double>(clock::now() - t0).count();
         continue;

@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <ctime>
 #include <cmath>
-#include <limits>
 #include <tuple>
 
 #include "core/error.h"
@@ -33,7 +32,6 @@ constexpr int kMaxCandidates = 2;          // non-resident candidates per layer 
 constexpr double kPriorTokens = 64;        // weight of the calibration prior in the routing shares
 constexpr double kSpeculationMargin = 0.05;  // a speculative swap must gain this share of a miss (no churn on ties)
 constexpr int kMaxSpeculative = 4;           // speculative prefetches per layer at most
-constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 
 // CPU time of this thread: the planner's own cost, whatever else the machine runs.
 double thread_cpu_s() {
@@ -68,7 +66,7 @@ void PreScopePolicy::attach(const PolicyContext& ctx) {
   const std::size_t n_slots = static_cast<std::size_t>(ctx.num_layers) * ctx.num_experts;
   view_.p.assign(n_slots, 0.0f);
   view_.rate.assign(n_slots, 0.0f);
-  view_.at.assign(n_slots, kNever);
+  view_.at.assign(n_slots, kNoUse);
   view_.tokens.assign(n_slots, 1.0f);
   position_ = -1;
   layer_s_ = 0;
@@ -122,16 +120,18 @@ int PreScopePolicy::miss_tokens(ExpertId id) const {
   return std::clamp(static_cast<int>(std::max<double>(n, view_.tokens[k]) + 0.5), 1, std::max(1, batch_));
 }
 
+int PreScopePolicy::transfer_layers() const {
+  return layer_s_ > 0 ? static_cast<int>(std::ceil(ctx_.cost.transfer_s / layer_s_)) : 0;
+}
+
 int PreScopePolicy::default_horizon() const {
-  const int L = ctx_.num_layers;
-  const int transfer_layers = layer_s_ > 0 ? static_cast<int>(std::ceil(ctx_.cost.transfer_s / layer_s_)) : 0;
-  return std::min(2 * L, L + transfer_layers);
+  return std::min(2 * ctx_.num_layers, ctx_.num_layers + transfer_layers());
 }
 
 int PreScopePolicy::window_layers() const {
   if (options_.window > 0) return options_.window;
   if (layer_s_ <= 0) return 3;
-  return std::clamp(static_cast<int>(std::ceil(ctx_.cost.transfer_s / layer_s_)), 1, 8);
+  return std::clamp(transfer_layers(), 1, 8);
 }
 
 PreScopePolicy::VictimKey PreScopePolicy::victim_key(ExpertId id) const {
@@ -221,58 +221,49 @@ void PreScopePolicy::predict_window(const RouteInfo& route, int depth, std::vect
 
 // Probability of a use within the rows, the first likely use and its tokens; layers the rows do
 // not reach keep the routing share of a step and their next occurrence.
-void PreScopePolicy::build_view(const std::vector<WindowLayer>& rows) {
+void PreScopePolicy::build_view(std::span<const WindowLayer> rows) {
   const int L = ctx_.num_layers, E = ctx_.num_experts;
   std::vector<char> covered(L, 0);
   for (const WindowLayer& w : rows) covered[w.layer] = 1;
   for (int l = 0; l < L; ++l) {
-    if (covered[l]) continue;
     const std::int64_t next = position_ + 1 + ((l - position_ % L - 1) % L + L) % L;
     for (int e = 0; e < E; ++e) {
       const std::size_t k = slot(ctx_, {l, e});
-      view_.p[k] = static_cast<float>(reuse({l, e}));
+      view_.p[k] = covered[l] ? 0.0f : static_cast<float>(reuse({l, e}));
       view_.rate[k] = view_.p[k] / static_cast<float>(next - position_);
-      view_.at[k] = next;
+      view_.at[k] = covered[l] ? kNoUse : next;
       view_.tokens[k] = 1.0f;
     }
   }
-  for (int l = 0; l < L; ++l)
-    if (covered[l])
-      for (int e = 0; e < E; ++e) {
-        const std::size_t k = slot(ctx_, {l, e});
-        view_.p[k] = view_.rate[k] = 0.0f;
-        view_.at[k] = kNever;
-        view_.tokens[k] = 1.0f;
-      }
   for (const WindowLayer& w : rows)
     for (int e = 0; e < E; ++e) {
       const std::size_t k = slot(ctx_, {w.layer, e});
       const float p = std::clamp(w.p[e], 0.0f, 1.0f);
       view_.rate[k] += (1.0f - view_.p[k]) * p / static_cast<float>(w.position - position_);
       view_.p[k] = 1.0f - (1.0f - view_.p[k]) * (1.0f - p);
-      if (view_.at[k] == kNever && w.p[e] >= 0.5f) view_.at[k] = w.position, view_.tokens[k] = w.tokens[e];
+      if (view_.at[k] == kNoUse && w.p[e] >= 0.5f) view_.at[k] = w.position, view_.tokens[k] = w.tokens[e];
     }
   for (int l = 0; l < L; ++l)  // farthest first among those no row predicts: the oracle's Belady order
     if (covered[l])
       for (int e = 0; e < E; ++e) {
         const std::size_t k = slot(ctx_, {l, e});
-        if (view_.at[k] == kNever) view_.at[k] = use_past_rows({l, e});
+        if (view_.at[k] == kNoUse) view_.at[k] = use_past_rows({l, e});
       }
 }
 
 void PreScopePolicy::victims(const std::vector<ExpertId>& keep, std::vector<std::pair<ExpertId, double>>& out) {
   out.clear();
-  std::vector<std::pair<VictimKey, ExpertId>> keyed;  // each key computed once
-  for (ExpertId id : ctx_.cache->evictable())
-    if (std::find(keep.begin(), keep.end(), id) == keep.end()) keyed.push_back({victim_key(id), id});
-  std::sort(keyed.begin(), keyed.end());
-  // The plan's cost of an eviction: a miss, if it is used within the horizon.
-  for (const auto& [key, id] : keyed) {
+  // By the plan's cost of an eviction (a miss, if it is used within the horizon), then the victim
+  // order; each key computed once.
+  std::vector<std::tuple<double, VictimKey, ExpertId>> keyed;
+  for (ExpertId id : ctx_.cache->evictable()) {
+    if (std::find(keep.begin(), keep.end(), id) != keep.end()) continue;
     const std::size_t k = slot(ctx_, id);
     const double p = exact_future() ? view_.p[k] : std::max<double>(view_.p[k], reuse(id));
-    out.push_back({id, p * miss_saving(static_cast<int>(view_.tokens[k] + 0.5f))});
+    keyed.push_back({p * miss_saving(static_cast<int>(view_.tokens[k] + 0.5f)), victim_key(id), id});
   }
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::sort(keyed.begin(), keyed.end());
+  for (const auto& [cost, key, id] : keyed) out.push_back({id, cost});
 }
 
 void PreScopePolicy::on_dispatched(const RouteInfo& route) {
@@ -295,12 +286,8 @@ void PreScopePolicy::on_dispatched(const RouteInfo& route) {
   const double t0 = thread_cpu_s();
   // Eviction weighs the plan's window and the long-run shares: measured, the weaker rows past the
   // window made victims worse (docs/moe.md); the recorded future is used whole.
-  if (exact_future() || static_cast<int>(rows.size()) <= D) {
-    build_view(rows);
-  } else {
-    const std::vector<WindowLayer> window_rows(rows.begin(), rows.begin() + D);
-    build_view(window_rows);
-  }
+  build_view(std::span<const WindowLayer>(rows).first(
+      exact_future() ? rows.size() : std::min(rows.size(), static_cast<std::size_t>(D))));
   PreSchedInstance inst;
   inst.transfer_s = T;
   inst.lead_s = lead;
@@ -399,7 +386,7 @@ void PreScopePolicy::speculate(const std::vector<WindowLayer>& rows, int window,
   }
   for (int n = 0; n < kMaxSpeculative && backlog_after_plan_s_ <= std::max(layer_s, 0.5 * T); ++n) {
     const double arrive = backlog_after_plan_s_ + T;
-    double best = 0;
+    double best = 0, cand_miss = 0;
     ExpertId cand{-1, -1};
     int cand_d = 0;
     for (std::size_t j = static_cast<std::size_t>(window); j < rows.size(); ++j) {
@@ -409,9 +396,9 @@ void PreScopePolicy::speculate(const std::vector<WindowLayer>& rows, int window,
         const ExpertId id{w.layer, e};
         if (w.p[e] < kMinProbability || ctx_.cache->contains(id)) continue;
         if (std::find(taken.begin(), taken.end(), id) != taken.end()) continue;
-        const double gain = calibration * w.p[e] * miss_saving(static_cast<int>(w.tokens[e] + 0.5f)) /
-                            static_cast<double>(j + 1);  // per layer until its use, as the victims' loss
-        if (gain > best) best = gain, cand = id, cand_d = static_cast<int>(j) + 1;
+        const double miss = miss_saving(static_cast<int>(w.tokens[e] + 0.5f));
+        const double gain = calibration * w.p[e] * miss / static_cast<double>(j + 1);  // per layer until its use
+        if (gain > best) best = gain, cand_miss = miss, cand = id, cand_d = static_cast<int>(j) + 1;
       }
     }
     if (cand.layer < 0) return;
@@ -429,8 +416,7 @@ void PreScopePolicy::speculate(const std::vector<WindowLayer>& rows, int window,
       // layers until the candidate's use (Belady: a victim used later can come back in time).
       const double saving = best * cand_d;
       const double loss = std::get<0>(victim_k) * (exact_future() ? cand_d : 1);
-      const double miss = saving / std::max(1e-12, calibration * rows[cand_d - 1].p[cand.expert]);
-      if (saving - loss <= kSpeculationMargin * miss) continue;  // not worth it: try the next candidate
+      if (saving - loss <= kSpeculationMargin * cand_miss) continue;  // not worth it: try the next candidate
       ctx_.cache->evict(victim);
       spec_victims_.insert(victim.key());
       spec_brought_.erase(victim.key());

@@ -21,6 +21,7 @@ using PreSchedTiming = PlanTiming;  // policy.h
 
 class PreScopePolicy : public Policy {
  public:
+  static constexpr std::int64_t kNoUse = std::numeric_limits<std::int64_t>::max();  // no predicted use
   explicit PreScopePolicy(const PolicyOptions& options);
   std::string name() const override { return "prescope"; }
   void attach(const PolicyContext& ctx) override;
@@ -53,8 +54,8 @@ class PreScopePolicy : public Policy {
   // True when the predictions are the recorded future (oracle, prescope-perfect): then what no row
   // predicts is not used, and no long-run share props up an expert's worth.
   virtual bool exact_future() const { return false; }
-  // The position of the next use of `id` past every row (the oracle knows it; kNever otherwise).
-  virtual std::int64_t use_past_rows(ExpertId) const { return std::numeric_limits<std::int64_t>::max(); }
+  // The position of the next use of `id` past every row (the oracle knows it; kNoUse otherwise).
+  virtual std::int64_t use_past_rows(ExpertId) const { return kNoUse; }
   // How likely `id` is to be used in the next step: 1 - exp(-token share x tokens per step).
   double reuse(ExpertId id) const;
   // Share of the tokens routed to `id` so far, with the calibration as prior (the eviction order:
@@ -82,7 +83,7 @@ class PreScopePolicy : public Policy {
  private:
   // The future as the last prediction saw it, per [layer * E + e]: probability of a use within the
   // horizon, the expected 1 / distance of the first use (sum_d P(first use at d) / d; what keeping
-  // it is worth per layer, in misses), position of the first likely use (p >= 1/2; kNever: none),
+  // it is worth per layer, in misses), position of the first likely use (p >= 1/2; kNoUse: none),
   // tokens then.
   struct UseView {
     std::vector<float> p;
@@ -90,15 +91,16 @@ class PreScopePolicy : public Policy {
     std::vector<std::int64_t> at;
     std::vector<float> tokens;
   };
-  void build_view(const std::vector<WindowLayer>& rows);
-  // The order in which experts leave (smallest first): expected loss per layer (rate x miss cost;
-  // not below the long-run share reuse / layers unless the future is exact), then the farthest
-  // first use, the least routed, the least recent.
+  void build_view(std::span<const WindowLayer> rows);
+  // The order in which experts leave (smallest first): the expected loss (predicted: the chance of
+  // a use within the rows, not below its share of a step, x its miss cost; recorded future: rate x
+  // miss cost, Belady's order), then the farthest first use, the least routed, the least recent.
   using VictimKey = std::tuple<double, std::int64_t, double, std::uint64_t>;
   VictimKey victim_key(ExpertId id) const;
   // Idle-link speculation over the rows past the plan's window (docs/moe.md).
   void speculate(const std::vector<WindowLayer>& rows, int window, double lead_s, const std::vector<ExpertId>& keep);
   int window_layers() const;
+  int transfer_layers() const;  // ceil(T / estimated layer time); 0 before the first estimate
 
   PreSchedTiming timing_;
   std::unique_ptr<CooccurrencePredictor> cross_;  // the next token's rows when the predictor stops at the last layer

@@ -123,14 +123,15 @@ std::string simulate_markdown(const std::vector<SimulateRow>& rows) {
                 r.needed ? printf_cell(r.prediction_recall(), "%.3f") : std::string("-")});
   }
   std::string out = md.markdown();
-  // The gap split, per (profile, batch) that ran all three.
+  // The gap split, per (profile, batch) that ran prescope, prescope-perfect and the bound.
   std::map<std::pair<std::string, int>, std::map<std::string, double>> tps;
   for (const auto& row : rows) tps[{row.profile, row.result.batch}][row.result.policy] = row.result.tokens_per_s();
   ReportTable gap = ReportTable::of({"profile", "batch", "prescope / oracle", "prescope-perfect / oracle",
                                      "gap: prediction", "gap: planning"});
   for (const auto& [key, m] : tps) {
-    auto p = m.find("prescope"), q = m.find("prescope-perfect"), o = m.find("oracle");
-    if (p == m.end() || q == m.end() || o == m.end() || o->second <= 0) continue;
+    auto p = m.find("prescope"), q = m.find("prescope-perfect");
+    auto o = oracle.find(key);
+    if (p == m.end() || q == m.end() || o == oracle.end() || o->second <= 0) continue;
     const double a = p->second / o->second, b = q->second / o->second;
     gap.add_row({key.first, std::to_string(key.second), printf_cell(a, "%.3f"), printf_cell(b, "%.3f"),
                  printf_cell(100 * (b - a), "%+.1f pts"), printf_cell(100 * (1 - b), "%+.1f pts")});

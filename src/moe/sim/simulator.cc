@@ -188,26 +188,32 @@ class SimCache : public ExpertCache {
     if (running_ >= jobs_.size()) return;
     Job& j = jobs_[running_];
     if (j.state != State::kStarted || j.priority <= kPriorityDemand || j.end_s <= now_) return;
-    const double into = std::max(0.0, now_ - j.start_s);
-    const double stop = std::min(j.end_s, j.start_s + std::ceil(into / chunk_s_) * chunk_s_);
+    const double stop = next_chunk_s(j);
     if (stop >= j.end_s) return;
-    busy_s -= j.end_s - stop;
-    j.left_s = j.end_s - stop;
-    const std::uint64_t undone = undone_bytes(j, stop);
-    bytes_moved -= undone;
-    j.left_bytes = undone;
-    link_free_ = stop;
-    j.end_s = stop;
+    stop_at(j, stop);
     j.state = State::kQueued;
     queue_.push_back(running_);
     running_ = jobs_.size();
     ++preempted;
   }
-  // The bytes of a started job's segment after `stop` (all of them when it stops at its start).
-  std::uint64_t undone_bytes(const Job& j, double stop) const {
-    if (stop <= j.start_s) return j.left_bytes;
-    const auto b = static_cast<std::uint64_t>(std::llround((j.end_s - stop) / T_ * static_cast<double>(expert_bytes_)));
-    return std::min(b, j.left_bytes);
+  // The first chunk boundary of a started job's segment at or after now (its start if later).
+  double next_chunk_s(const Job& j) const {
+    const double into = std::max(0.0, now_ - j.start_s);
+    return std::min(j.end_s, j.start_s + std::ceil(into / chunk_s_) * chunk_s_);
+  }
+  // A started job's segment ends at `stop`: the link time and bytes after it are not spent and
+  // are what is left of the job (all of it when it stops at its start).
+  void stop_at(Job& j, double stop) {
+    const std::uint64_t undone =
+        stop <= j.start_s ? j.left_bytes
+                          : std::min(j.left_bytes, static_cast<std::uint64_t>(std::llround(
+                                                       (j.end_s - stop) / T_ * static_cast<double>(expert_bytes_))));
+    busy_s -= j.end_s - stop;
+    bytes_moved -= undone;
+    j.left_s = j.end_s - stop;
+    j.left_bytes = undone;
+    if (link_free_ == j.end_s) link_free_ = stop;
+    j.end_s = stop;
   }
   // Queued: dropped. Running: stops at the next chunk boundary; the link is free from there.
   void cancel(Job& j) {
@@ -216,12 +222,7 @@ class SimCache : public ExpertCache {
       j.state = State::kCancelled;
       ++cancelled;
     } else if (j.state == State::kStarted && j.end_s > now_) {
-      const double into = std::max(0.0, now_ - j.start_s);
-      const double stop = std::min(j.end_s, j.start_s + std::ceil(into / chunk_s_) * chunk_s_);
-      busy_s -= j.end_s - stop;
-      bytes_moved -= undone_bytes(j, stop);
-      if (link_free_ == j.end_s) link_free_ = stop;
-      j.end_s = stop;
+      stop_at(j, next_chunk_s(j));
       j.state = State::kCancelled;
       ++cancelled;
     }

@@ -27,15 +27,16 @@ class EmulatedLink : public Link {
     const std::uint64_t total = pool_->layout().bytes();
     const double begin = now_s() + spec_.latency_s;
     if (paced()) sleep_until_s(begin);
-    std::uint64_t done = std::min(from, total);
+    const std::uint64_t start = std::min(from, total);
+    std::uint64_t done = start;
     while (done < total) {
       if (stop.load(std::memory_order_relaxed)) break;
       const std::uint64_t n = std::min<std::uint64_t>(spec_.chunk_bytes, total - done);
       std::memcpy(dst + done, src + done, n);
       done += n;
-      if (paced()) sleep_until_s(begin + static_cast<double>(done - from) / spec_.bandwidth_bytes_per_s);
+      if (paced()) sleep_until_s(begin + static_cast<double>(done - start) / spec_.bandwidth_bytes_per_s);
     }
-    return done - std::min(from, total);
+    return done - start;
   }
 
   double estimate_s(std::uint64_t bytes) const override {

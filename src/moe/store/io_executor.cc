@@ -92,7 +92,7 @@ void IoExecutor::set_priority(const IoTicket& ticket, int priority) {
 }
 
 void IoExecutor::preempt_for(int priority) {
-  if (running_ && running_->priority > priority && !running_->stop.load()) running_->stop.store(true);
+  if (running_ && running_->priority > priority) running_->stop.store(true);
 }
 
 double IoExecutor::busy_s() const {
