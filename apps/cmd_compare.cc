@@ -90,7 +90,7 @@ int run_compare(int argc, char** argv) {
               bandwidths, out;
   int np = 4, servers = 1, epochs = 4;
   std::string model = "cnn";
-  double target = 0.87;
+  double target_acc = 0.87, target_ppl = 0;
   train::DelayedOptions twobit;  // only its threshold: the meaning of a bare `twobit`
   bool resume = false;
   app.add_option("--algos", algos, "comma-separated algorithms (compute-only is always added): " + choices(train::strategy_names()))->capture_default_str();
@@ -106,7 +106,8 @@ int run_compare(int argc, char** argv) {
   app.add_option("--servers", servers, "parameter-server ranks of the ps runs")->capture_default_str();
   app.add_option("--model", model, choices(train::model_names()))->capture_default_str();
   app.add_option("--epochs", epochs, "passes over the training set")->capture_default_str();
-  app.add_option("--target-acc", target, "test accuracy for time_to_target_s")->capture_default_str();
+  app.add_option("--target-acc", target_acc, "image models: test accuracy for time_to_target_s")->capture_default_str();
+  app.add_option("--target-ppl", target_ppl, "token models (gpt): test perplexity for time_to_target_s (required)");
   app.add_option("--threshold", twobit.threshold,
                  "threshold of a bare `twobit` in --codecs, for every algorithm (cdsgd's --threshold)")
       ->capture_default_str();
@@ -117,7 +118,15 @@ int run_compare(int argc, char** argv) {
   const std::vector<std::string> extras = app.remaining();
   check_passed_flags(extras);
   FERRY_REQUIRE(servers >= 1, "--servers must be at least 1 (the delayed algorithms need a server), got ", servers);
-  FERRY_REQUIRE(target > 0 && target <= 1, "--target-acc must be in (0, 1], got ", target);
+  const bool tokens = train::model_input(model) == train::ModelInput::kTokens;
+  FERRY_REQUIRE(!tokens || app.count("--target-acc") == 0, "--target-acc: --model ", model,
+                " is a language model; give --target-ppl");
+  FERRY_REQUIRE(tokens || app.count("--target-ppl") == 0, "--target-ppl: --model ", model,
+                " is a classifier; give --target-acc");
+  FERRY_REQUIRE(!tokens || target_ppl >= 1, "--target-ppl: --model ", model,
+                " needs a target test perplexity >= 1 (e.g. --target-ppl 6), got ", target_ppl);
+  FERRY_REQUIRE(target_acc > 0 && target_acc <= 1, "--target-acc must be in (0, 1], got ", target_acc);
+  const train::QualityTarget target{tokens, tokens ? target_ppl : target_acc};
   FERRY_REQUIRE(twobit.threshold > 0, "--threshold must be positive, got ", twobit.threshold);
 
   std::vector<std::string> links;
@@ -165,7 +174,7 @@ int run_compare(int argc, char** argv) {
         std::fprintf(stderr, "ferry compare: %s failed (exit %d), see %s/log.txt\n", c.name.c_str(), r.exit_code,
                      dir.c_str());
     }
-    train::load_compare_result(dir, r);
+    train::load_compare_result(dir, target, r);
     results.push_back(std::move(r));
   }
   const train::CompareReport report = train::write_compare_report(out, results, target);

@@ -20,7 +20,7 @@
 #include "moe/engine/engine.h"
 #include "moe/engine/generate.h"
 #include "moe/engine/trace_recorder.h"
-#include "moe/model/corpus.h"
+#include "core/corpus.h"
 #include "moe/model/pretrain.h"
 #include "moe/model/tiny_model.h"
 #include "moe/model/tokenizer.h"

@@ -17,7 +17,7 @@
 #include "apps/moe_subcommands.h"
 #include "core/error.h"
 #include "moe/engine/bench.h"
-#include "moe/model/corpus.h"
+#include "core/corpus.h"
 #include "moe/model/tokenizer.h"
 #include "moe/sched/policy.h"
 #include "moe/serve/chat_template.h"

@@ -25,11 +25,11 @@
 #include "core/error.h"
 #include "core/metrics.h"
 #include "train/checkpoint.h"
-#include "train/data/mnist_loader.h"
 #include "train/models/model.h"
 #include "train/run_training.h"
 #include "train/strategy.h"
 #include "train/train_options.h"
+#include "train/training_data.h"
 
 namespace ferry::apps {
 
@@ -83,7 +83,9 @@ void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_sp
                  "otherwise, as in MXNet")
       ->expected(0, 1);
   app.add_option("--seed", o.seed, "model init and data order")->capture_default_str();
-  app.add_option("--data", o.data_dir, "directory of MNIST-format IDX files")->capture_default_str();
+  app.add_option("--data", o.data_dir,
+                 "image models: fashion-mnist (default), synthetic, or a folder of MNIST-format IDX or CIFAR-10 binary "
+                 "files; gpt: python-stdlib (default) or a text file or folder");
   app.add_option("--train-limit", o.train_limit, "use only the first N training items");
   app.add_option("--test-limit", o.test_limit, "evaluate on the first N test items");
   app.add_flag("--eval-each-epoch", o.eval_each_epoch, "record test accuracy after every epoch");
@@ -133,9 +135,8 @@ int run_train(int argc, char** argv) {
 
   if (!comm::launched_by_mpirun()) {
     // Bad data is reported here, once, before any rank starts.
-    train::check_training_data(train::load_mnist(train::MnistOptions{o.data_dir, train::Split::kTrain, {}, o.train_limit}),
-                               train::load_mnist(train::MnistOptions{o.data_dir, train::Split::kTest, {}, o.test_limit}),
-                               o);
+    train::check_training_data(train::load_training_data(o, train::Split::kTrain),
+                               train::load_training_data(o, train::Split::kTest), o);
     // The output directory too: a rank that cannot write it would fail after the run.
     if (!o.out_dir.empty()) {
       std::error_code ec;
@@ -209,8 +210,13 @@ int run_train(int argc, char** argv) {
     std::printf("%s/%s  model %s  np %d servers %d  link %s  (%s)\n", summary["algo"].get<std::string>().c_str(),
                 summary["topology"].get<std::string>().c_str(), o.model.c_str(), o.num_workers,
                 summary["servers"].get<int>(), summary["link"].get<std::string>().c_str(), mpi.thread_level().c_str());
-    std::printf("  test accuracy %.2f %%   %.0f samples/s   %.1f s   comm wait %.0f %%   %.2f MB sent/worker\n",
-                100 * summary["test_acc"].get<double>(), summary["samples_per_s"].get<double>(),
+    char quality[64];
+    if (train::model_input(o.model) == train::ModelInput::kTokens)
+      std::snprintf(quality, sizeof quality, "test perplexity %.3f", summary["test_perplexity"].get<double>());
+    else
+      std::snprintf(quality, sizeof quality, "test accuracy %.2f %%", 100 * summary["test_acc"].get<double>());
+    std::printf("  %s   %.0f samples/s   %.1f s   comm wait %.0f %%   %.2f MB sent/worker\n", quality,
+                summary["samples_per_s"].get<double>(),
                 summary["wall_s"].get<double>(), 100 * summary["comm_wait_fraction"].get<double>(),
                 summary["bytes_sent_per_worker"].get<double>() / 1e6);
     if (!o.out_dir.empty()) std::printf("  wrote %s/summary.json and metrics.jsonl\n", o.out_dir.c_str());

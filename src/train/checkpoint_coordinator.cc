@@ -1,5 +1,7 @@
 #include "train/checkpoint_coordinator.h"
 
+#include <torch/nn/module.h>
+
 #include <cstring>
 #include <span>
 
@@ -10,6 +12,38 @@
 #include "train/checkpoint.h"
 
 namespace ferry::train {
+namespace {
+
+// A module's buffers (batch norm's running mean and variance, float; its batch counter, int64) as
+// records "buffer.<name>". Parameters are the strategy's; buffers are each worker's own.
+void save_buffers(StateWriter& out, const torch::nn::Module& module) {
+  for (const auto& b : module.named_buffers()) {
+    const at::Tensor t = b.value().contiguous();
+    if (t.scalar_type() == at::kFloat)
+      out.put("buffer." + b.key(), std::span<const float>(t.data_ptr<float>(), static_cast<std::size_t>(t.numel())));
+    else if (t.scalar_type() == at::kLong && t.numel() == 1)
+      out.put_u64("buffer." + b.key(), static_cast<std::uint64_t>(t.item<std::int64_t>()));
+    else
+      FERRY_THROW(Error, "checkpoint: buffer ", b.key(), " of type ", t.scalar_type(), " cannot be saved");
+  }
+}
+
+void load_buffers(const StateReader& in, torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  for (auto& b : module.named_buffers()) {
+    const std::string name = "buffer." + b.key();
+    if (!in.has(name)) continue;  // a checkpoint of a model without buffers, or an older one
+    at::Tensor& t = b.value();
+    if (t.scalar_type() == at::kFloat) {
+      FERRY_CHECK(t.is_contiguous());
+      in.floats_into(name, std::span<float>(t.data_ptr<float>(), static_cast<std::size_t>(t.numel())));
+    } else {
+      t.fill_(static_cast<std::int64_t>(in.u64(name)));
+    }
+  }
+}
+
+}  // namespace
 
 ResumePoint find_resume_point(const TrainOptions& o) {
   ResumePoint r;
@@ -21,10 +55,12 @@ ResumePoint find_resume_point(const TrainOptions& o) {
   return r;
 }
 
-WorkerLoopState load_worker_state(const ResumePoint& resume, int rank, Strategy& strategy, FlatParams& params) {
+WorkerLoopState load_worker_state(const ResumePoint& resume, int rank, Strategy& strategy, FlatParams& params,
+                                  torch::nn::Module* module) {
   StateReader in = StateReader::read_file(worker_state_path(resume.dir, rank));
   FERRY_CHECK(static_cast<std::int64_t>(in.u64("iterations")) == resume.iterations);
   strategy.load_state(in, params);
+  if (module) load_buffers(in, *module);
   WorkerLoopState loop;
   loop.loss_ema = in.f64("loss_ema");
   loop.bad_in_row = static_cast<std::int64_t>(in.u64("bad_in_row"));
@@ -35,10 +71,11 @@ CheckpointCoordinator::CheckpointCoordinator(comm::Communicator& comm, Checkpoin
     : comm_(comm), plan_(std::move(plan)), last_(start_it) {}
 
 double CheckpointCoordinator::save(std::int64_t done, Strategy& strategy, FlatParams& params,
-                                   const WorkerLoopState& loop) {
+                                   const WorkerLoopState& loop, torch::nn::Module* module) {
   Stopwatch sw;
   StateWriter out;
   strategy.save_state(out, params, done);
+  if (module) save_buffers(out, *module);
   out.put_u64("iterations", static_cast<std::uint64_t>(done));
   out.put_f64("loss_ema", loop.loss_ema);
   out.put_u64("bad_in_row", static_cast<std::uint64_t>(loop.bad_in_row));

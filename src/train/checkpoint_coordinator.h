@@ -15,6 +15,10 @@
 #include "train/strategy.h"
 #include "train/train_options.h"
 
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
+
 namespace ferry::train {
 
 // The checkpoint a run continues from; dir "" (and iterations 0) when it starts afresh.
@@ -32,8 +36,10 @@ struct WorkerLoopState {
   std::int64_t bad_in_row = 0;    // non-finite iterations in a row (TrainerStep)
 };
 
-// Loads this worker's state of `resume` into `strategy` and `params`; returns the loop's part.
-WorkerLoopState load_worker_state(const ResumePoint& resume, int rank, Strategy& strategy, FlatParams& params);
+// Loads this worker's state of `resume` into `strategy` and `params`, and the buffers of `module`
+// (batch norm's running statistics) when given and saved; returns the loop's part.
+WorkerLoopState load_worker_state(const ResumePoint& resume, int rank, Strategy& strategy, FlatParams& params,
+                                  torch::nn::Module* module = nullptr);
 
 struct CheckpointPlan {
   std::string root;                 // where checkpoints go (checkpoint_root()); "" = none
@@ -63,8 +69,9 @@ class CheckpointCoordinator {
   bool final_due(std::int64_t done) const { return enabled() && done != last_; }
 
   // Writes the checkpoint of `done` iterations (a collective among the workers: each calls it
-  // with the same `done`). Returns the seconds it took.
-  double save(std::int64_t done, Strategy& strategy, FlatParams& params, const WorkerLoopState& loop);
+  // with the same `done`), with the buffers of `module` when given. Returns the seconds it took.
+  double save(std::int64_t done, Strategy& strategy, FlatParams& params, const WorkerLoopState& loop,
+              torch::nn::Module* module = nullptr);
 
   // Seconds spent in save() so far.
   double seconds() const { return seconds_; }

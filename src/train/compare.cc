@@ -64,7 +64,11 @@ std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, c
   return plan;
 }
 
-void load_compare_result(const std::string& dir, CompareResult& r) {
+std::string QualityTarget::describe() const {
+  return perplexity ? "test perplexity " + fmt(value, "%.2f") : "test accuracy " + fmt(100 * value, "%.1f") + " %";
+}
+
+void load_compare_result(const std::string& dir, const QualityTarget& target, CompareResult& r) {
   std::ifstream s(dir + "/summary.json");
   if (s) r.summary = nlohmann::json::parse(s, nullptr, false);
   if (r.summary.is_discarded()) r.summary = nlohmann::json();
@@ -73,17 +77,18 @@ void load_compare_result(const std::string& dir, CompareResult& r) {
   while (std::getline(m, line)) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.contains("test_acc")) continue;
-    r.accuracy.emplace_back(num(j, "t"), num(j, "test_acc"));
+    r.quality.emplace_back(num(j, "t"), target.perplexity ? std::exp(num(j, "test_loss")) : num(j, "test_acc"));
   }
 }
 
-double time_to_target(const CompareResult& r, double target) {
-  for (const auto& [t, acc] : r.accuracy)
-    if (acc >= target) return t;
+double time_to_target(const CompareResult& r, const QualityTarget& target) {
+  for (const auto& [t, q] : r.quality)
+    if (target.reached(q)) return t;
   return NAN;
 }
 
-CompareReport write_compare_report(const std::string& out, const std::vector<CompareResult>& results, double target) {
+CompareReport write_compare_report(const std::string& out, const std::vector<CompareResult>& results,
+                                   const QualityTarget& target) {
   // Baselines per link: ssgd without codec (speedup), compute-only (iteration-time floor).
   register_builtin_strategies();
   std::map<std::string, double> ssgd_sps, floor_iter_s;
@@ -104,50 +109,53 @@ CompareReport write_compare_report(const std::string& out, const std::vector<Com
   };
 
   ReportTable csv({{"link"}, {"algo"}, {"codec"}, {"topology"}, {"samples_per_s"}, {"speedup_vs_ssgd"},
-                   {"time_to_target_s"}, {"final_test_acc"}, {"bytes_sent_per_worker"}, {"comm_wait_fraction"},
+                   {"time_to_target_s"}, {target.perplexity ? "final_test_perplexity" : "final_test_acc"}, {"bytes_sent_per_worker"}, {"comm_wait_fraction"},
                    {"iteration_ms"}, {"iteration_vs_compute_only"}, {"wall_s"}, {"exit_code"}});
   std::vector<ReportColumn> md_columns = {{"link"}, {"algo"}, {"codec"}};
-  for (const char* name : {"samples/s", "speedup vs ssgd", "", "final acc %", "MB sent/worker", "comm wait %",
+  for (const char* name : {"samples/s", "speedup vs ssgd", "", "", "MB sent/worker", "comm wait %",
                            "iteration vs compute-only"})
     md_columns.push_back({name, MdAlign::kRight});
-  md_columns[5].name = "time to " + fmt(100 * target, "%.1f") + " % (s)";
+  md_columns[5].name = target.perplexity ? "time to ppl " + fmt(target.value, "%.2f") + " (s)"
+                                         : "time to " + fmt(100 * target.value, "%.1f") + " % (s)";
+  md_columns[6].name = target.perplexity ? "final ppl" : "final acc %";
   ReportTable md(std::move(md_columns));
   for (const auto& r : results) {
     const auto& c = r.config;
     const double sps = num(r.summary, "samples_per_s");
     const double speedup = sps / lookup(ssgd_sps, c.link);
     const double ttt = time_to_target(r, target);
-    const double acc = num(r.summary, "test_acc");
+    const double quality = target.perplexity ? std::exp(num(r.summary, "test_loss")) : num(r.summary, "test_acc");
     const double bytes = num(r.summary, "bytes_sent_per_worker");
     const double wait = num(r.summary, "comm_wait_fraction");
     const double it = iter_s(r);
     const double vs_floor = it / lookup(floor_iter_s, c.link);
-    csv.add_row({c.link, c.algo, c.codec, c.topology, fmt(sps, "%.6g"), fmt(speedup), fmt(ttt), fmt(acc),
+    csv.add_row({c.link, c.algo, c.codec, c.topology, fmt(sps, "%.6g"), fmt(speedup), fmt(ttt), fmt(quality),
                  fmt(bytes, "%.0f"), fmt(wait), fmt(1e3 * it), fmt(vs_floor), fmt(num(r.summary, "wall_s")),
                  std::to_string(r.exit_code)});
     md.add_row({c.link, c.algo, c.codec, fmt(sps, "%.0f"), fmt(speedup, "%.2f"),
-                std::isnan(ttt) ? "not reached" : fmt(ttt, "%.1f"), fmt(100 * acc, "%.2f"), fmt(bytes / 1e6, "%.1f"),
+                std::isnan(ttt) ? "not reached" : fmt(ttt, "%.1f"), target.perplexity ? fmt(quality, "%.2f") : fmt(100 * quality, "%.2f"), fmt(bytes / 1e6, "%.1f"),
                 fmt(100 * wait, "%.0f"), fmt(vs_floor, "%.2f")});
   }
   write_report_file(out + "/compare.csv", csv.csv());
   std::ostringstream head;
-  head << "# ferry compare\n\nTarget test accuracy " << target
-       << " (time to target: first evaluation — per epoch, or every --eval-every iterations — at or above it, "
+  head << "# ferry compare\n\nTarget " << target.describe()
+       << " (time to target: first evaluation — per epoch, or every --eval-every iterations — that reaches it, "
           "training seconds).\n\n";
   write_report_file(out + "/compare.md", head.str() + md.markdown());
 
-  // Plot data: accuracy curves and samples/s of the first link; speedup against bandwidth.
+  // Plot data: quality curves and samples/s of the first link; speedup against bandwidth.
+  const char* quality_name = target.perplexity ? "test perplexity" : "test accuracy";
   std::ostringstream gp, bars;
   gp << "set terminal pngcairo size 1000,600\nset datafile separator ','\nset key outside right\n";
-  gp << "set output '" << out << "/accuracy_vs_time.png'\nset title 'test accuracy vs training time (" << links[0]
-     << ")'\nset xlabel 'training seconds'\nset ylabel 'test accuracy'\nplot ";
+  gp << "set output '" << out << (target.perplexity ? "/perplexity" : "/accuracy") << "_vs_time.png'\nset title '" << quality_name << " vs training time ("
+     << links[0] << ")'\nset xlabel 'training seconds'\nset ylabel '" << quality_name << "'\nplot ";
   bool first = true;
   int index = 0;
   for (const auto& r : results) {
     if (r.config.link != links[0]) continue;
     const std::string dat = out + "/acc_" + r.config.name + ".dat";
     std::ostringstream d;
-    for (const auto& [t, a] : r.accuracy) d << t << ',' << a << '\n';
+    for (const auto& [t, q] : r.quality) d << t << ',' << q << '\n';
     write_report_file(dat, d.str());
     gp << (first ? "" : ", ") << "'" << dat << "' using 1:2 with linespoints title '" << r.config.algo
        << (r.config.codec == "none" ? "" : "+" + r.config.codec) << "'";
@@ -155,10 +163,10 @@ CompareReport write_compare_report(const std::string& out, const std::vector<Com
     bars << index++ << ',' << r.config.algo << (r.config.codec == "none" ? "" : "+" + r.config.codec) << ','
          << fmt(num(r.summary, "samples_per_s"), "%.6g") << '\n';
   }
-  // The target accuracy as a dashed line (a plotted constant, so that the y range includes it):
-  // time to target is where a curve first crosses it.
-  gp << ", " << target << " with lines dashtype 2 linewidth 2 linecolor rgb '#c00000' title 'target "
-     << fmt(100 * target, "%.1f") << " %'";
+  // The target as a dashed line (a plotted constant, so that the y range includes it): time to
+  // target is where a curve first crosses it.
+  gp << ", " << target.value << " with lines dashtype 2 linewidth 2 linecolor rgb '#c00000' title 'target "
+     << (target.perplexity ? fmt(target.value, "%.2f") : fmt(100 * target.value, "%.1f") + " %") << "'";
   write_report_file(out + "/samples_per_s.dat", bars.str());
   // A log scale: the compute-only bound is many times the communicating runs, which a linear axis
   // squeezes to the floor; each bar is labelled with its value.

@@ -21,10 +21,21 @@ struct CompareConfig {
   std::string name;      // unique, file-name safe: algo[-codec]@link
 };
 
+// What "time to target" measures: test accuracy reaching at least `value` (image models), or
+// test perplexity, exp(mean cross-entropy per token), falling to at most `value` (token models).
+struct QualityTarget {
+  bool perplexity = false;
+  double value = 0.87;
+
+  bool reached(double quality) const { return perplexity ? quality <= value : quality >= value; }
+  // "test accuracy 87.0 %" or "test perplexity 6.00".
+  std::string describe() const;
+};
+
 struct CompareResult {
   CompareConfig config;
-  nlohmann::json summary;                          // summary.json of the run (empty if it failed)
-  std::vector<std::pair<double, double>> accuracy;  // (training seconds, test accuracy) per eval
+  nlohmann::json summary;                         // summary.json of the run (empty if it failed)
+  std::vector<std::pair<double, double>> quality;  // (training seconds, accuracy or perplexity) per eval
   int exit_code = 0;
 };
 
@@ -34,11 +45,12 @@ struct CompareResult {
 std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, const std::vector<std::string>& codecs,
                                         const std::vector<std::string>& links);
 
-// Reads out_dir/summary.json and metrics.jsonl of one run into `result`.
-void load_compare_result(const std::string& run_dir, CompareResult& result);
+// Reads out_dir/summary.json and metrics.jsonl of one run into `result` (its quality series in the
+// units of `target`).
+void load_compare_result(const std::string& run_dir, const QualityTarget& target, CompareResult& result);
 
-// First evaluation time (training seconds) at which test accuracy reached `target`; NaN if never.
-double time_to_target(const CompareResult& result, double target);
+// First evaluation time (training seconds) at which the quality reached `target`; NaN if never.
+double time_to_target(const CompareResult& result, const QualityTarget& target);
 
 struct CompareReport {
   std::string markdown;            // the table of compare.md
@@ -46,8 +58,8 @@ struct CompareReport {
 };
 
 // Writes compare.csv, compare.md, the plot data and plots.gp into out_dir; rendering plots.gp
-// draws accuracy_vs_time.png, samples_per_s.png and, with several links, speedup_vs_bandwidth.png.
+// draws accuracy_vs_time.png (perplexity_vs_time.png for a perplexity target), samples_per_s.png and, with several links, speedup_vs_bandwidth.png.
 CompareReport write_compare_report(const std::string& out_dir, const std::vector<CompareResult>& results,
-                                   double target);
+                                   const QualityTarget& target);
 
 }  // namespace ferry::train

@@ -1,6 +1,7 @@
 #include "train/run_summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -8,6 +9,7 @@
 #include "comm/link/link_options.h"
 #include "comm/message_tags.h"
 #include "core/error.h"
+#include "train/models/model.h"
 
 namespace ferry::train {
 
@@ -45,7 +47,7 @@ nlohmann::json make_run_summary(const RunSummaryInput& in, const std::vector<Wor
     bytes_recv += s.bytes_recv / all.size();
   }
   const double steps = static_cast<double>(in.iterations - in.resumed_from);
-  return {
+  nlohmann::json summary = {
       {"algo", o.algo},
       {"topology", topology_name(in.topology)},
       {"np", o.num_workers},
@@ -74,6 +76,9 @@ nlohmann::json make_run_summary(const RunSummaryInput& in, const std::vector<Wor
       {"bytes_recv_per_worker", bytes_recv},
       {"comm_wait_fraction", wait_frac},
   };
+  // Token models: exp of the mean cross-entropy per predicted token.
+  if (model_input(o.model) == ModelInput::kTokens) summary["test_perplexity"] = std::exp(in.final_eval.mean_loss);
+  return summary;
 }
 
 }  // namespace ferry::train

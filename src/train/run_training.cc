@@ -16,7 +16,6 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_coordinator.h"
 #include "train/data/data_loader.h"
-#include "train/data/mnist_loader.h"
 #include "train/flat_params.h"
 #include "train/gradient_codecs.h"
 #include "train/models/evaluate.h"
@@ -27,6 +26,7 @@
 #include "train/strategy.h"
 #include "train/trainer_step.h"
 #include "train/training_clock.h"
+#include "train/training_data.h"
 #include "train/training_evaluator.h"
 
 namespace ferry::train {
@@ -44,24 +44,6 @@ void update_loss_ema(double& ema, double loss) {
 }
 
 }  // namespace
-
-void check_training_data(const Dataset& train, const Dataset& test, const TrainOptions& o) {
-  const ModelOptions model;  // the shape every model is built for (make_model's default)
-  for (const Dataset* d : {&train, &test}) {
-    if (!d->images.defined()) continue;
-    const auto s = d->images.sizes();
-    FERRY_REQUIRE(s.size() == 4 && s[1] == model.in_channels && s[2] == model.height && s[3] == model.width,
-                  "data set '", d->name, "' holds images of ", s.size() == 4 ? s[1] : 0, " x ",
-                  s.size() == 4 ? s[2] : 0, " x ", s.size() == 4 ? s[3] : 0, " (channels x height x width); --model ",
-                  o.model, " is built for ", model.in_channels, " x ", model.height, " x ", model.width);
-    FERRY_REQUIRE(d->num_classes <= model.num_classes, "data set '", d->name, "' has ", d->num_classes,
-                  " classes; --model ", o.model, " has ", model.num_classes, " outputs");
-  }
-  const std::int64_t global = o.batch * static_cast<std::int64_t>(o.num_workers);
-  FERRY_REQUIRE(train.size() >= global, "data set '", train.name, "' holds ", train.size(),
-                " training items, fewer than one global batch (--batch ", o.batch, " x --np ", o.num_workers, " = ",
-                global, "): lower --batch or --np, or raise --train-limit");
-}
 
 nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
                             const std::function<void(const std::string& why)>& on_stall) {
@@ -95,7 +77,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
   const std::int64_t start_it = resume.iterations;
   const int rank = comm->rank();
 
-  auto model = make_model(o.model, o.seed);
+  auto model = make_model(o.model, o.seed, model_options(o));
   std::vector<std::size_t> numels;
   for (const auto& p : model->parameters()) numels.push_back(static_cast<std::size_t>(p.numel()));
   const ps::SgdOptions sgd{o.lr, o.momentum, o.weight_decay, 1.0f};
@@ -109,13 +91,13 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
   }
 
   // Data: every worker loads the training set and reads its own shard of each epoch.
-  Dataset train_set = load_mnist(MnistOptions{o.data_dir, Split::kTrain, {}, o.train_limit});
+  Dataset train_set = load_training_data(o, Split::kTrain);
   // The test set: rank 0 evaluates the final model; with --eval-each-epoch or --eval-every
   // every worker evaluates during training (training_evaluator.h).
   const EvalSchedule eval_schedule{o.eval_each_epoch, o.eval_every};
   Dataset test_set;
   if (rank == 0 || eval_schedule.each_epoch || eval_schedule.every > 0)
-    test_set = load_mnist(MnistOptions{o.data_dir, Split::kTest, {}, o.test_limit});
+    test_set = load_training_data(o, Split::kTest);
   check_training_data(train_set, test_set, o);
   DataLoader loader(train_set, DataLoaderOptions{o.batch, world.num_workers, rank, o.seed, true});
 
@@ -131,7 +113,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
                    *strategy);
   double loss_ema = NAN;
   if (!resume.dir.empty()) {
-    const WorkerLoopState loop = load_worker_state(resume, rank, *strategy, params);
+    const WorkerLoopState loop = load_worker_state(resume, rank, *strategy, params, &model->module());
     loss_ema = loop.loss_ema;
     step.set_bad_in_row(loop.bad_in_row);
   }
@@ -161,7 +143,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
       watchdog.progress(it + 1);
       if (checkpoints.due(it + 1, total_steps)) {
         // The state's loss average is that of the iterations before this one (updated below).
-        clock.exclude(checkpoints.save(it + 1, *strategy, params, WorkerLoopState{loss_ema, step.bad_in_row()}));
+        clock.exclude(checkpoints.save(it + 1, *strategy, params, WorkerLoopState{loss_ema, step.bad_in_row()}, &model->module()));
         watchdog.progress(it + 1);
       }
       update_loss_ema(loss_ema, loss);
@@ -181,7 +163,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
     if (eval_schedule.each_epoch) evaluator.record({{"epoch_end", epoch}}, it);
   }
   if (checkpoints.final_due(it))
-    clock.exclude(checkpoints.save(it, *strategy, params, WorkerLoopState{loss_ema, step.bad_in_row()}));
+    clock.exclude(checkpoints.save(it, *strategy, params, WorkerLoopState{loss_ema, step.bad_in_row()}, &model->module()));
   strategy->finish(params);
   const double train_s = clock.training_s();
   if (progress) progress->finish();

@@ -12,14 +12,6 @@
 
 namespace ferry::train {
 
-struct Dataset;
-
-// What a run needs of its data, checked before any rank starts (and again on the ranks): images of
-// the shape the models are built for (ModelOptions: 1 x 28 x 28, 10 classes) and a training set of
-// at least one global batch (--batch x --np). `test` may be empty (not loaded). Throws
-// InvalidArgument naming the data set and the flags.
-void check_training_data(const Dataset& train, const Dataset& test, const TrainOptions& options);
-
 // Runs this rank's role over `comm` (a world of num_workers + num_servers ranks). Returns the
 // run's summary on rank 0 (also written to out_dir/summary.json) and an empty object elsewhere.
 // `on_stall` is called (from a watchdog thread) when a worker makes no progress for

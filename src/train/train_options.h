@@ -26,7 +26,7 @@ struct TrainOptions {
   std::string codec = "none";       // gradient codec spec (docs/compression.md); "none" = raw fp32
   std::string pull_codec = "";      // --compress-pull: codec of the servers' pull replies; "" = fp32
   std::uint64_t seed = 1;           // model init and data order
-  std::string data_dir = "/usr/share/datasets/fashion-mnist";  // MNIST-format IDX files
+  std::string data_dir;             // --data; "": the model's default (training_data.h)
   std::int64_t train_limit = 0;     // use only the first N training items; 0 = all
   std::int64_t test_limit = 0;      // evaluate on the first N test items; 0 = all
   bool eval_each_epoch = false;     // evaluate test accuracy after every epoch (rank 0)

@@ -15,7 +15,7 @@ TrainerStep::TrainerStep(const TrainerStepOptions& options, Model& model, FlatPa
 
 double TrainerStep::run(const Batch& b, std::int64_t it) {
   params_.zero_grads();
-  auto loss = torch::nn::functional::cross_entropy(model_.forward(b.images), b.labels);
+  auto loss = cross_entropy_of(model_.forward(b.images), b.labels);
   if (options_.rank == 0 && options_.inject_nan_step >= 0 && it >= options_.inject_nan_step &&
       it < options_.inject_nan_step + options_.inject_nan_count)
     loss = loss * NAN;  // testing aid (--inject-nan-at): every gradient of this step is NaN

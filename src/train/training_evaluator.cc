@@ -27,6 +27,7 @@ void TrainingEvaluator::record(nlohmann::json record, std::int64_t done_steps) {
   watchdog_.progress(done_steps);
   record["t"] = clock_.training_s();
   record["test_acc"] = r.accuracy;
+  record["test_loss"] = r.mean_loss;  // token models: perplexity = exp(test_loss)
   if (metrics_) metrics_->write(record);
 }
 

@@ -48,7 +48,7 @@ CompareResult result(const std::string& algo, const std::string& codec, const st
   r.config = {algo, codec, "ps", link, algo + "-" + link.substr(0, 2)};
   r.summary = {{"samples_per_s", sps}, {"wall_s", wall_s}, {"iterations", 40}, {"test_acc", acc},
                {"bytes_sent_per_worker", 1234567.0}, {"comm_wait_fraction", 0.25}};
-  r.accuracy = {{0.5, 0.6}, {1.25, acc}};
+  r.quality = {{0.5, 0.6}, {1.25, acc}};
   return r;
 }
 
@@ -71,7 +71,7 @@ TEST(CompareReport, CsvAndMarkdownAreByteForByteTheDocumentedFormat) {
   const fs::path dir = fs::temp_directory_path() / ("ferry_compare_report_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const CompareReport report = write_compare_report(dir.string(), fixed_results(), 0.8);
+  const CompareReport report = write_compare_report(dir.string(), fixed_results(), QualityTarget{false, 0.8});
   EXPECT_EQ(slurp(dir / "compare.csv"), std::string(kGoldenCsv));
   EXPECT_EQ(report.markdown, std::string(kGoldenMd));
   EXPECT_EQ(slurp(dir / "compare.md").find("# ferry compare\n\nTarget test accuracy 0.8 "), 0u);

@@ -216,7 +216,9 @@ TEST(Model, LayerGateSeesEveryLayerFrontFirst) {
       torch::NoGradGuard no_grad;
       model->parameters()[first].reshape({-1})[0].fill_(static_cast<double>(seen.size()));
     });
-    auto out = model->forward(torch::ones({1, 1, 28, 28}));
+    const torch::Tensor x = model_input(name) == ModelInput::kTokens ? torch::ones({1, 8}, torch::kLong)
+                                                                     : torch::ones({1, 1, 28, 28});
+    auto out = model->forward(x);
     const std::size_t n = model->parameters().size();
     ASSERT_FALSE(seen.empty()) << name;
     std::size_t next = 0;
@@ -229,7 +231,7 @@ TEST(Model, LayerGateSeesEveryLayerFrontFirst) {
     // Each gate ran before its layer read the weights: the gated forward equals a forward with
     // every value already written.
     model->set_layer_gate({});
-    EXPECT_TRUE(torch::equal(out, model->forward(torch::ones({1, 1, 28, 28})))) << name;
+    EXPECT_TRUE(torch::equal(out, model->forward(x))) << name;
   }
 }
 

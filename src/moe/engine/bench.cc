@@ -16,7 +16,7 @@
 #include "moe/engine/engine.h"
 #include "moe/engine/generate.h"
 #include "moe/model/checkpoint.h"
-#include "moe/model/corpus.h"
+#include "core/corpus.h"
 #include "moe/model/reference_model.h"
 #include "moe/model/tokenizer.h"
 #include "moe/predict/predictor_registry.h"

@@ -9,7 +9,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "moe/model/corpus.h"
+#include "core/corpus.h"
 #include "moe/model/tiny_model.h"
 
 namespace ferry::moe {

@@ -16,8 +16,8 @@ enum class Split { kTrain, kTest };
 // A whole data set held in memory.
 struct Dataset {
   std::string name;          // for messages and logs, e.g. "fashion-mnist/train"
-  at::Tensor images;         // float32 [N, C, H, W], already normalised
-  at::Tensor labels;         // int64 [N], values in [0, num_classes)
+  at::Tensor images;         // float32 [N, C, H, W], already normalised; text: int64 tokens [N, T]
+  at::Tensor labels;         // int64 [N], values in [0, num_classes); text: next tokens [N, T]
   std::int64_t num_classes = 10;  // number of label values
 
   std::int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
@@ -25,8 +25,8 @@ struct Dataset {
 
 // Some items of a data set: what one worker computes on in one step.
 struct Batch {
-  at::Tensor images;  // float32 [B, C, H, W]
-  at::Tensor labels;  // int64 [B]
+  at::Tensor images;  // float32 [B, C, H, W]; text: int64 [B, T]
+  at::Tensor labels;  // int64 [B]; text: int64 [B, T]
 
   std::int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
 };

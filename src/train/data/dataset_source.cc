@@ -23,7 +23,16 @@ bool looks_like_cifar10(const fs::path& dir) {
   return false;
 }
 
+std::string source_dir(const std::string& source) {
+  return (source == "fashion-mnist" || source.empty()) ? kFashionMnistDir : source;
+}
+
 }  // namespace
+
+ItemShape image_item_shape(const std::string& source) {
+  if (source != "synthetic" && looks_like_cifar10(source_dir(source))) return {3, 32, 32};
+  return {1, 28, 28};
+}
 
 Dataset load_dataset(const DatasetSourceOptions& o) {
   FERRY_REQUIRE(o.limit >= 0, "data set limit must be >= 0, got ", o.limit);
@@ -37,8 +46,7 @@ Dataset load_dataset(const DatasetSourceOptions& o) {
     d.name = o.split == Split::kTrain ? "synthetic/train" : "synthetic/test";
     return d;
   }
-  const std::string dir = (o.source == "fashion-mnist" || o.source.empty()) ? kFashionMnistDir
-                                                                           : o.source;
+  const std::string dir = source_dir(o.source);
   if (looks_like_cifar10(dir)) {
     Cifar10Options co;
     co.dir = dir;

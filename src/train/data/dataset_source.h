@@ -20,6 +20,13 @@ struct DatasetSourceOptions {
                                          // class patterns, not the items)
 };
 
+// The item shape load_dataset(source) gives, without loading it: 3 x 32 x 32 for a CIFAR-10
+// folder, 1 x 28 x 28 for the others (Fashion-MNIST, MNIST-format folders, "synthetic").
+struct ItemShape {
+  std::int64_t channels, height, width;
+};
+ItemShape image_item_shape(const std::string& source);
+
 // Loads the data set. Throws IoError / FormatError like the loaders it calls, naming the path.
 Dataset load_dataset(const DatasetSourceOptions& options);
 

@@ -19,5 +19,9 @@ std::unique_ptr<Model> make_mlp(const ModelOptions& options);
 std::unique_ptr<Model> make_cnn(const ModelOptions& options);
 // 784 → 2048 → 2048 → 2048 → 10 fully connected, ReLU (≈10.0 M parameters at 28x28x1).
 std::unique_ptr<Model> make_fcnet(const ModelOptions& options);
+// He et al.'s CIFAR ResNet-20, option-A shortcuts, BN (≈0.27 M parameters; resnet20.cc).
+std::unique_ptr<Model> make_resnet20(const ModelOptions& options);
+// GPT-2-style decoder-only transformer, 6 blocks of width 384 (≈10.9 M parameters; gpt.cc).
+std::unique_ptr<Model> make_gpt(const ModelOptions& options);
 
 }  // namespace ferry::train::detail

@@ -1,7 +1,7 @@
 #include "train/models/evaluate.h"
 
-#include <ATen/ops/cross_entropy_loss.h>
 #include <ATen/core/grad_mode.h>
+#include <torch/nn/module.h>
 
 #include <algorithm>
 
@@ -16,20 +16,25 @@ EvalResult evaluate(Model& model, const Dataset& data, const EvalOptions& option
   EvalResult result;
   if (n == 0) return result;
   at::NoGradGuard no_grad;
+  // Batch norm uses its running statistics while evaluating; the mode is restored after.
+  const bool training = model.module().is_training();
+  model.module().eval();
   double loss_sum = 0;
   std::int64_t correct = 0;
+  std::int64_t predictions = 0;
   for (std::int64_t begin = 0; begin < n; begin += options.batch_size) {
     const std::int64_t len = std::min(options.batch_size, n - begin);
     const at::Tensor x = data.images.narrow(0, begin, len);
     const at::Tensor y = data.labels.narrow(0, begin, len);
     const at::Tensor logits = model.forward(x);
-    // reduction 2 = at::Reduction::Sum; ignore_index -100; no label smoothing.
-    loss_sum += at::cross_entropy_loss(logits, y, {}, 2, -100, 0.0).item<double>();
-    correct += logits.argmax(1).eq(y).sum().item<std::int64_t>();
+    loss_sum += cross_entropy_of(logits, y, /*sum=*/true).item<double>();
+    correct += logits.argmax(-1).eq(y).sum().item<std::int64_t>();
+    predictions += predictions_in(y);
   }
+  model.module().train(training);
   result.count = n;
-  result.accuracy = static_cast<double>(correct) / static_cast<double>(n);
-  result.mean_loss = loss_sum / static_cast<double>(n);
+  result.accuracy = static_cast<double>(correct) / static_cast<double>(predictions);
+  result.mean_loss = loss_sum / static_cast<double>(predictions);
   return result;
 }
 

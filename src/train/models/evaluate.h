@@ -1,4 +1,5 @@
-// Test-set evaluation: accuracy and mean cross-entropy of a model on a data set.
+// Test-set evaluation: accuracy and mean cross-entropy of a model on a data set (per item for
+// image models; per predicted token for token models, whose perplexity is exp(mean_loss)).
 #pragma once
 
 #include <cstdint>
@@ -14,13 +15,13 @@ struct EvalOptions {
 };
 
 struct EvalResult {
-  double accuracy = 0;   // fraction of items whose arg-max logit is the label, in [0, 1]
-  double mean_loss = 0;  // mean cross-entropy over the items
+  double accuracy = 0;   // fraction of predictions whose arg-max logit is the label, in [0, 1]
+  double mean_loss = 0;  // mean cross-entropy over the predictions (nats)
   std::int64_t count = 0;  // items evaluated
 };
 
-// Runs `model` without autograd over `data` in batches. The model's train/eval mode is left as
-// it was (none of the built-in models has dropout or batch norm).
+// Runs `model` without autograd and in eval mode (batch norm's running statistics) over `data` in
+// batches; the model's train/eval mode is restored after.
 EvalResult evaluate(Model& model, const Dataset& data, const EvalOptions& options = {});
 
 }  // namespace ferry::train

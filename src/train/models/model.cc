@@ -1,5 +1,6 @@
 #include "train/models/model.h"
 
+#include <ATen/ops/cross_entropy_loss.h>
 #include <torch/nn/module.h>
 
 #include "core/error.h"
@@ -47,5 +48,14 @@ void Model::enter_layer(const torch::nn::Module& layer) {
   }
   gate_(first->second, params.size());
 }
+
+at::Tensor cross_entropy_of(const at::Tensor& logits, const at::Tensor& labels, bool sum) {
+  // reduction 1 = mean, 2 = sum (at::Reduction); ignore_index -100; no label smoothing.
+  const std::int64_t reduction = sum ? 2 : 1;
+  if (logits.dim() == 3) return at::cross_entropy_loss(logits.flatten(0, 1), labels.flatten(), {}, reduction, -100, 0.0);
+  return at::cross_entropy_loss(logits, labels, {}, reduction, -100, 0.0);
+}
+
+std::int64_t predictions_in(const at::Tensor& labels) { return labels.numel(); }
 
 }  // namespace ferry::train

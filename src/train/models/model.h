@@ -24,6 +24,14 @@ struct ModelOptions {
   std::int64_t height = 28;       // image height; cnn needs a multiple of 4
   std::int64_t width = 28;        // image width; cnn needs a multiple of 4
   std::int64_t num_classes = 10;  // number of output logits
+  std::int64_t vocab = 256;       // token models: vocabulary size (256: bytes)
+  std::int64_t context = 128;     // token models: longest input sequence
+};
+
+// What a model reads, and so which data it trains on and how its quality is stated.
+enum class ModelInput {
+  kImages,  // float [B, C, H, W] → logits [B, classes]; quality: test accuracy
+  kTokens,  // token ids int64 [B, T] → next-token logits [B, T, vocab]; quality: perplexity
 };
 
 class Model {
@@ -34,7 +42,8 @@ class Model {
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
-  // Logits [B, num_classes] of a float batch [B, C, H, W].
+  // Logits [B, num_classes] of a float batch [B, C, H, W] (image models), or [B, T, vocab] of
+  // token ids [B, T] (token models).
   virtual at::Tensor forward(const at::Tensor& x) = 0;
 
   // The name it was made with ("cnn").
@@ -70,8 +79,16 @@ class Model {
   std::unordered_map<const void*, std::size_t> index_of_;  // TensorImpl* -> index in parameters()
 };
 
-// Names make_model accepts: "mlp", "cnn", "fcnet".
+// Names make_model accepts: "mlp", "cnn", "fcnet", "resnet20", "gpt".
 std::vector<std::string> model_names();
+// What model `name` reads; throws InvalidArgument for an unknown name (listing the known ones).
+ModelInput model_input(const std::string& name);
+
+// Mean cross-entropy of `logits` against `labels`: [B, classes] against [B], or [B, T, vocab]
+// against [B, T] (every position counts once). `sum`: the sum instead of the mean.
+at::Tensor cross_entropy_of(const at::Tensor& logits, const at::Tensor& labels, bool sum = false);
+// Predictions counted: B for image models, B x T for token models.
+std::int64_t predictions_in(const at::Tensor& labels);
 
 // Builds model `name` with weights initialised deterministically from `seed` (the same seed
 // gives bitwise-identical weights in every process). Seeds libtorch's global generator

@@ -1,4 +1,4 @@
-#include "moe/model/corpus.h"
+#include "core/corpus.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace ferry::moe {
+namespace ferry {
 
 namespace fs = std::filesystem;
 
@@ -54,4 +54,4 @@ std::string default_corpus_path() {
   return "";
 }
 
-}  // namespace ferry::moe
+}  // namespace ferry

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace ferry::moe {
+namespace ferry {
 
 struct CorpusOptions {
   std::uint64_t max_bytes = 8u << 20;  // stop after this many bytes
@@ -20,4 +20,4 @@ std::string read_corpus(const std::string& path, const CorpusOptions& options = 
 // The Python standard library sources found on this machine ("" when none).
 std::string default_corpus_path();
 
-}  // namespace ferry::moe
+}  // namespace ferry
