@@ -95,6 +95,10 @@ cmd_down() {
   need_root
   local namespaces ns status=0
   namespaces=$(cluster_namespaces)
+  # On one of the hosts, this script would be among the processes it ends.
+  local here_ns
+  here_ns=$(ip netns identify $$ 2>/dev/null | tr ' ' '\n' | grep -Fx -f <(echo "$namespaces") || true)
+  [ -z "$here_ns" ] || fail "down runs outside the cluster (this shell is on $here_ns)"
   if [ -z "$namespaces" ] && ! compgen -G "/etc/netns/$prefix-*" >/dev/null; then
     echo "cluster $prefix: nothing to remove"
     return 0
