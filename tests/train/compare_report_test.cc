@@ -74,7 +74,7 @@ TEST(CompareReport, CsvAndMarkdownAreByteForByteTheDocumentedFormat) {
   const CompareReport report = write_compare_report(dir.string(), fixed_results(), QualityTarget{false, 0.8});
   EXPECT_EQ(slurp(dir / "compare.csv"), std::string(kGoldenCsv));
   EXPECT_EQ(report.markdown, std::string(kGoldenMd));
-  EXPECT_EQ(slurp(dir / "compare.md").find("# ferry compare\n\nTarget test accuracy 0.8 "), 0u);
+  EXPECT_EQ(slurp(dir / "compare.md").find("# ferry compare\n\nTarget test accuracy 80.0 % ("), 0u);
   ASSERT_EQ(report.plots.size(), 1u);
   EXPECT_EQ(report.plots[0].script, (dir / "plots.gp").string());
   EXPECT_TRUE(fs::exists(dir / "plots.gp"));
@@ -82,6 +82,35 @@ TEST(CompareReport, CsvAndMarkdownAreByteForByteTheDocumentedFormat) {
   EXPECT_EQ(slurp(dir / "speedup_cdsgd_dgc_ratio_0.01_momentum_0.9.dat"), "1,1.5\n10,1.5\n");
   EXPECT_EQ(slurp(dir / "samples_per_s.dat"),
             "0,ssgd,1000.5\n1,cdsgd+dgc:ratio=0.01,momentum=0.9,1500.25\n2,compute-only,3000\n");
+  fs::remove_all(dir);
+}
+
+// A perplexity target: reached when the perplexity falls to it, read from each evaluation's
+// test_loss (perplexity = exp(loss)), and the columns say perplexity.
+TEST(CompareReport, PerplexityTargetIsReachedFromAbove) {
+  const fs::path dir = fs::temp_directory_path() / ("ferry_compare_ppl_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ofstream m(dir / "metrics.jsonl");
+    m << R"({"t": 1.0, "test_acc": 0.1, "test_loss": 3.0})" << '\n'   // ppl 20.1
+      << R"({"t": 2.0, "test_acc": 0.2, "test_loss": 2.0})" << '\n'   // ppl 7.39
+      << R"({"t": 3.0, "test_acc": 0.3, "test_loss": 1.5})" << '\n';  // ppl 4.48
+    std::ofstream(dir / "summary.json") << R"({"samples_per_s": 10, "test_acc": 0.3, "test_loss": 1.5})";
+  }
+  const QualityTarget ppl{true, 8.0};
+  CompareResult r;
+  r.config = {"ssgd", "none", "ps", "1Gbps", "ssgd"};
+  load_compare_result(dir.string(), ppl, r);
+  ASSERT_EQ(r.quality.size(), 3u);
+  EXPECT_NEAR(r.quality[0].second, std::exp(3.0), 1e-9);
+  EXPECT_EQ(time_to_target(r, ppl), 2.0);
+  EXPECT_TRUE(std::isnan(time_to_target(r, QualityTarget{true, 4.0})));
+  const CompareReport report = write_compare_report(dir.string(), {r}, ppl);
+  EXPECT_NE(report.markdown.find("time to ppl 8.00 (s)"), std::string::npos) << report.markdown;
+  EXPECT_NE(report.markdown.find("final ppl"), std::string::npos) << report.markdown;
+  EXPECT_NE(slurp(dir / "compare.csv").find("final_test_perplexity"), std::string::npos);
+  EXPECT_NE(slurp(dir / "plots.gp").find("perplexity_vs_time.png"), std::string::npos);
   fs::remove_all(dir);
 }
 
