@@ -12,12 +12,14 @@ int run_units(int argc, char** argv);
 int run_moe(int, char**);
 int run_train(int argc, char** argv);
 int run_run(int argc, char** argv);
+int run_advise(int argc, char** argv);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"train", "distributed data-parallel training (S-SGD, ASGD, ...) over MPI", run_train},
       {"compare", "run several training algorithms under one setting; csv, table and plots", run_compare},
       {"run", "start a Python training script (import ferry) on every rank under mpirun, as horovodrun", run_run},
+      {"advise", "predict every training algorithm's throughput from a calibrated cost model; check it against runs", run_advise},
       {"units", "parse and print a quantity (bandwidth, duration, size)", run_units},
       {"moe", "MoE inference with expert offloading: make-tiny, pretrain, generate, bench, trace, demo, simulate, fit-predictor", run_moe},
   };

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Measured runs for `ferry advise`: a calibration set (compute-only and S-SGD on allreduce and
+# the parameter server, the runs the machine constants are fitted to) and a validation set kept
+# apart (every algorithm, several codecs, cnn/mlp/fcnet, 2-8 ranks, 100 Mbps-10 Gbps), then the
+# fit and the predicted-vs-measured report.
+#
+#   FERRY=build/default/apps/ferry bash bench/advise/run.sh [RUNS_DIR] [RESULTS_DIR]
+#
+# RUNS_DIR (default runs/advise) gets one directory per run (summary.json, log.txt and
+# advise_run.json: the run's set and the algorithm options summary.json does not record); runs
+# whose summary.json exists are kept (delete them to re-measure). RESULTS_DIR (default
+# bench/advise/results) gets calibration.json, validation.{csv,md,json}, predicted_vs_measured.png
+# and the projections.
+set -euo pipefail
+FERRY=${FERRY:-build/default/apps/ferry}
+RUNS=${1:-runs/advise}
+RESULTS=${2:-bench/advise/results}
+STEPS=${STEPS:-60}
+mkdir -p "$RUNS" "$RESULTS"
+
+# run SET NAME STEPS FLAGS...: one `ferry train` unless it is already there.
+run() {
+  local set=$1 name=$2 steps=$3
+  shift 3
+  local dir="$RUNS/$set/$name"
+  [[ -f "$dir/summary.json" ]] && return 0
+  mkdir -p "$dir"
+  # The options summary.json does not record, for the cost model.
+  local warm=20 delay=4 corr=5 sync=4 post=0 bucket=4
+  local args=("$@") i
+  for ((i = 0; i < ${#args[@]}; ++i)); do
+    case "${args[i]}" in
+      --warmup-steps) warm=${args[i + 1]} ;;
+      --delay-steps) delay=${args[i + 1]} ;;
+      --correction-steps) corr=${args[i + 1]} ;;
+      --sync-every) sync=${args[i + 1]} ;;
+      --post-local) post=${args[i + 1]} ;;
+      --bucket-mb) bucket=${args[i + 1]} ;;
+    esac
+  done
+  printf '{"set": "%s", "warmup_steps": %s, "delay_steps": %s, "correction_steps": %s, "sync_every": %s, "post_local": %s, "bucket_mb": %s, "command": "%s"}\n' \
+    "$set" "$warm" "$delay" "$corr" "$sync" "$post" "$bucket" "ferry train $*" >"$dir/advise_run.json"
+  echo "== $set/$name: ferry train $*" >&2
+  "$FERRY" train "$@" --max-steps "$steps" --epochs 100 --batch 64 --train-limit 8192 --test-limit 256 \
+    --threads 1 --seed 1 --no-progress --out "$dir" >"$dir/log.txt" 2>&1 || echo "   failed, see $dir/log.txt" >&2
+}
+
+PS="--topology ps --servers 1"
+AR="--topology allreduce"
+
+# Calibration: compute only (each model), S-SGD allreduce and PS on cnn at two links, fcnet's
+# large messages on allreduce.
+run calibration co-cnn-np1 "$STEPS" --algo compute-only --np 1 --model cnn
+run calibration co-cnn-np4 "$STEPS" --algo compute-only --np 4 --model cnn
+run calibration co-mlp-np4 "$STEPS" --algo compute-only --np 4 --model mlp
+run calibration co-fcnet-np2 20 --algo compute-only --np 2 --model fcnet
+run calibration ssgd-ar-cnn-np4-1g "$STEPS" --algo ssgd $AR --np 4 --model cnn --link 1Gbps,50us
+run calibration ssgd-ar-cnn-np4-10g "$STEPS" --algo ssgd $AR --np 4 --model cnn --link 10Gbps,50us
+run calibration ssgd-ps-cnn-np4-300m "$STEPS" --algo ssgd $PS --np 4 --model cnn --link 300Mbps,50us
+run calibration ssgd-ps-cnn-np4-3g "$STEPS" --algo ssgd $PS --np 4 --model cnn --link 3Gbps,50us
+run calibration ssgd-ar-fcnet-np2-10g 20 --algo ssgd $AR --np 2 --model fcnet --link 10Gbps,50us
+
+# Validation: every algorithm on cnn, 4 workers + 1 server.
+W="--warmup-steps 10"
+run validation ssgd-ps-cnn-np4-1g "$STEPS" --algo ssgd $PS --np 4 --model cnn --link 1Gbps,50us
+run validation ssgd-ar-cnn-np4-300m "$STEPS" --algo ssgd $AR --np 4 --model cnn --link 300Mbps,50us
+run validation ssgd-ar-cnn-np4-100m 30 --algo ssgd $AR --np 4 --model cnn --link 100Mbps,50us
+run validation asgd-cnn-np4-1g "$STEPS" --algo asgd $PS --np 4 --model cnn --link 1Gbps,50us
+run validation asgd-cnn-np4-300m "$STEPS" --algo asgd $PS --np 4 --model cnn --link 300Mbps,50us
+run validation odsgd-cnn-np4-1g "$STEPS" --algo odsgd $PS --np 4 --model cnn --link 1Gbps,50us $W
+run validation odsgd-cnn-np4-10g "$STEPS" --algo odsgd $PS --np 4 --model cnn --link 10Gbps,50us $W
+run validation ssdsgd-cnn-np4-1g "$STEPS" --algo ssdsgd $PS --np 4 --model cnn --link 1Gbps,50us $W
+run validation ssdsgd-cnn-np4-300m "$STEPS" --algo ssdsgd $PS --np 4 --model cnn --link 300Mbps,50us $W
+run validation ssdsgd-cnn-np4-10g "$STEPS" --algo ssdsgd $PS --np 4 --model cnn --link 10Gbps,50us
+run validation cdsgd-cnn-np4-1g "$STEPS" --algo cdsgd $PS --np 4 --model cnn --link 1Gbps,50us $W
+run validation cdsgd-cnn-np4-300m "$STEPS" --algo cdsgd $PS --np 4 --model cnn --link 300Mbps,50us $W
+run validation localsgd-cnn-np4-1g "$STEPS" --algo localsgd --np 4 --model cnn --link 1Gbps,50us
+run validation localsgd-cnn-np4-100m 40 --algo localsgd --np 4 --model cnn --link 100Mbps,50us
+run validation wfbp-ar-cnn-np4-1g "$STEPS" --algo wfbp $AR --np 4 --model cnn --link 1Gbps,50us --bucket-mb 0.25
+run validation wfbp-ps-cnn-np4-1g "$STEPS" --algo wfbp $PS --np 4 --model cnn --link 1Gbps,50us --bucket-mb 0.25
+run validation co-cnn-np3 "$STEPS" --algo compute-only --np 3 --model cnn
+# Codecs.
+run validation ssgd-ps-twobit-cnn-np4-300m "$STEPS" --algo ssgd $PS --np 4 --model cnn --link 300Mbps,50us --codec twobit:threshold=0.005
+run validation ssgd-ps-fp16-cnn-np4-1g "$STEPS" --algo ssgd $PS --np 4 --model cnn --link 1Gbps,50us --codec fp16
+run validation ssgd-ps-onebit-cnn-np4-100m 40 --algo ssgd $PS --np 4 --model cnn --link 100Mbps,50us --codec onebit
+run validation ssgd-ar-topk-cnn-np4-1g "$STEPS" --algo ssgd $AR --np 4 --model cnn --link 1Gbps,50us --codec topk:ratio=0.01
+run validation ssgd-ar-powersgd-cnn-np4-1g "$STEPS" --algo ssgd $AR --np 4 --model cnn --link 1Gbps,50us --codec powersgd
+run validation ssgd-ar-qsgd-cnn-np4-300m "$STEPS" --algo ssgd $AR --np 4 --model cnn --link 300Mbps,50us --codec qsgd
+run validation odsgd-twobit-cnn-np4-1g "$STEPS" --algo odsgd $PS --np 4 --model cnn --link 1Gbps,50us $W --codec twobit:threshold=0.005
+# Ranks: 2-8.
+run validation ssgd-ar-cnn-np2-1g "$STEPS" --algo ssgd $AR --np 2 --model cnn --link 1Gbps,50us
+run validation ssgd-ar-cnn-np8-1g 40 --algo ssgd $AR --np 8 --model cnn --link 1Gbps,50us
+run validation ssgd-ps-cnn-np2-300m "$STEPS" --algo ssgd $PS --np 2 --model cnn --link 300Mbps,50us
+run validation ssdsgd-cnn-np6-s2-1g 40 --algo ssdsgd --topology ps --servers 2 --np 6 --model cnn --link 1Gbps,50us $W
+run validation localsgd-cnn-np8-300m 40 --algo localsgd --np 8 --model cnn --link 300Mbps,50us
+# Other models.
+run validation ssgd-ar-mlp-np4-100m "$STEPS" --algo ssgd $AR --np 4 --model mlp --link 100Mbps,50us
+run validation ssgd-ps-mlp-np4-1g "$STEPS" --algo ssgd $PS --np 4 --model mlp --link 1Gbps,50us
+run validation odsgd-mlp-np4-300m "$STEPS" --algo odsgd $PS --np 4 --model mlp --link 300Mbps,50us $W
+run validation ssgd-ps-fcnet-np2-3g 20 --algo ssgd $PS --np 2 --model fcnet --link 3Gbps,50us
+run validation ssgd-ar-fcnet-np2-1g 16 --algo ssgd $AR --np 2 --model fcnet --link 1Gbps,50us
+run validation ssdsgd-fcnet-np4-10g 24 --algo ssdsgd $PS --np 4 --model fcnet --link 10Gbps,50us --warmup-steps 4
+run validation localsgd-fcnet-np4-3g 24 --algo localsgd --np 4 --model fcnet --link 3Gbps,50us
+
+[[ "${SKIP_REPORT:-0}" == 1 ]] && exit 0
+"$FERRY" advise --calibrate "$RUNS/calibration" --write-calibration "$RESULTS/calibration.json"
+"$FERRY" advise --validate "$RUNS/calibration" "$RUNS/validation" --calibration "$RESULTS/calibration.json" \
+  --out "$RESULTS" | tee "$RESULTS/validation.txt"

@@ -1,0 +1,98 @@
+// `ferry advise`: every algorithm's predicted throughput for one model, cluster and link,
+// ranked, projected over worker counts and bandwidths; and the model checked against measured
+// runs (predicted vs measured samples/s). The cost formulas are cost_model.h's entries; this
+// file only enumerates configurations (as `ferry compare` pairs algorithms and codecs: a codec
+// goes to the algorithms that take one, the algorithms that need one get their default or the
+// compressing codecs of the list) and writes reports.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "advise/calibration.h"
+#include "advise/cost_model.h"
+#include "advise/run_record.h"
+#include "core/report.h"
+
+namespace ferry::advise {
+
+// Model profiles and codec costs, each measured once per (model, batch) and (codec, model).
+class ProfileBook {
+ public:
+  // A zoo model name (profiled here, zoo_profiler.h) or a profile file (any path ending in
+  // .json, or an existing file). References stay valid while the book lives.
+  const ModelProfile& model(const std::string& name_or_file, std::int64_t batch);
+  const CodecCost& codec(const std::string& spec, const ModelProfile& model);
+  const CodecCost& fp32(const ModelProfile& model);
+
+ private:
+  std::map<std::string, std::unique_ptr<ModelProfile>> models_;
+  std::map<std::string, std::unique_ptr<CodecCost>> codecs_;
+};
+
+struct AdviseOptions {
+  std::string model = "cnn";                  // zoo name or profile file
+  std::vector<int> workers = {4};             // projected worker counts; the first is the table's
+  int servers = 1;                            // parameter-server ranks (at least 1 for ps rows)
+  std::vector<double> bandwidths = {125e6};   // bytes/s; the first is the table's
+  double latency_s = 50e-6;
+  std::string device = "local";
+  std::int64_t batch = 64;
+  std::vector<std::string> codecs = {"none", "twobit:threshold=0.005"};  // as `ferry compare --codecs`
+  train::DelayedOptions delayed;              // the algorithms' options
+  // Scale the servers with the workers (servers = max(1, workers / workers_per_server)) in
+  // projections; 0: keep `servers`.
+  int workers_per_server = 0;
+};
+
+struct AdviseRow {
+  std::string algo, topology, codec;  // codec: canonical spec
+  int workers = 0, servers = 0;
+  double bandwidth_bytes_per_s = 0;
+  Prediction prediction;
+  double speedup = 0;  // over ssgd (the speedup-baseline strategy, fp32) on the same cluster and link
+};
+
+// Every configuration at every (workers, bandwidth); rows of one (workers, bandwidth) are
+// ranked by predicted samples/s. InvalidArgument for bad options (naming the flag).
+std::vector<AdviseRow> advise(const AdviseOptions& options, ProfileBook& book, const MachineConstants& k);
+
+// The ranked table at the first (workers, bandwidth), as printed.
+ReportTable advise_table(const std::vector<AdviseRow>& rows, int workers, double bandwidth);
+// Every row (CSV).
+ReportTable advise_csv(const std::vector<AdviseRow>& rows);
+// speedup_vs_workers.png (at the first bandwidth) and speedup_vs_bandwidth.png (at the first
+// worker count), one line per configuration; scripts written into `dir`.
+std::vector<PlotScript> advise_plots(const std::vector<AdviseRow>& rows, const AdviseOptions& options,
+                                     const std::string& dir);
+
+// A measured run and its prediction.
+struct ValidationRow {
+  RunRecord run;
+  Prediction prediction;
+  double error = 0;  // (predicted - measured) / measured, samples/s
+};
+
+// Predicts every run with the constants `k` (runs of algorithms or models that cannot be
+// predicted are skipped with a line on stderr).
+std::vector<ValidationRow> validate_runs(const std::vector<RunRecord>& runs, ProfileBook& book,
+                                         const MachineConstants& k);
+// The scenario of a measured run (its model profiled at its batch on this machine).
+Scenario scenario_of(const RunRecord& run, ProfileBook& book);
+// Median and worst absolute error of rows whose set is `set` ("" = all).
+struct ErrorSummary {
+  int runs = 0;
+  double median_abs = 0, worst_abs = 0;
+};
+ErrorSummary summarize_errors(const std::vector<ValidationRow>& rows, const std::string& set);
+ReportTable validation_table(const std::vector<ValidationRow>& rows);
+// predicted_vs_measured.png: predicted against measured samples/s, one series per set.
+std::vector<PlotScript> validation_plots(const std::vector<ValidationRow>& rows, const std::string& dir);
+
+// Fits the constants to the runs of set "calibration" (all runs when none is marked).
+MachineConstants calibrate(const std::vector<RunRecord>& runs, ProfileBook& book, const MachineConstants& start,
+                           int* used = nullptr);
+
+}  // namespace ferry::advise

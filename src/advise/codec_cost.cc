@@ -1,0 +1,84 @@
+#include "advise/codec_cost.h"
+
+#include <algorithm>
+#include <random>
+
+#include "compress/codec_registry.h"
+#include "core/clock.h"
+#include "core/error.h"
+
+namespace ferry::advise {
+
+CodecCost uncompressed_cost(const std::vector<std::size_t>& numels) {
+  CodecCost c;
+  double n = 0;
+  for (auto v : numels) n += static_cast<double>(v);
+  c.push_bytes = c.ring_bytes = 4.0 * n;
+  return c;
+}
+
+CodecCost measure_codec_cost(const std::string& spec, const std::vector<std::size_t>& numels,
+                             const std::vector<std::vector<std::int64_t>>& shapes, const CodecBenchOptions& o) {
+  const std::string canonical = compress::canonical_codec_spec(spec);  // InvalidArgument naming the spec
+  if (canonical == compress::canonical_codec_spec("none")) {
+    CodecCost c = uncompressed_cost(numels);
+    c.spec = canonical;
+    return c;
+  }
+  CodecCost c;
+  c.spec = canonical;
+  c.compressed = true;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, static_cast<float>(o.gradient_scale));
+  std::vector<float> grad, acc;
+  std::vector<std::byte> payload;
+  for (std::size_t i = 0; i < numels.size(); ++i) {
+    const std::size_t n = numels[i];
+    compress::TensorInfo info{n, {}, static_cast<std::uint64_t>(i), 0};
+    if (i < shapes.size() && shapes[i].size() >= 2) info.shape = shapes[i];
+    auto codec = compress::make_codec(canonical, info);
+    grad.resize(n);
+    acc.assign(n, 0.0f);
+    for (auto& g : grad) g = normal(rng);
+    // A codec with its own allreduce (PowerSGD) is timed through it, with a sum that counts the
+    // floats it would send (one worker's view: the identity).
+    double summed = 0;
+    const compress::AllreduceSumFn count = [&summed](std::span<float> x) { summed += static_cast<double>(x.size()); };
+    std::vector<float> probe = grad;
+    const bool custom = codec->custom_allreduce(probe, count, 4);
+    if (custom) {
+      c.custom_allreduce = true;
+      std::vector<double> t;
+      for (int r = 0; r < o.repetitions; ++r) {
+        probe = grad;
+        summed = 0;
+        const double t0 = now_s();
+        codec->custom_allreduce(probe, count, 4);
+        t.push_back(now_s() - t0);
+      }
+      std::sort(t.begin(), t.end());
+      c.custom_allreduce_s += t[t.size() / 2];
+      c.ring_bytes += 4.0 * summed;
+    }
+    // The push path (parameter server) always encodes and decode-adds.
+    codec->encode(grad, payload);  // untimed: first-use allocations
+    std::vector<double> te, td;
+    for (int r = 0; r < o.repetitions; ++r) {
+      const double t0 = now_s();
+      codec->encode(grad, payload);
+      const double t1 = now_s();
+      codec->decode_add(payload, acc);
+      td.push_back(now_s() - t1);
+      te.push_back(t1 - t0);
+    }
+    std::sort(te.begin(), te.end());
+    std::sort(td.begin(), td.end());
+    c.push_bytes += static_cast<double>(payload.size());
+    c.encode_s += te[te.size() / 2];
+    c.decode_s += td[td.size() / 2];
+    if (!custom) c.allgather_bytes += static_cast<double>(payload.size()) + 8.0;  // the allgather's length prefix
+  }
+  return c;
+}
+
+}  // namespace ferry::advise

@@ -1,0 +1,63 @@
+// Cost entries of the delayed parameter-server family (train/delayed_ps_strategy.h): OD-SGD,
+// SSD-SGD and CD-SGD share one pipeline. After warm-up (W iterations of S-SGD on the
+// parameter server) each worker pushes every iteration on its communication thread and pulls
+// every p iterations; a pull launched after iteration t is waited for after iteration t+1, so
+// one round may take up to one compute. The communication thread runs its tasks in order and
+// a pull blocks it until the reply, so pushes and pulls of one worker do not overlap.
+//
+//   S_p   mean push bytes: the codec's payload, with CD-SGD's fp32 push every k-th iteration
+//         ((k-1) payload + S)/k
+//   R     the pull's round: PS(S_p, decode, S)                       (cost_model.h)
+//   chain (p c + max(0, R - c)) / p                                 (the worker's own path)
+//   nic   max(n S_p/(s B), n S/(s B p))                             (the servers' NICs)
+//   loop  n (dec + kappa (S_p + S/p) + keys o (1 + 2/p)) / s         (the servers' serial loop)
+//   comm  S_p/B + enc + kappa S_p + keys o + R/p                     (the worker's comm thread)
+//   cpu   (n (c + enc + kappa (S_p + S/p) + keys o (1 + 2/p)) + s loop) / cores
+//   T = max(chain, nic, loop, comm, cpu)
+// Sources: OD-SGD, Xu et al. 2020; SSD-SGD, Xu, Dong et al. 2020 (p = delay steps); CD-SGD, Yu,
+// Dong et al. 2021 (2-bit pushes, fp32 every k-th: k-step correction; compression off the
+// critical path, on the communication thread).
+#include <algorithm>
+
+#include "advise/cost_model.h"
+
+namespace ferry::advise {
+namespace {
+
+IterationCost delayed_cost(const CostContext& x, int pull_every, int full_every) {
+  const CodecCost& c = x.sc().codec;
+  const double S = x.fp32_bytes();
+  const double p = std::max(1, pull_every);
+  // Share of the iterations whose push goes through the codec.
+  const double coded = !c.compressed ? 0.0 : full_every > 0 ? (full_every - 1.0) / full_every : 1.0;
+  const double sp = coded * c.push_bytes + (1.0 - coded) * S;
+  const double enc = coded * x.encode_s(c), dec = coded * x.decode_s(c);
+  const LinkModel& l = x.link();
+  const double keys = x.keys();
+  const double c1 = x.compute1();
+  const double round = x.ps_round_s(sp, dec, S, keys);
+  const double chain = (p * c1 + std::max(0.0, round - c1)) / p;
+  const double nic = std::max(x.n() * l.wire_s(sp) / x.s(), x.n() * l.wire_s(S) / (x.s() * p));
+  const double msgs = keys * (1.0 + 2.0 / p);
+  const double loop = x.n() * (dec + x.copy_s(sp + S / p) + msgs * l.message_s) / x.s();
+  const double comm = l.wire_s(sp) + enc + x.copy_s(sp) + keys * l.message_s + round / p + x.staging_s(sp + S / p);
+  const double cpu = x.shared_cpu_bound(x.n() * (c1 + enc + x.copy_s(sp + S / p) + msgs * l.message_s) + x.s() * loop);
+  const double t = std::max({chain, nic, loop, comm, cpu});
+  return {t, std::min(t, c1 * x.stretch(x.n())), sp};
+}
+
+std::int64_t warmup(const train::DelayedOptions& d) { return d.warmup_steps; }
+
+}  // namespace
+
+void register_delayed_costs() {
+  register_algorithm_cost({"odsgd", "T = max(c, R, NICs, server loop, comm thread, cores); pull every step",
+                           [](const CostContext& x) { return delayed_cost(x, 1, 0); }, warmup});
+  register_algorithm_cost({"ssdsgd", "as odsgd with a pull every k: chain (k c + max(0, R - c))/k",
+                           [](const CostContext& x) { return delayed_cost(x, x.sc().delayed.delay_steps, 0); }, warmup});
+  register_algorithm_cost({"cdsgd", "as odsgd with 2-bit pushes and an fp32 push every k-th step",
+                           [](const CostContext& x) { return delayed_cost(x, 1, x.sc().delayed.correction_steps); },
+                           warmup});
+}
+
+}  // namespace ferry::advise

@@ -1,0 +1,79 @@
+#include "advise/device_profile.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/registry.h"
+
+namespace ferry::advise {
+namespace {
+
+// Sustained = vendor peak fp32 x 0.58, the fraction V100 reaches on ResNet-50 fp32 training:
+// about 370 images/s x 3 x 8.2 GFLOP per image (forward 4.1 GMAC; backward twice the forward)
+// = 9.1 TFLOP/s of its 15.7 peak (NVIDIA DeepLearningExamples, ResNet-50 v1.5 training
+// performance tables, fp32, batch 256; not re-measured here). The same fraction is assumed for
+// the other GPUs. Staging: PCIe 3.0 x16 moves about 12 GB/s in practice (15.75 GB/s raw).
+constexpr double kSustainedFraction = 0.58;
+
+Registry<DeviceProfile>& registry() {
+  static Registry<DeviceProfile>* r = [] {
+    auto* reg = new Registry<DeviceProfile>("--device");
+    reg->add({"local", "this machine's CPU cores, shared by every rank (calibrated contention)", 0, true, 0,
+              "measured: the profile run's GEMM and training iterations on this machine"});
+    reg->add({"k80", "NVIDIA Tesla K80, one GK210 die per worker, PCIe 3.0", 4.37 / 2 * kSustainedFraction, false,
+              12e9, "NVIDIA K80 datasheet: 8.73 TFLOP/s fp32 peak with boost per board of two GK210 (4.37 per die)"});
+    reg->add({"p100", "NVIDIA Tesla P100 PCIe 16GB, PCIe 3.0", 9.3 * kSustainedFraction, false, 12e9,
+              "NVIDIA P100 datasheet: 9.3 TFLOP/s fp32 peak (PCIe)"});
+    reg->add({"titan-xp", "NVIDIA Titan Xp, PCIe 3.0", 12.1 * kSustainedFraction, false, 12e9,
+              "NVIDIA Titan Xp specifications: 12.1 TFLOP/s fp32 peak"});
+    reg->add({"v100", "NVIDIA Tesla V100 SXM2 16GB, PCIe 3.0 to the host", 15.7 * kSustainedFraction, false, 12e9,
+              "NVIDIA V100 datasheet: 15.7 TFLOP/s fp32 peak (SXM2); ResNet-50 fp32 training ~370 images/s"});
+    reg->add({"a100", "NVIDIA A100 SXM4 40GB, PCIe 4.0 to the host", 19.5 * kSustainedFraction, false, 24e9,
+              "NVIDIA A100 datasheet: 19.5 TFLOP/s fp32 peak (non-tensor-core); PCIe 4.0 x16 ~24 GB/s"});
+    return reg;
+  }();
+  return *r;
+}
+
+}  // namespace
+
+const std::vector<DeviceProfile>& builtin_device_profiles() {
+  static const std::vector<DeviceProfile> all(registry().entries().begin(), registry().entries().end());
+  return all;
+}
+
+std::vector<std::string> device_profile_names() { return registry().names(); }
+
+DeviceProfile device_profile(const std::string& name_or_file) {
+  if (const DeviceProfile* d = registry().find(name_or_file)) return *d;
+  if (name_or_file.find(".json") == std::string::npos && !std::filesystem::exists(name_or_file))
+    return registry().at(name_or_file);  // throws: unknown --device, listing the known ones
+  std::ifstream in(name_or_file);
+  if (!in) FERRY_THROW(IoError, "cannot read device profile file ", name_or_file);
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    FERRY_THROW(FormatError, "device profile file ", name_or_file, " is not a JSON object");
+  DeviceProfile d;
+  try {
+    d.name = j.at("name").get<std::string>();
+    d.sustained_tflops = j.at("sustained_tflops").get<double>();
+    d.shared_cores = j.value("shared_cores", false);
+    d.staging_bytes_per_s = j.value("staging_bytes_per_s", 0.0);
+    d.source = j.value("source", std::string("file ") + name_or_file);
+  } catch (const nlohmann::json::exception& e) {
+    FERRY_THROW(FormatError, "device profile file ", name_or_file, ": needs name and sustained_tflops (", e.what(), ")");
+  }
+  FERRY_REQUIRE(std::isfinite(d.sustained_tflops) && d.sustained_tflops > 0, "device profile file ", name_or_file,
+                ": sustained_tflops must be > 0, got ", d.sustained_tflops);
+  FERRY_REQUIRE(d.staging_bytes_per_s >= 0, "device profile file ", name_or_file, ": staging_bytes_per_s must be >= 0");
+  return d;
+}
+
+}  // namespace ferry::advise

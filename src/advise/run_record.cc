@@ -1,0 +1,98 @@
+#include "advise/run_record.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace ferry::advise {
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) FERRY_THROW(IoError, "cannot read ", p.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) FERRY_THROW(FormatError, p.string(), " is not a JSON object");
+  return j;
+}
+
+template <typename T>
+T need(const nlohmann::json& j, const char* key, const fs::path& p) {
+  if (!j.contains(key)) FERRY_THROW(FormatError, p.string(), " lacks the field '", key, "'");
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    FERRY_THROW(FormatError, p.string(), ": field '", key, "' has the wrong type");
+  }
+}
+
+RunRecord read_run(const fs::path& summary) {
+  const auto j = read_json(summary);
+  RunRecord r;
+  r.dir = summary.parent_path().string();
+  r.algo = need<std::string>(j, "algo", summary);
+  r.topology = need<std::string>(j, "topology", summary);
+  r.model = need<std::string>(j, "model", summary);
+  r.codec = need<std::string>(j, "codec", summary);
+  r.link = need<std::string>(j, "link", summary);
+  r.workers = need<int>(j, "np", summary);
+  r.servers = need<int>(j, "servers", summary);
+  r.batch = need<std::int64_t>(j, "batch", summary);
+  r.steps = need<std::int64_t>(j, "iterations", summary) - j.value("resumed_from", std::int64_t{0});
+  r.samples_per_s = need<double>(j, "samples_per_s", summary);
+  r.comm_wait_fraction = j.value("comm_wait_fraction", 0.0);
+  r.bytes_sent_per_worker = j.value("bytes_sent_per_worker", 0.0);
+  // comm::describe writes "1 Gbps, 50 us" or "none".
+  if (r.link != "none" && !r.link.empty()) {
+    std::string compact;
+    for (char ch : r.link)
+      if (ch != ' ') compact += ch;
+    const BandwidthLatency bl = parse_bandwidth_latency(compact);
+    r.bandwidth_bytes_per_s = bl.bandwidth_bytes_per_s;
+    r.latency_s = bl.latency_s;
+  }
+  const fs::path side = summary.parent_path() / "advise_run.json";
+  if (fs::exists(side)) {
+    const auto s = read_json(side);
+    r.set = s.value("set", std::string());
+    auto& d = r.delayed;
+    d.warmup_steps = s.value("warmup_steps", d.warmup_steps);
+    d.delay_steps = s.value("delay_steps", d.delay_steps);
+    d.correction_steps = s.value("correction_steps", d.correction_steps);
+    d.sync_every = s.value("sync_every", d.sync_every);
+    d.post_local = s.value("post_local", d.post_local);
+    d.bucket_mb = s.value("bucket_mb", d.bucket_mb);
+    d.threshold = s.value("threshold", d.threshold);
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<RunRecord> read_runs(const std::vector<std::string>& roots) {
+  std::vector<fs::path> files;
+  for (const auto& root : roots) {
+    if (!fs::exists(root)) FERRY_THROW(IoError, "no such run directory ", root);
+    if (fs::is_regular_file(root)) {
+      files.emplace_back(root);
+      continue;
+    }
+    for (const auto& e : fs::recursive_directory_iterator(root))
+      if (e.is_regular_file() && e.path().filename() == "summary.json") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<RunRecord> runs;
+  for (const auto& f : files) runs.push_back(read_run(f));
+  return runs;
+}
+
+}  // namespace ferry::advise

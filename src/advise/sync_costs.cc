@@ -1,0 +1,132 @@
+// Cost entries of the synchronous family and the floor: S-SGD (allreduce and parameter server),
+// ASGD, WFBP with tensor fusion, compute-only. Notation (docs/advise.md): n workers, s servers,
+// c = one worker's compute alone, st = stretch(n) (n ranks sharing the cores), S the fp32
+// gradient bytes, AR/AG the ring allreduce/allgather times and PS the parameter-server round
+// of cost_model.h, kappa the copy cost per byte.
+#include <algorithm>
+#include <vector>
+
+#include "advise/cost_model.h"
+
+namespace ferry::advise {
+namespace {
+
+// Time of the allreduce path of one iteration after backward, codec included (ssgd allreduce):
+//   none:   AR(S) + kappa 4(n-1)/n S st
+//   codec:  st (encode or custom) + AG(payload) + kappa 2(n-1) payload st + st n decode
+//           + AR(custom factors)
+double allreduce_exchange_s(const CostContext& x, const CodecCost& c) {
+  const int n = x.n();
+  const double st = x.stretch(n);
+  double t = 0;
+  if (c.ring_bytes > 0)
+    t += ring_allreduce_s(x.link(), n, c.ring_bytes) + x.copy_s(4.0 * (n - 1) / n * c.ring_bytes) * st;
+  if (!c.compressed) return t + x.staging_s(2 * c.ring_bytes);
+  t += x.custom_s(c) * st;
+  if (c.allgather_bytes > 0) {
+    const double enc = c.custom_allreduce ? 0.0 : x.encode_s(c);  // custom: its time holds the rest
+    t += enc * st + ring_allgather_s(x.link(), n, c.allgather_bytes) + x.copy_s(2.0 * (n - 1) * c.allgather_bytes) * st +
+         n * x.decode_s(c) * st;
+  }
+  return t + x.staging_s(c.ring_bytes + c.allgather_bytes + x.fp32_bytes());
+}
+
+double allreduce_bytes_sent(const CostContext& x, const CodecCost& c) {
+  const int n = x.n();
+  return 2.0 * (n - 1) / n * c.ring_bytes + (n - 1) * c.allgather_bytes;
+}
+
+// S-SGD (Zinkevich et al. 2010 as data parallelism; Goyal et al. 2017): every worker computes,
+// then the gradients are summed and the step taken before the next compute starts.
+//   allreduce: T = c st + allreduce_exchange
+//   ps:        T = c st + st encode + PS(payload, fp32 replies)
+IterationCost ssgd_cost(const CostContext& x) {
+  const CodecCost& c = x.sc().codec;
+  const double st = x.stretch(x.n());
+  const double compute = x.compute1() * st;
+  if (x.sc().topology == train::Topology::kAllreduce)
+    return {compute + allreduce_exchange_s(x, c), compute, allreduce_bytes_sent(x, c)};
+  const double enc = c.compressed ? x.encode_s(c) * st : 0.0;
+  const double round = x.ps_round_s(c.push_bytes, c.compressed ? x.decode_s(c) : 0.0, x.fp32_bytes(), x.keys());
+  return {compute + enc + round, compute, c.push_bytes};
+}
+
+// ASGD (Dean et al. 2012, Downpour): each worker pushes, the server applies it at once, the
+// worker pulls and goes on; nobody waits for anybody. A closed queueing system whose iteration
+// is bounded by one worker's own chain, the servers' NICs and serial loops, and the shared cores:
+//   T = max(c + enc + S_p/B + S/B + 2 alpha + server's work for one push,
+//           n max(S_p, S)/(s B),  server loop n (dec + kappa (S_p + S) + 3 keys o)/s,
+//           (n (c + enc + kappa (S_p + S)) + s server loop)/cores)
+IterationCost asgd_cost(const CostContext& x) {
+  const CodecCost& c = x.sc().codec;
+  const double S = x.fp32_bytes(), sp = c.push_bytes;
+  const double enc = c.compressed ? x.encode_s(c) : 0.0, dec = c.compressed ? x.decode_s(c) : 0.0;
+  const LinkModel& l = x.link();
+  const double one_push_server = dec + x.copy_s(sp + S) + 3.0 * x.keys() * l.message_s;
+  const double chain = x.compute1() + enc + l.wire_s(sp) + l.wire_s(S) + 2 * l.latency_s + one_push_server +
+                       x.staging_s(sp + S);
+  const double nic = x.n() * std::max(l.wire_s(sp), l.wire_s(S)) / x.s();
+  const double server_loop = x.n() * one_push_server / x.s();
+  const double cpu = x.shared_cpu_bound(x.n() * (x.compute1() + enc + x.copy_s(sp + S)) + x.s() * server_loop);
+  const double t = std::max({chain, nic, server_loop, cpu});
+  return {t, std::min(t, x.compute1() * x.stretch(x.n())), sp};
+}
+
+// WFBP (Zhang et al. 2017, Poseidon) with tensor fusion (Horovod) and front-layers-first
+// completion (ByteScheduler, P3). Buckets of ~bucket_mb from the last tensor backwards (as
+// wfbp_strategy.cc builds them); bucket j is ready when backward has produced its last
+// gradient, r_j = Bk max(backward_ready), and goes out on the communication thread at once:
+//   start_j = max(r_j, finish_{j-1}),  finish_j = start_j + comm_j
+// (comm_j = AR(bytes_j) or PS(bytes_j)). The next forward enters bucket j's first layer at
+// Bk + U + F min(forward_start_j) unless it must wait; every wait shifts what follows, so
+//   T = F + Bk + U + max(0, max_j (finish_j - Bk - U - F min(forward_start_j)))
+// with F, Bk, U the stretched forward, backward and update. One bucket is S-SGD exactly.
+IterationCost wfbp_cost(const CostContext& x) {
+  const auto& tensors = x.sc().model->tensors;
+  const double st = x.stretch(x.n());
+  const double F = x.forward1() * st, Bk = x.backward1() * st;
+  const double U = std::max(0.0, x.compute1() * st - F - Bk);
+  const double bucket_elems = std::max(1.0, x.sc().delayed.bucket_mb * 1e6 / 4.0);
+  struct Bucket {
+    double elems = 0, ready = 0, fwd = 1;
+  };
+  std::vector<Bucket> buckets;
+  for (std::size_t i = tensors.size(); i-- > 0;) {
+    if (buckets.empty() || buckets.back().elems >= bucket_elems) buckets.emplace_back();
+    Bucket& b = buckets.back();
+    b.elems += static_cast<double>(tensors[i].numel);
+    b.ready = std::max(b.ready, tensors[i].backward_ready);
+    b.fwd = std::min(b.fwd, tensors[i].forward_start);
+  }
+  const bool ps = x.sc().topology == train::Topology::kParameterServer;
+  double finish = 0, late = 0;
+  for (const Bucket& b : buckets) {
+    const double bytes = 4.0 * b.elems;
+    // Bucket pushes of one round, each key a message; a bucket holds about its share of keys.
+    const double keys = std::max(1.0, x.keys() * b.elems / static_cast<double>(x.sc().model->parameters()));
+    const double comm = ps ? x.ps_round_s(bytes, 0.0, bytes, keys)
+                           : ring_allreduce_s(x.link(), x.n(), bytes) + x.copy_s(4.0 * (x.n() - 1) / x.n() * bytes) * st;
+    finish = std::max(Bk * b.ready, finish) + comm;
+    late = std::max(late, finish - (Bk + U + F * b.fwd));
+  }
+  const double compute = F + Bk + U;
+  const double S = x.fp32_bytes();
+  return {compute + late, compute, ps ? S : 2.0 * (x.n() - 1) / x.n() * S};
+}
+
+// Not a training algorithm: the iteration-time floor, T = c st.
+IterationCost compute_only_cost(const CostContext& x) {
+  const double t = x.compute1() * x.stretch(x.n());
+  return {t, t, 0.0};
+}
+
+}  // namespace
+
+void register_sync_costs() {
+  register_algorithm_cost({"ssgd", "T = c st + AR(S) | c st + PS(S_p)", ssgd_cost, {}});
+  register_algorithm_cost({"asgd", "T = max(own chain, server NIC, server loop, shared cores)", asgd_cost, {}});
+  register_algorithm_cost({"wfbp", "T = F + Bk + U + lateness of the last-needed bucket", wfbp_cost, {}});
+  register_algorithm_cost({"compute-only", "T = c st", compute_only_cost, {}});
+}
+
+}  // namespace ferry::advise
