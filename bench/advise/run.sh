@@ -18,6 +18,21 @@ RESULTS=${2:-bench/advise/results}
 STEPS=${STEPS:-60}
 mkdir -p "$RUNS" "$RESULTS"
 
+# Timing on a shared 2-core machine: before each run wait (up to QUIET_WAIT_S, default 900 s)
+# until no compiler and no other training job has run for 10 s; advise_run.json records
+# whether the run started on a quiet machine.
+busy() { pgrep -f 'cc1plus|ferry train|ferry compare|python3 .*train' >/dev/null; }
+wait_quiet() {
+  local waited=0 calm=0
+  while ((waited < ${QUIET_WAIT_S:-900})); do
+    if busy; then calm=0; else calm=$((calm + 1)); fi
+    ((calm >= 10)) && return 0
+    sleep 1
+    waited=$((waited + 1))
+  done
+  return 1
+}
+
 # run SET NAME STEPS FLAGS...: one `ferry train` unless it is already there.
 run() {
   local set=$1 name=$2 steps=$3
@@ -38,8 +53,10 @@ run() {
       --bucket-mb) bucket=${args[i + 1]} ;;
     esac
   done
-  printf '{"set": "%s", "warmup_steps": %s, "delay_steps": %s, "correction_steps": %s, "sync_every": %s, "post_local": %s, "bucket_mb": %s, "command": "%s"}\n' \
-    "$set" "$warm" "$delay" "$corr" "$sync" "$post" "$bucket" "ferry train $*" >"$dir/advise_run.json"
+  local quiet=true
+  wait_quiet || quiet=false
+  printf '{"set": "%s", "warmup_steps": %s, "delay_steps": %s, "correction_steps": %s, "sync_every": %s, "post_local": %s, "bucket_mb": %s, "quiet": %s, "command": "%s"}\n' \
+    "$set" "$warm" "$delay" "$corr" "$sync" "$post" "$bucket" "$quiet" "ferry train $*" >"$dir/advise_run.json"
   echo "== $set/$name: ferry train $*" >&2
   "$FERRY" train "$@" --max-steps "$steps" --epochs 100 --batch 64 --train-limit 8192 --test-limit 256 \
     --threads 1 --seed 1 --no-progress --out "$dir" >"$dir/log.txt" 2>&1 || echo "   failed, see $dir/log.txt" >&2
