@@ -213,8 +213,10 @@ std::size_t numel_of(const std::vector<std::int64_t>& shape) {
 // One codec instance for one tensor (its residual is that tensor's error feedback).
 class PyCodec {
  public:
-  PyCodec(const std::string& spec, std::vector<std::int64_t> shape, std::uint64_t tensor_id, int rank)
-      : codec_(ferry::compress::make_codec(spec, ferry::compress::TensorInfo{numel_of(shape), shape, tensor_id, rank})) {}
+  PyCodec(const std::string& spec, std::vector<std::int64_t> shape, std::uint64_t tensor_id, int rank,
+          std::int64_t batch)
+      : codec_(ferry::compress::make_codec(
+            spec, ferry::compress::TensorInfo{numel_of(shape), shape, tensor_id, rank, batch})) {}
   std::string name() const { return codec_->name(); }
   std::size_t numel() const { return codec_->info().numel; }
   at::Tensor encode(const at::Tensor& grad) {
@@ -300,8 +302,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("codec_names", &ferry::compress::codec_names);
   m.def("canonical_codec_spec", [](const std::string& spec) { return ferry::compress::canonical_codec_spec(spec); });
   py::class_<PyCodec>(m, "Codec")
-      .def(py::init<const std::string&, std::vector<std::int64_t>, std::uint64_t, int>(), py::arg("spec"), py::arg("shape"),
-           py::arg("tensor_id"), py::arg("rank"))
+      .def(py::init<const std::string&, std::vector<std::int64_t>, std::uint64_t, int, std::int64_t>(),
+           py::arg("spec"), py::arg("shape"), py::arg("tensor_id"), py::arg("rank"), py::arg("batch") = 0)
       .def_property_readonly("name", &PyCodec::name)
       .def_property_readonly("numel", &PyCodec::numel)
       .def("encode", &PyCodec::encode)
@@ -334,6 +336,7 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("pull_codec", &DistributedOptimizerOptions::pull_codec)
       .def_readwrite("link", &DistributedOptimizerOptions::link)
       .def_readwrite("delayed", &DistributedOptimizerOptions::delayed)
+      .def_readwrite("batch", &DistributedOptimizerOptions::batch)
       .def_readwrite("checkpoint_dir", &DistributedOptimizerOptions::checkpoint_dir)
       .def_readwrite("resume", &DistributedOptimizerOptions::resume)
       .def_readwrite("keep_checkpoints", &DistributedOptimizerOptions::keep_checkpoints);

@@ -26,6 +26,8 @@ struct TensorInfo {
   std::uint64_t tensor_id = 0;       // same on every worker for one tensor: seeds shared state
                                      // (PowerSGD's initial Q must be equal on all workers)
   int rank = 0;                      // this worker: seeds private randomness (QSGD rounding)
+  std::int64_t batch = 0;            // per-worker batch the gradient is a mean over (twobit
+                                     // units=mxnet); 0 = unknown (decoders need no batch)
 };
 
 // Sums a float buffer element-wise over all workers, in place (the caller's communicator).

@@ -9,6 +9,7 @@
 #include "compress/onebit_codec.h"
 #include "compress/powersgd_codec.h"
 #include "compress/qsgd_codec.h"
+#include "compress/sparse_payload.h"
 #include "compress/randomk_codec.h"
 #include "compress/terngrad_codec.h"
 #include "compress/topk_codec.h"
@@ -27,6 +28,7 @@ namespace {
 struct Built {
   std::unique_ptr<Codec> codec;
   std::string canonical;
+  CodecMomentum momentum;
 };
 
 Built build(const CodecRegistry& registry, std::string_view text, const TensorInfo& info) {
@@ -46,9 +48,24 @@ Built build(const CodecRegistry& registry, std::string_view text, const TensorIn
                       "' has error feedback built in; ef=0 is not supported");
       break;
   }
+  if (entry->feedback == FeedbackMode::kBuiltIn) ef = true;
+  CodecMomentum momentum;
+  if (ef && entry->momentum_with_feedback != MomentumPlacement::kAggregate) {
+    // Read only where there is a choice, so that codecs without error feedback keep their spec.
+    const bool worker = reader.get_choice("momentum_at", "worker", {"worker", "server"}) == "worker";
+    if (worker) {
+      momentum.placement = entry->momentum_with_feedback;
+      momentum.mask_sent = entry->mask_sent;
+    }
+  }
   reader.finish();
-  if (ef) codec = with_error_feedback(std::move(codec));
-  return {std::move(codec), reader.canonical()};
+  if (momentum.placement == MomentumPlacement::kInCodec) {
+    // The codec's own momentum, as its factory resolved it (the canonical spec holds it).
+    SpecReader resolved(CodecSpec::parse(reader.canonical(), "codec"), "codec");
+    momentum.codec_momentum = resolved.get_double(entry->momentum_key, 0.0);
+  }
+  if (ef && entry->feedback != FeedbackMode::kBuiltIn) codec = with_error_feedback(std::move(codec));
+  return {std::move(codec), reader.canonical(), std::move(momentum)};
 }
 
 }  // namespace
@@ -63,55 +80,89 @@ std::string CodecRegistry::canonical(std::string_view spec) const {
   return build(*this, spec, probe).canonical;
 }
 
+CodecMomentum CodecRegistry::momentum(std::string_view spec) const {
+  TensorInfo probe{.numel = 4, .shape = {2, 2}};
+  return build(*this, spec, probe).momentum;
+}
+
+namespace {
+// Momentum factor masking for the sparse wire format (sparse_payload.h): the sent indices.
+void mask_sparse_sent(std::span<const std::byte> payload, std::span<float> velocity) {
+  for (std::uint32_t i : sparse_indices(payload, velocity.size())) velocity[i] = 0.0f;
+}
+}  // namespace
+
 void register_builtin_codecs(CodecRegistry& registry) {
-  registry.add({"none", "no compression (fp32)", FeedbackMode::kOptional,
-                [](SpecReader&, const TensorInfo& info) -> std::unique_ptr<Codec> {
+  // Momentum with error feedback, per codec (docs/compression.md, "Momentum with error feedback"):
+  //  - quantisers (none, fp16, twobit, onebit, qsgd, terngrad): worker momentum, the velocity
+  //    compressed with error feedback (Zheng, Huang, Kwok, "Communication-Efficient Distributed
+  //    Blockwise Momentum SGD with Error-Feedback", NeurIPS 2019, dist-EF-SGDM);
+  //  - sparsifiers (topk, randomk): DGC's momentum correction with momentum factor masking (Lin
+  //    et al., "Deep Gradient Compression", ICLR 2018, Sec. 3.2);
+  //  - dgc: both inside the codec;
+  //  - powersgd: momentum on the decompressed aggregate (Vogels et al., PowerSGD, NeurIPS 2019,
+  //    Algorithm 2), as without a codec.
+  constexpr auto kWorker = MomentumPlacement::kWorker;
+  registry.add({.name = "none", .summary = "no compression (fp32)", .feedback = FeedbackMode::kOptional,
+                .make = [](SpecReader&, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<NoneCodec>(info);
-                }});
-  registry.add({"fp16", "IEEE half precision, round to nearest even", FeedbackMode::kOptional,
-                [](SpecReader&, const TensorInfo& info) -> std::unique_ptr<Codec> {
+                },
+                .momentum_with_feedback = kWorker});
+  registry.add({.name = "fp16", .summary = "IEEE half precision, round to nearest even",
+                .feedback = FeedbackMode::kOptional,
+                .make = [](SpecReader&, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<Fp16Codec>(info);
-                }});
-  registry.add({"twobit", "MXNet 2-bit quantisation with residual (threshold)",
-                FeedbackMode::kBuiltIn,
-                [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
+                },
+                .momentum_with_feedback = kWorker});
+  registry.add({.name = "twobit", .summary = "MXNet 2-bit quantisation with residual (threshold, units)",
+                .feedback = FeedbackMode::kBuiltIn,
+                .make = [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<TwobitCodec>(parse_twobit_options(s), info);
-                }});
-  registry.add({"onebit", "EF-signSGD: sign bits scaled by mean magnitude", FeedbackMode::kBuiltIn,
-                [](SpecReader&, const TensorInfo& info) -> std::unique_ptr<Codec> {
+                },
+                .momentum_with_feedback = kWorker});
+  registry.add({.name = "onebit", .summary = "EF-signSGD: sign bits scaled by mean magnitude",
+                .feedback = FeedbackMode::kBuiltIn,
+                .make = [](SpecReader&, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<OnebitCodec>(info);
-                }});
-  registry.add({"qsgd", "QSGD stochastic quantisation (levels, bucket, seed)",
-                FeedbackMode::kOptional,
-                [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
+                },
+                .momentum_with_feedback = kWorker});
+  registry.add({.name = "qsgd", .summary = "QSGD stochastic quantisation (levels, bucket, seed)",
+                .feedback = FeedbackMode::kOptional,
+                .make = [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<QsgdCodec>(parse_qsgd_options(s), info);
-                }});
-  registry.add({"terngrad", "TernGrad stochastic ternarisation (seed)", FeedbackMode::kOptional,
-                [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
+                },
+                .momentum_with_feedback = kWorker});
+  registry.add({.name = "terngrad", .summary = "TernGrad stochastic ternarisation (seed)",
+                .feedback = FeedbackMode::kOptional,
+                .make = [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<TerngradCodec>(parse_terngrad_options(s), info);
-                }});
-  registry.add({"topk", "top-k sparsification (ratio), error feedback on by default",
-                FeedbackMode::kDefaultOn,
-                [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
+                },
+                .momentum_with_feedback = kWorker});
+  registry.add({.name = "topk", .summary = "top-k sparsification (ratio), error feedback on by default",
+                .feedback = FeedbackMode::kDefaultOn,
+                .make = [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<TopkCodec>(parse_topk_options(s), info);
-                }});
-  registry.add({"randomk", "random-k sparsification (ratio, seed), error feedback on by default",
-                FeedbackMode::kDefaultOn,
-                [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
+                },
+                .momentum_with_feedback = kWorker, .mask_sent = mask_sparse_sent});
+  registry.add({.name = "randomk", .summary = "random-k sparsification (ratio, seed), error feedback on by default",
+                .feedback = FeedbackMode::kDefaultOn,
+                .make = [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<RandomkCodec>(parse_randomk_options(s), info);
-                }});
-  registry.add({"dgc", "Deep Gradient Compression (ratio, momentum, clip, warmup)",
-                FeedbackMode::kBuiltIn,
-                [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
+                },
+                .momentum_with_feedback = kWorker, .mask_sent = mask_sparse_sent});
+  registry.add({.name = "dgc", .summary = "Deep Gradient Compression (ratio, momentum, clip, warmup)",
+                .feedback = FeedbackMode::kBuiltIn,
+                .make = [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<DgcCodec>(parse_dgc_options(s), info);
                 },
-                "it applies momentum"});
-  registry.add({"powersgd", "PowerSGD rank-r low-rank compression (rank, min_rate, warmup, seed)",
-                FeedbackMode::kBuiltIn,
-                [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
+                .pull_unsupported = "it applies momentum",
+                .momentum_with_feedback = MomentumPlacement::kInCodec, .momentum_key = "momentum"});
+  registry.add({.name = "powersgd", .summary = "PowerSGD rank-r low-rank compression (rank, min_rate, warmup, seed)",
+                .feedback = FeedbackMode::kBuiltIn,
+                .make = [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<PowersgdCodec>(parse_powersgd_options(s), info);
                 },
-                "it allreduces its factors"});
+                .pull_unsupported = "it allreduces its factors"});
 }
 
 const CodecRegistry& builtin_codec_registry() {
@@ -131,6 +182,8 @@ std::unique_ptr<Codec> make_codec(std::string_view spec, const TensorInfo& info)
 std::string canonical_codec_spec(std::string_view spec) {
   return builtin_codec_registry().canonical(spec);
 }
+
+CodecMomentum codec_momentum(std::string_view spec) { return builtin_codec_registry().momentum(spec); }
 
 std::vector<std::string> codec_names() { return builtin_codec_registry().names(); }
 

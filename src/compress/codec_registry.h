@@ -6,7 +6,12 @@
 //   - sparsifiers (topk, randomk): ef=1 by default, ef=0 gives the plain sparsifier;
 //   - codecs whose definition contains a residual (twobit, onebit, dgc, powersgd): always on;
 //     ef=1 is accepted (so "every codec with ef=1" specs work), ef=0 is an InvalidArgument.
+// With error feedback on, the key momentum_at=worker|server says where the optimizer's momentum
+// acts (MomentumPlacement); its default is the entry's momentum_with_feedback, and it is part
+// of the canonical spec of every codec with error feedback whose entry moves the momentum.
 #pragma once
+
+#include <span>
 
 #include <functional>
 #include <memory>
@@ -22,6 +27,20 @@ namespace ferry::compress {
 
 enum class FeedbackMode { kOptional, kDefaultOn, kBuiltIn };
 
+// Where the optimizer's momentum (and weight decay) acts when a codec with error feedback
+// carries the gradients (docs/compression.md, "Momentum with error feedback").
+//   kAggregate: on the aggregate of the decoded payloads, as without a codec (the server's
+//     optimizer on the PS, every worker's after the allreduce).
+//   kWorker: momentum correction. Each worker keeps u <- m u + (g + wd w) and the codec
+//     compresses u with its error feedback; the aggregate is applied as w <- w - lr mean(decoded)
+//     with no momentum or weight decay of its own.
+//   kInCodec: the codec keeps the momentum itself (DGC); the worker adds wd w, the aggregate is
+//     applied as for kWorker, and the optimizer's momentum must be 0 or equal the codec's.
+enum class MomentumPlacement { kAggregate, kWorker, kInCodec };
+
+// Zeroes `velocity` (one tensor's) at the coordinates `payload` sent: momentum factor masking.
+using MomentumMaskFn = std::function<void(std::span<const std::byte> payload, std::span<float> velocity)>;
+
 struct CodecEntry {
   std::string name;                             // spec name, lower case
   std::string summary;                          // one line for help texts
@@ -31,6 +50,20 @@ struct CodecEntry {
   // Why it cannot encode the servers' pull replies (weight changes, --compress-pull), e.g.
   // "applies momentum"; empty: it can.
   std::string pull_unsupported = {};
+  // Where the optimizer's momentum acts when error feedback is on (off: always kAggregate);
+  // the spec key momentum_at=server selects kAggregate instead (the behaviour before).
+  MomentumPlacement momentum_with_feedback = MomentumPlacement::kAggregate;
+  // kWorker: momentum factor masking after each encode (DGC's); empty: none.
+  MomentumMaskFn mask_sent = {};
+  // kInCodec: the spec key holding the codec's own momentum ("momentum").
+  std::string momentum_key = {};
+};
+
+// What a codec spec asks of the optimizer (CodecRegistry::momentum).
+struct CodecMomentum {
+  MomentumPlacement placement = MomentumPlacement::kAggregate;
+  MomentumMaskFn mask_sent = {};  // kWorker with masking
+  double codec_momentum = 0;      // kInCodec: the codec's own momentum
 };
 
 // The core registry (core/registry.h: add, find, at, names, entries) with the codec's own build
@@ -47,6 +80,9 @@ class CodecRegistry : public Registry<CodecEntry> {
   std::unique_ptr<Codec> make(std::string_view spec, const TensorInfo& info) const;
   // The spec with every option resolved ("topk" -> "topk:ratio=0.01,seed=0,ef=1"); validates.
   std::string canonical(std::string_view spec) const;
+  // Where the optimizer's momentum acts with this spec: the entry's momentum_with_feedback when
+  // error feedback is on and the spec does not say momentum_at=server, else kAggregate.
+  CodecMomentum momentum(std::string_view spec) const;
 };
 
 // Adds none, fp16, twobit, onebit, qsgd, terngrad, topk, randomk, dgc and powersgd.
@@ -58,6 +94,7 @@ const CodecRegistry& builtin_codec_registry();
 // make_codec / canonical_codec_spec against builtin_codec_registry().
 std::unique_ptr<Codec> make_codec(std::string_view spec, const TensorInfo& info);
 std::string canonical_codec_spec(std::string_view spec);
+CodecMomentum codec_momentum(std::string_view spec);
 // The builtin codecs' names, sorted (for help texts).
 std::vector<std::string> codec_names();
 

@@ -30,6 +30,10 @@ void write_sparse(std::vector<std::byte>& out, CodecId codec, std::size_t numel,
 void decode_sparse(std::span<const std::byte> payload, CodecId codec, std::span<float> out,
                    bool add);
 
+// The indices a payload of topk, randomk or dgc for a tensor of `numel` elements sent, after
+// decode_sparse's checks (FormatError on a bad or non-sparse payload).
+std::vector<std::uint32_t> sparse_indices(std::span<const std::byte> payload, std::size_t numel);
+
 // Throws InvalidArgument if a tensor is too large for u32 indices.
 void require_sparse_numel(std::size_t numel, const char* codec);
 

@@ -180,9 +180,10 @@ TwobitOptions parse_twobit_options(SpecReader& spec) {
   TwobitOptions o;
   o.threshold = static_cast<float>(spec.get_double("threshold", o.threshold));
   // Read only when given, so that the canonical spec of the default stays "twobit:threshold=T".
-  if (spec.has("units"))
-    o.units = spec.get_choice("units", "absolute", {"absolute", "rms"}) == "rms" ? TwobitUnits::kRms
-                                                                              : TwobitUnits::kAbsolute;
+  if (spec.has("units")) {
+    const std::string units = spec.get_choice("units", "absolute", {"absolute", "rms", "mxnet"});
+    o.units = units == "rms" ? TwobitUnits::kRms : units == "mxnet" ? TwobitUnits::kMxnet : TwobitUnits::kAbsolute;
+  }
   return o;
 }
 
@@ -203,9 +204,18 @@ std::size_t TwobitCodec::size_bytes(std::size_t numel) {
 }
 
 float TwobitCodec::threshold_for(std::span<const float> grad) const {
+  if (options_.units == TwobitUnits::kMxnet) {
+    FERRY_REQUIRE(info_.batch > 0, "twobit: units=mxnet needs the per-worker batch size (the threshold is on the "
+                  "batch-summed gradient, t = threshold / batch), and this codec was built without one");
+    return static_cast<float>(static_cast<double>(options_.threshold) / static_cast<double>(info_.batch));
+  }
   if (options_.units == TwobitUnits::kAbsolute || grad.empty()) return options_.threshold;
+  // The RMS of what is quantised, r + g (each sum rounded to float as the kernels round it).
   double sq = 0;
-  for (float g : grad) sq += static_cast<double>(g) * g;
+  for (std::size_t i = 0; i < grad.size(); ++i) {
+    const float v = residual_[i] + grad[i];
+    sq += static_cast<double>(v) * v;
+  }
   const double t = options_.threshold * std::sqrt(sq / static_cast<double>(grad.size()));
   return std::isfinite(t) ? std::max(static_cast<float>(t), std::numeric_limits<float>::min()) : options_.threshold;
 }

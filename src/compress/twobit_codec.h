@@ -15,9 +15,11 @@ bool twobit_kernel_supported(TwobitKernel kernel);
 
 // What `threshold` is measured in (spec key units): `absolute` (MXNet's t, in the units of the
 // gradient handed to the codec; the default, so that specs written for earlier versions mean the
-// same) or `rms` (t = threshold x the root mean square of the gradient of this call, computed on
-// the worker; the header carries t, so decoders need nothing else).
-enum class TwobitUnits { kAbsolute, kRms };
+// same), `rms` (t = threshold x the root mean square of what this call quantises, residual plus
+// gradient, computed on the worker; the header carries t, so decoders need nothing else) or `mxnet` (MXNet's
+// convention: the threshold applies to the batch-SUMMED gradient, while ferry hands the codec the
+// batch mean, so t = threshold / B with B = TensorInfo::batch, the per-worker batch).
+enum class TwobitUnits { kAbsolute, kRms, kMxnet };
 
 struct TwobitOptions {
   float threshold = 0.5f;  // > 0: values sent are +t, -t or 0 (spec key: threshold)
@@ -35,8 +37,9 @@ TwobitOptions parse_twobit_options(SpecReader& spec);
 //   else    -> send 00 (decodes to 0)
 // 16 values per 32-bit word (layout in ternary_pack.h).
 // Wire: header (aux = bits of t, numel) + ceil(n/16) words.  Size 16 + 4*ceil(n/16) bytes.
-// With units=rms, t = float(threshold x sqrt(sum g^2 / n)) (the sum in double), at least the
-// smallest normal float, per encode.
+// With units=rms, t = float(threshold x sqrt(sum (r + g)^2 / n)) (r + g in float as the kernels
+// add it, the sum in double), at least the smallest normal float, per encode. With units=mxnet, t = float(double(threshold) / B), fixed
+// for the run; encoding without a batch (TensorInfo::batch = 0) is an InvalidArgument.
 class TwobitCodec final : public Codec {
  public:
   TwobitCodec(TwobitOptions options, TensorInfo info);

@@ -15,15 +15,18 @@ AsgdStrategy::AsgdStrategy(const StrategyContext& context) : context_(context) {
 void AsgdStrategy::setup(FlatParams& params) {
   layout_ = make_key_layout(params.numels(), context_.options.world);
   kv_ = make_kv_worker(*context_.comm, *layout_, context_.options, shapes_of(params));
-  if (!is_uncompressed(context_.options.codec))
-    push_codecs_ =
-        std::make_unique<KeyPushCodecs>(context_.options.codec, *layout_, shapes_of(params), context_.comm->rank());
+  const StrategyOptions& o = context_.options;
+  if (!is_uncompressed(o.codec))
+    push_codecs_ = std::make_unique<KeyPushCodecs>(o.codec, *layout_, shapes_of(params), context_.comm->rank(), o.batch);
+  if (const OptimizerSplit split = split_optimizer(o.codec, o.sgd); split.on_worker)
+    momentum_ = std::make_unique<WorkerMomentum>(params.size(), split);
   init_from_worker0(*kv_, *context_.comm, params);
 }
 
 void AsgdStrategy::step(FlatParams& params, std::int64_t iteration) {
   ScopedTimer wait(&comm_wait_s_);
-  (push_codecs_ ? push_codecs_->push_all(*kv_, params.grads()) : kv_->push_all(params.grads())).wait();
+  if (momentum_) momentum_->apply(params.grads(), params.weights());
+  (push_codecs_ ? push_codecs_->push_all(*kv_, params.grads(), momentum_.get()) : kv_->push_all(params.grads())).wait();
   ++pushes_;
   kv_->pull_all(params.weights(), 0).wait();
 }
@@ -42,12 +45,14 @@ void AsgdStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t
   }
   out.put("weights", params.weights());
   out.put_u64("pushes", static_cast<std::uint64_t>(pushes_));
+  if (momentum_) out.put("worker_velocity", momentum_->velocity());
   if (push_codecs_) push_codecs_->save_state(out);
 }
 
 void AsgdStrategy::load_state(const StateReader& in, FlatParams& params) {
   // params already hold the server's restored weights (pulled by setup()).
   pushes_ = static_cast<std::int64_t>(in.u64("pushes"));
+  if (momentum_) in.floats_into("worker_velocity", momentum_->mutable_velocity());
   if (push_codecs_) push_codecs_->load_state(in);
 }
 

@@ -2,7 +2,9 @@
 // pushes g_i(w_stale) and pulls whatever the server holds now; the server applies each push
 // on arrival,  w ← w − η · Opt(g_i / N). No worker waits for another, at the price of
 // gradients computed on stale weights. With a codec the pushes travel compressed, one codec per
-// key (gradient_codecs.h); the server decodes each push and applies it.
+// key (gradient_codecs.h); the server decodes each push and applies it. With a codec with error
+// feedback each worker keeps its own velocity and pushes C(u_i) (worker_momentum.h), the server
+// applying w <- w - lr decode(C(u_i)) / N without momentum.
 #pragma once
 
 #include <memory>
@@ -11,6 +13,7 @@
 #include "ps/kv_worker.h"
 #include "train/gradient_codecs.h"
 #include "train/strategy.h"
+#include "train/worker_momentum.h"
 
 namespace ferry::train {
 
@@ -30,6 +33,7 @@ class AsgdStrategy final : public Strategy {
   std::unique_ptr<ps::KeyLayout> layout_;
   std::unique_ptr<ps::KVWorker> kv_;
   std::unique_ptr<KeyPushCodecs> push_codecs_;  // with a codec
+  std::unique_ptr<WorkerMomentum> momentum_;    // momentum on the worker (codec with error feedback)
   std::int64_t pushes_ = 0;
 };
 

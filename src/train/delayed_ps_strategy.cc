@@ -28,7 +28,11 @@ void DelayedPsStrategy::setup(FlatParams& params) {
   layout_ = make_key_layout(params.numels(), context_.options.world);
   kv_ = make_kv_worker(comm, *layout_, context_.options, shapes_of(params));
   if (!is_uncompressed(schedule_.codec))
-    push_codecs_ = std::make_unique<KeyPushCodecs>(schedule_.codec, *layout_, shapes_of(params), comm.rank());
+    push_codecs_ =
+        std::make_unique<KeyPushCodecs>(schedule_.codec, *layout_, shapes_of(params), comm.rank(), context_.options.batch);
+  // The servers split the optimizer by the run's codec (ps_setup.h); so does every push here.
+  if (const OptimizerSplit split = split_optimizer(context_.options.codec, context_.options.sgd); split.on_worker)
+    momentum_ = std::make_unique<WorkerMomentum>(params.size(), split);
   ps::SgdOptions local = context_.options.sgd;
   local.lr = lr_local_;
   local.rescale = 1.0f;
@@ -55,7 +59,7 @@ void DelayedPsStrategy::run_step(FlatParams& params, std::int64_t iteration, boo
 
 void DelayedPsStrategy::warmup_step(FlatParams& params, std::int64_t t, bool finite) {
   ScopedTimer wait(&comm_wait_s_);
-  launch_push(params.grads(), finite ? PushKind::kFull : PushKind::kSkip);
+  launch_push(params.grads(), params.weights(), finite ? PushKind::kFull : PushKind::kSkip);
   const auto version = static_cast<std::uint64_t>(t) + 1;
   thread_.submit([this, version] { kv_->pull_all(pulled_, version).wait(); }).wait();
   std::copy(pulled_.begin(), pulled_.end(), params.weights().begin());
@@ -74,7 +78,8 @@ void DelayedPsStrategy::delayed_step(FlatParams& params, std::int64_t t, bool fi
   }
   const std::int64_t since = t - warmup_ + 1;  // 1-based index of this post-warm-up iteration
   const bool full = schedule_.full_precision_every > 0 && since % schedule_.full_precision_every == 0;
-  launch_push(params.grads(), !finite                  ? PushKind::kSkip
+  launch_push(params.grads(), params.weights(),
+              !finite                  ? PushKind::kSkip
                              : push_codecs_ && !full ? PushKind::kCompressed
                                                      : PushKind::kFull);
   if (since % schedule_.pull_every == 0) {
@@ -93,7 +98,7 @@ void DelayedPsStrategy::delayed_step(FlatParams& params, std::int64_t t, bool fi
   }
 }
 
-void DelayedPsStrategy::launch_push(std::span<const float> grad, PushKind kind) {
+void DelayedPsStrategy::launch_push(std::span<const float> grad, std::span<const float> weights, PushKind kind) {
   while (pushes_.size() >= kMaxPushesInFlight) {
     ScopedTimer wait(&comm_wait_s_);
     pushes_.front().wait();
@@ -105,8 +110,11 @@ void DelayedPsStrategy::launch_push(std::span<const float> grad, PushKind kind) 
   }
   // The next backward overwrites the gradient buffer: the push sends a copy.
   std::vector<float> copy(grad.begin(), grad.end());
-  pushes_.push_back(thread_.submit([this, g = std::move(copy), kind] {
-    (kind == PushKind::kCompressed ? push_codecs_->push_all(*kv_, g) : kv_->push_all(g)).wait();
+  std::vector<float> w;
+  if (momentum_ && momentum_->needs_weights()) w.assign(weights.begin(), weights.end());
+  pushes_.push_back(thread_.submit([this, g = std::move(copy), w = std::move(w), kind]() mutable {
+    if (momentum_) momentum_->apply(g, w);
+    (kind == PushKind::kCompressed ? push_codecs_->push_all(*kv_, g, momentum_.get()) : kv_->push_all(g)).wait();
   }));
 }
 
@@ -141,6 +149,7 @@ void DelayedPsStrategy::save_state(StateWriter& out, FlatParams& params, std::in
   }
   out.put("weights", params.weights());
   out.put("local_velocity", local_opt_->velocity());
+  if (momentum_) out.put("worker_velocity", momentum_->velocity());
   out.put("pulled", pulled_);
   out.put_u64("pull_pending", pending_pull_ ? 1 : 0);
   out.put_u64("pending_version", pending_version_);
@@ -155,6 +164,7 @@ void DelayedPsStrategy::save_state(StateWriter& out, FlatParams& params, std::in
 void DelayedPsStrategy::load_state(const StateReader& in, FlatParams& params) {
   in.floats_into("weights", params.weights());
   in.floats_into("local_velocity", local_opt_->mutable_velocity());
+  if (momentum_) in.floats_into("worker_velocity", momentum_->mutable_velocity());
   in.floats_into("pulled", pulled_);
   // The pull was complete when the checkpoint was taken: an already completed ticket.
   if (in.u64("pull_pending") != 0) pending_pull_.emplace();

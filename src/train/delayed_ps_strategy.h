@@ -12,7 +12,11 @@
 // where Opt_l is SGD with momentum on a local velocity buffer (η_l = --lr-local, ramped over
 // --lr-warmup-steps), w_prev / w_last are the two most recent pulled global weights and Δ the
 // number of server updates between them. The server runs plain sync mode: it sums the i-th
-// push of every worker and steps the global optimizer.
+// push of every worker and steps the global optimizer. With a codec with error feedback the
+// global optimizer's momentum and weight decay move to the workers (worker_momentum.h): every
+// push, compressed or fp32 (warm-up, k-step correction), carries this worker's velocity
+// u <- m u + g + wd w, updated on the communication thread in push order, and the server steps
+// without momentum. The local step keeps its own velocity on the full-precision gradient.
 #pragma once
 
 #include <deque>
@@ -27,6 +31,7 @@
 #include "train/comm_thread.h"
 #include "train/gradient_codecs.h"
 #include "train/strategy.h"
+#include "train/worker_momentum.h"
 
 namespace ferry::train {
 
@@ -57,8 +62,9 @@ class DelayedPsStrategy : public Strategy {
   void warmup_step(FlatParams& params, std::int64_t t, bool finite);
   void delayed_step(FlatParams& params, std::int64_t t, bool finite);
   // Queues a push of a copy of `grad` (fp32, through the codec, or a skip push without it); at
-  // most kMaxPushesInFlight stay queued.
-  void launch_push(std::span<const float> grad, PushKind kind);
+  // most kMaxPushesInFlight stay queued. `weights`: this worker's weights now (weight decay on
+  // the worker).
+  void launch_push(std::span<const float> grad, std::span<const float> weights, PushKind kind);
   // Remembers pulled global weights of `version` (for GLU).
   void record_pull(std::span<const float> weights, std::uint64_t version);
   float local_lr(std::int64_t t) const;
@@ -73,6 +79,7 @@ class DelayedPsStrategy : public Strategy {
   std::unique_ptr<ps::KeyLayout> layout_;
   std::unique_ptr<ps::KVWorker> kv_;
   std::unique_ptr<KeyPushCodecs> push_codecs_;  // post-warm-up compressed pushes
+  std::unique_ptr<WorkerMomentum> momentum_;    // the global momentum on the worker; comm thread only
   std::unique_ptr<ps::SgdOptimizer> local_opt_;
   std::vector<float> pulled_;                   // global weights, written by the comm thread
   std::optional<comm::Ticket> pending_pull_;    // the pull into pulled_ in flight

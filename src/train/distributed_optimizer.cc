@@ -37,6 +37,7 @@ TrainOptions as_train_options(const DistributedOptimizerOptions& o, int world_si
   t.pull_codec = o.pull_codec;
   t.link = comm::parse_link_spec(o.link);
   t.delayed = o.delayed;
+  if (o.batch > 0) t.batch = o.batch;
   t.checkpoint_dir = o.checkpoint_dir;
   t.keep_checkpoints = o.keep_checkpoints;
   t.resume = o.resume;
@@ -44,14 +45,15 @@ TrainOptions as_train_options(const DistributedOptimizerOptions& o, int world_si
   return t;
 }
 
-StrategyOptions strategy_options(const TrainOptions& t) {
+StrategyOptions strategy_options(const TrainOptions& t, std::int64_t batch) {
   const Topology topology = resolve_topology(strategy_info(t.algo), t.topology);
   return StrategyOptions{topology,
                          world_layout(t),
                          ps::SgdOptions{t.lr, t.momentum, t.weight_decay, 1.0f},
                          canonical_codec(t),
                          canonical_pull_codec(t),
-                         t.delayed};
+                         t.delayed,
+                         batch};
 }
 
 std::vector<std::size_t> numels_of(const std::vector<at::Tensor>& params) {
@@ -97,7 +99,7 @@ DistributedOptimizer::DistributedOptimizer(std::vector<at::Tensor> params, comm:
     shaped_ = std::make_unique<comm::ShapedCommunicator>(raw_comm_, t.link);
     comm_ = shaped_.get();
   }
-  const StrategyOptions so = strategy_options(t);
+  const StrategyOptions so = strategy_options(t, options_.batch);
   codec_ = so.codec;
   if (so.world.is_server(comm_->rank())) return;
   flat_ = std::make_unique<FlatParams>(params_);
@@ -122,7 +124,7 @@ bool DistributedOptimizer::is_server() const { return !strategy_; }
 void DistributedOptimizer::serve() {
   FERRY_REQUIRE(is_server(), "serve() is for parameter-server ranks");
   const TrainOptions t = as_train_options(options_, raw_comm_->size());
-  const StrategyOptions so = strategy_options(t);
+  const StrategyOptions so = strategy_options(t, options_.batch);
   run_parameter_server(*comm_, so.world, numels_of(params_), strategy_info(options_.algo).server_mode, so.sgd,
                        so.codec, shapes_of(params_), so.pull_codec,
                        ServerCheckpointing{options_.checkpoint_dir, resume_dir_});

@@ -37,6 +37,8 @@ struct DistributedOptimizerOptions {
   std::string pull_codec = "";        // ps: codec of the pull replies; empty = fp32 pulls
   std::string link = "none";          // emulated NIC of every rank: BANDWIDTH[,LATENCY] or none
   DelayedOptions delayed = {};        // odsgd, ssdsgd, cdsgd, localsgd, wfbp knobs
+  std::int64_t batch = 0;             // per-worker batch, for codec thresholds in MXNet's units
+                                      // (twobit units=mxnet); 0 = not given
   // Checkpoints of ferry's own state (checkpoint.h's format, as `ferry train --checkpoint-every`
   // writes them): save_checkpoint() writes ROOT/ckpt-<iterations>; `resume` (a checkpoint, or a
   // root whose newest complete one is taken) restores every worker's and server's state.

@@ -8,6 +8,7 @@
 #include "compress/codec_spec.h"
 #include "core/error.h"
 #include "train/checkpoint.h"
+#include "train/worker_momentum.h"
 
 namespace ferry::train {
 
@@ -88,9 +89,10 @@ bool is_uncompressed(const std::string& codec_spec) {
   return codec_spec.empty() || compress::canonical_codec_spec(codec_spec) == kNone;
 }
 
-compress::TensorInfo key_tensor_info(const ps::KeyLayout& layout, int key, const TensorShapes& shapes, int rank) {
+compress::TensorInfo key_tensor_info(const ps::KeyLayout& layout, int key, const TensorShapes& shapes, int rank,
+                                     std::int64_t batch) {
   const ps::KeyRange& k = layout.key(key);
-  compress::TensorInfo info{k.length, {}, static_cast<std::uint64_t>(key), rank};
+  compress::TensorInfo info{k.length, {}, static_cast<std::uint64_t>(key), rank, batch};
   if (k.tensor < static_cast<int>(shapes.size())) {
     const auto& shape = shapes[k.tensor];
     std::size_t numel = 1;
@@ -101,18 +103,19 @@ compress::TensorInfo key_tensor_info(const ps::KeyLayout& layout, int key, const
 }
 
 KeyPushCodecs::KeyPushCodecs(const std::string& codec_spec, const ps::KeyLayout& layout, const TensorShapes& shapes,
-                             int rank)
+                             int rank, std::int64_t batch)
     : layout_(&layout) {
   for (const auto& k : layout.keys())
-    codecs_.push_back(compress::make_codec(codec_spec, key_tensor_info(layout, k.key, shapes, rank)));
+    codecs_.push_back(compress::make_codec(codec_spec, key_tensor_info(layout, k.key, shapes, rank, batch)));
 }
 
-comm::Ticket KeyPushCodecs::push_all(ps::KVWorker& kv, std::span<const float> flat_grad) {
+comm::Ticket KeyPushCodecs::push_all(ps::KVWorker& kv, std::span<const float> flat_grad, WorkerMomentum* momentum) {
   FERRY_CHECK(flat_grad.size() == layout_->total_elements());
   std::vector<comm::Ticket> sends;
   for (const auto& k : layout_->keys()) {
     std::vector<std::byte> payload;
     codecs_[k.key]->encode(flat_grad.subspan(k.offset, k.length), payload);
+    if (momentum) momentum->mask(k.offset, k.length, payload);
     sends.push_back(kv.push_encoded(k.key, std::move(payload)));
   }
   return comm::when_all(std::move(sends));
@@ -196,16 +199,18 @@ std::span<const std::byte> next_record(std::span<const std::byte> packed, std::s
 
 }  // namespace
 
-TensorAllreduceCodecs::TensorAllreduceCodecs(const std::string& codec_spec, const FlatParams& params, int rank) {
+TensorAllreduceCodecs::TensorAllreduceCodecs(const std::string& codec_spec, const FlatParams& params, int rank,
+                                             std::int64_t batch) {
   const TensorShapes shapes = shapes_of(params);
   for (std::size_t i = 0; i < params.num_params(); ++i) {
-    compress::TensorInfo info{params.numels()[i], {}, static_cast<std::uint64_t>(i), rank};
+    compress::TensorInfo info{params.numels()[i], {}, static_cast<std::uint64_t>(i), rank, batch};
     if (shapes[i].size() >= 2) info.shape = shapes[i];
     tensors_.push_back(Tensor{params.offset(i), params.numels()[i], compress::make_codec(codec_spec, info)});
   }
 }
 
-void TensorAllreduceCodecs::allreduce_sum(comm::Communicator& comm, std::span<float> flat_grads) {
+void TensorAllreduceCodecs::allreduce_sum(comm::Communicator& comm, std::span<float> flat_grads,
+                                          WorkerMomentum* momentum) {
   const std::size_t world = static_cast<std::size_t>(comm.size());
   const compress::AllreduceSumFn sum = [&comm](std::span<float> x) { comm.allreduce_sum(x); };
   packed_.clear();
@@ -214,6 +219,7 @@ void TensorAllreduceCodecs::allreduce_sum(comm::Communicator& comm, std::span<fl
     auto grad = flat_grads.subspan(t.offset, t.numel);
     if (t.codec->custom_allreduce(grad, sum, world)) continue;
     t.codec->encode(grad, payload_);
+    if (momentum) momentum->mask(t.offset, t.numel, payload_);
     append_record(packed_, payload_);
     gathered.push_back(&t);
   }

@@ -31,6 +31,7 @@ namespace ferry::train {
 
 class StateReader;  // train/checkpoint.h
 class StateWriter;
+class WorkerMomentum;  // train/worker_momentum.h
 
 // Shape of every model tensor, in model order.
 using TensorShapes = std::vector<std::vector<std::int64_t>>;
@@ -44,15 +45,19 @@ bool is_uncompressed(const std::string& codec_spec);
 // What the codec of one key knows: a key covering a whole tensor keeps the tensor's shape
 // (PowerSGD needs rows × cols); a piece of a tensor split across servers is 1-D. `shapes`
 // empty = every key 1-D. tensor_id = key id, the same on every worker and on the server.
-compress::TensorInfo key_tensor_info(const ps::KeyLayout& layout, int key, const TensorShapes& shapes, int rank);
+// `batch`: the per-worker batch the gradients are means over (twobit units=mxnet), 0 = unknown.
+compress::TensorInfo key_tensor_info(const ps::KeyLayout& layout, int key, const TensorShapes& shapes, int rank,
+                                     std::int64_t batch = 0);
 
 // Worker side of the parameter server: one codec per key.
 class KeyPushCodecs {
  public:
   // `layout` must outlive this object (it is the KVWorker's).
-  KeyPushCodecs(const std::string& codec_spec, const ps::KeyLayout& layout, const TensorShapes& shapes, int rank);
+  KeyPushCodecs(const std::string& codec_spec, const ps::KeyLayout& layout, const TensorShapes& shapes, int rank,
+                std::int64_t batch = 0);
   // Encodes every key's slice of flat_grad and pushes it with push_encoded; one ticket for all.
-  comm::Ticket push_all(ps::KVWorker& kv, std::span<const float> flat_grad);
+  // With `momentum` (worker_momentum.h) each key's sent coordinates are masked in its velocity.
+  comm::Ticket push_all(ps::KVWorker& kv, std::span<const float> flat_grad, WorkerMomentum* momentum = nullptr);
   // Checkpoints: every key's codec state (Codec::save_state), as the record "codec_state".
   void save_state(StateWriter& out) const;
   // FormatError naming the file and the key when the record is missing (a checkpoint of an
@@ -85,10 +90,11 @@ ps::PayloadDecoder make_key_decoder(const std::string& codec_spec, const ps::Key
 // Allreduce side: one codec per model tensor.
 class TensorAllreduceCodecs {
  public:
-  TensorAllreduceCodecs(const std::string& codec_spec, const FlatParams& params, int rank);
+  TensorAllreduceCodecs(const std::string& codec_spec, const FlatParams& params, int rank, std::int64_t batch = 0);
   // flat_grads holds this worker's gradient on entry and the SUM over the `comm` ranks of the
-  // decoded gradients on return. Collective: every rank calls it with the same spec.
-  void allreduce_sum(comm::Communicator& comm, std::span<float> flat_grads);
+  // decoded gradients on return. Collective: every rank calls it with the same spec. With
+  // `momentum`, each tensor's sent coordinates are masked in the worker's velocity.
+  void allreduce_sum(comm::Communicator& comm, std::span<float> flat_grads, WorkerMomentum* momentum = nullptr);
   // Checkpoints: every tensor's codec state, as KeyPushCodecs does per key.
   void save_state(StateWriter& out) const;
   void load_state(const StateReader& in);

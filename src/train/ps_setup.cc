@@ -2,6 +2,7 @@
 
 #include "core/metrics.h"
 #include "train/checkpoint.h"
+#include "train/worker_momentum.h"
 
 namespace ferry::train {
 
@@ -34,7 +35,8 @@ void run_parameter_server(comm::Communicator& comm, const WorldLayout& world, co
   o.mode = mode;
   o.num_workers = world.num_workers;
   o.first_worker_rank = 0;
-  o.sgd = sgd;
+  // With a codec with error feedback the momentum and weight decay may live on the workers.
+  o.sgd = split_optimizer(codec, sgd).aggregate;
   const int server_index = comm.rank() - world.first_server_rank();
   if (!is_uncompressed(codec)) o.decoder = make_push_decoder(codec, *layout, shapes, server_index);
   if (!pull_codec.empty()) o.pull_encoder = make_pull_encoder(pull_codec, *layout, shapes, server_index);

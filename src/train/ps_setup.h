@@ -31,6 +31,8 @@ struct ServerCheckpointing {
 // "none" the server decodes the workers' pushes with one codec per key; `shapes` must then be the
 // model's tensor shapes (as the workers see them) so that shape-aware codecs (PowerSGD) agree.
 // A non-empty `pull_codec` compresses the pull replies (gradient_codecs.h, pull_codec_spec).
+// The server's optimizer is split_optimizer(codec, sgd).aggregate (worker_momentum.h): without
+// momentum and weight decay when the workers keep them.
 void run_parameter_server(comm::Communicator& comm, const WorldLayout& world, const std::vector<std::size_t>& numels,
                           ps::ServerMode mode, const ps::SgdOptions& sgd, const std::string& codec = "none",
                           const TensorShapes& shapes = {}, const std::string& pull_codec = "",

@@ -14,19 +14,22 @@ SsgdStrategy::SsgdStrategy(const StrategyContext& context) : context_(context) {
 
 void SsgdStrategy::setup(FlatParams& params) {
   auto& comm = *context_.comm;
-  if (context_.options.topology == Topology::kAllreduce) {
-    ps::SgdOptions sgd = context_.options.sgd;
-    sgd.rescale = 1.0f / context_.options.world.num_workers;
+  const StrategyOptions& o = context_.options;
+  const OptimizerSplit split = split_optimizer(o.codec, o.sgd);
+  if (split.on_worker) momentum_ = std::make_unique<WorkerMomentum>(params.size(), split);
+  if (o.topology == Topology::kAllreduce) {
+    ps::SgdOptions sgd = split.aggregate;
+    sgd.rescale = 1.0f / o.world.num_workers;
     optimizer_ = std::make_unique<ps::SgdOptimizer>(params.size(), sgd);
-    if (!is_uncompressed(context_.options.codec))
-      allreduce_codecs_ = std::make_unique<TensorAllreduceCodecs>(context_.options.codec, params, comm.rank());
+    if (!is_uncompressed(o.codec))
+      allreduce_codecs_ = std::make_unique<TensorAllreduceCodecs>(o.codec, params, comm.rank(), o.batch);
     comm.broadcast(std::as_writable_bytes(params.weights()), 0);
     return;
   }
-  layout_ = make_key_layout(params.numels(), context_.options.world);
-  kv_ = make_kv_worker(comm, *layout_, context_.options, shapes_of(params));
-  if (!is_uncompressed(context_.options.codec))
-    push_codecs_ = std::make_unique<KeyPushCodecs>(context_.options.codec, *layout_, shapes_of(params), comm.rank());
+  layout_ = make_key_layout(params.numels(), o.world);
+  kv_ = make_kv_worker(comm, *layout_, o, shapes_of(params));
+  if (!is_uncompressed(o.codec))
+    push_codecs_ = std::make_unique<KeyPushCodecs>(o.codec, *layout_, shapes_of(params), comm.rank(), o.batch);
   init_from_worker0(*kv_, comm, params);
 }
 
@@ -44,7 +47,10 @@ void SsgdStrategy::exchange(FlatParams& params, std::int64_t iteration, bool fin
       const std::byte mine{finite ? std::uint8_t{0} : std::uint8_t{1}};
       for (const auto& flag : context_.comm->allgather(std::span(&mine, 1)))
         if (flag.size() != 1 || flag[0] != std::byte{0}) apply = false;
-      if (apply) allreduce_codecs_->allreduce_sum(*context_.comm, params.grads());
+      if (apply) {
+        if (momentum_) momentum_->apply(params.grads(), params.weights());
+        allreduce_codecs_->allreduce_sum(*context_.comm, params.grads(), momentum_.get());
+      }
     } else {
       // NaN and Inf survive the sum, so every worker sees whether anybody's gradient was bad.
       context_.comm->allreduce_sum(params.grads());
@@ -54,8 +60,11 @@ void SsgdStrategy::exchange(FlatParams& params, std::int64_t iteration, bool fin
   } else {
     if (!finite)
       kv_->push_skip_all().wait();
-    else
-      (push_codecs_ ? push_codecs_->push_all(*kv_, params.grads()) : kv_->push_all(params.grads())).wait();
+    else {
+      if (momentum_) momentum_->apply(params.grads(), params.weights());
+      (push_codecs_ ? push_codecs_->push_all(*kv_, params.grads(), momentum_.get()) : kv_->push_all(params.grads()))
+          .wait();
+    }
     kv_->pull_all(params.weights(), static_cast<std::uint64_t>(iteration) + 1).wait();
   }
   ++steps_;
@@ -68,6 +77,7 @@ void SsgdStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t
   }
   out.put("weights", params.weights());
   if (optimizer_) out.put("velocity", optimizer_->velocity());
+  if (momentum_) out.put("worker_velocity", momentum_->velocity());
   if (allreduce_codecs_) allreduce_codecs_->save_state(out);
   if (push_codecs_) push_codecs_->save_state(out);
 }
@@ -76,6 +86,7 @@ void SsgdStrategy::load_state(const StateReader& in, FlatParams& params) {
   // With a parameter server setup() pulled the restored global weights; they equal the saved ones.
   in.floats_into("weights", params.weights());
   if (optimizer_) in.floats_into("velocity", optimizer_->mutable_velocity());
+  if (momentum_) in.floats_into("worker_velocity", momentum_->mutable_velocity());
   if (allreduce_codecs_) allreduce_codecs_->load_state(in);
   if (push_codecs_) push_codecs_->load_state(in);
 }

@@ -4,7 +4,10 @@
 //   allreduce: ring allreduce of the flat gradient, then the same optimizer step on every worker.
 //   ps:        push the gradient, the servers sum and step (sync mode), pull version t+1.
 // With a codec (StrategyOptions::codec) the gradients travel compressed, per tensor or key (see
-// gradient_codecs.h); the mean is then the mean of the decoded gradients.
+// gradient_codecs.h); the mean is then the mean of the decoded gradients. With a codec with error
+// feedback the momentum and weight decay move to the workers by default (worker_momentum.h):
+// each worker compresses its velocity u_i <- m u_i + g_i + wd w and the optimizer applies
+// w <- w - lr (1/N) sum_i decode(C(u_i)) without momentum of its own.
 #pragma once
 
 #include <memory>
@@ -13,6 +16,7 @@
 #include "ps/kv_worker.h"
 #include "train/gradient_codecs.h"
 #include "train/strategy.h"
+#include "train/worker_momentum.h"
 
 namespace ferry::train {
 
@@ -36,6 +40,7 @@ class SsgdStrategy final : public Strategy {
   std::unique_ptr<ps::KVWorker> kv_;             // ps
   std::unique_ptr<TensorAllreduceCodecs> allreduce_codecs_;  // allreduce with a codec
   std::unique_ptr<KeyPushCodecs> push_codecs_;               // ps with a codec
+  std::unique_ptr<WorkerMomentum> momentum_;                 // momentum on the worker (codec with error feedback)
   std::int64_t steps_ = 0;
 };
 

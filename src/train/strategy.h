@@ -37,6 +37,7 @@ struct StrategyOptions {
   std::string codec = "none";  // gradient codec spec (compress/codec_registry.h); "none" = raw fp32
   std::string pull_codec = "";  // ps: codec of pull replies (pull_codec_spec); "" = fp32 pulls as in MXNet
   DelayedOptions delayed = {};  // options of odsgd, ssdsgd, cdsgd, localsgd, wfbp
+  std::int64_t batch = 0;       // per-worker batch (codecs with thresholds in MXNet's units); 0 = unknown
 };
 
 class Strategy {

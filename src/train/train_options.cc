@@ -9,6 +9,7 @@
 #include "train/gradient_codecs.h"
 #include "train/models/model.h"
 #include "train/strategy.h"
+#include "train/worker_momentum.h"
 
 namespace ferry::train {
 
@@ -64,6 +65,12 @@ void validate(const TrainOptions& o) {
   canonical_codec(o);
   validate_delayed_options(o.delayed);
   validate_algorithm_codec(info, canonical_codec(o));
+  // A codec that keeps its own momentum (dgc) must not meet a different optimizer momentum.
+  try {
+    split_optimizer(canonical_codec(o), ps::SgdOptions{o.lr, o.momentum, o.weight_decay, 1.0f});
+  } catch (const InvalidArgument& e) {
+    FERRY_THROW(InvalidArgument, "invalid --codec '", o.codec, "': ", e.what());
+  }
   canonical_pull_codec(o);
 }
 

@@ -90,12 +90,49 @@ TEST(CodecRegistry, ErrorFeedbackDefaultsPerCodec) {
 }
 
 TEST(CodecRegistry, CanonicalSpecResolvesDefaults) {
-  EXPECT_EQ(canonical_codec_spec("twobit"), "twobit:threshold=0.5");
-  EXPECT_EQ(canonical_codec_spec("topk"), "topk:ratio=0.01,ef=1");
+  // Codecs with error feedback whose entry moves the momentum name where it acts.
+  EXPECT_EQ(canonical_codec_spec("twobit"), "twobit:threshold=0.5,momentum_at=worker");
+  EXPECT_EQ(canonical_codec_spec("topk"), "topk:ratio=0.01,ef=1,momentum_at=worker");
+  EXPECT_EQ(canonical_codec_spec("topk:momentum_at=server"), "topk:ratio=0.01,ef=1,momentum_at=server");
   EXPECT_EQ(canonical_codec_spec("qsgd:seed=7,levels=3"),
             "qsgd:levels=3,bucket=128,seed=7,ef=0");
   EXPECT_EQ(canonical_codec_spec("none"), "none:ef=0");
+  EXPECT_EQ(canonical_codec_spec("powersgd"), "powersgd:rank=4,min_rate=2,warmup=0,seed=0");
   EXPECT_THROW(canonical_codec_spec("topk:ratio=7"), InvalidArgument);
+  // Without error feedback there is no choice to make, so the key is unknown there.
+  EXPECT_THROW(canonical_codec_spec("qsgd:momentum_at=worker"), InvalidArgument);
+  EXPECT_THROW(canonical_codec_spec("twobit:momentum_at=client"), InvalidArgument);
+}
+
+// Where the optimizer's momentum acts, per codec: the registry entry's capability, chosen only
+// with error feedback on, overridden by momentum_at=server.
+TEST(CodecRegistry, MomentumPlacementIsTheEntrysCapability) {
+  using P = MomentumPlacement;
+  for (const char* spec : {"twobit", "onebit", "fp16:ef=1", "qsgd:ef=1", "terngrad:ef=1", "none:ef=1"}) {
+    EXPECT_EQ(codec_momentum(spec).placement, P::kWorker) << spec;
+    EXPECT_FALSE(codec_momentum(spec).mask_sent) << spec;
+  }
+  for (const char* spec : {"topk", "randomk"}) {
+    EXPECT_EQ(codec_momentum(spec).placement, P::kWorker) << spec;
+    EXPECT_TRUE(codec_momentum(spec).mask_sent) << spec;
+  }
+  EXPECT_EQ(codec_momentum("dgc:momentum=0.75").placement, P::kInCodec);
+  EXPECT_EQ(codec_momentum("dgc:momentum=0.75").codec_momentum, 0.75);
+  for (const char* spec : {"none", "fp16", "qsgd", "terngrad", "topk:ef=0", "powersgd", "twobit:momentum_at=server",
+                           "topk:momentum_at=server", "dgc:momentum_at=server"})
+    EXPECT_EQ(codec_momentum(spec).placement, P::kAggregate) << spec;
+}
+
+// The mask of the sparsifiers zeroes exactly the indices a payload sent.
+TEST(CodecRegistry, SparseMaskZeroesTheSentIndices) {
+  auto codec = make_codec("topk:ratio=0.25", TensorInfo{.numel = 8});
+  std::vector<std::byte> payload;
+  codec->encode(std::vector<float>{0.5f, -4, 1, 0, 3, -0.25f, 0.125f, 2}, payload);  // top 2: -4 (1), 3 (4)
+  std::vector<float> u(8, 1.0f);
+  codec_momentum("topk:ratio=0.25").mask_sent(payload, u);
+  EXPECT_EQ(u, (std::vector<float>{1, 0, 1, 1, 0, 1, 1, 1}));
+  std::vector<float> wrong(7, 1.0f);
+  EXPECT_THROW(codec_momentum("topk").mask_sent(payload, wrong), FormatError);
 }
 
 TEST(CodecRegistry, EveryBuiltinIsListedAndBuilds) {

@@ -110,8 +110,11 @@ TEST(Twobit, RmsUnitsEqualMxnetWithThePerCallThreshold) {
     std::vector<std::byte> payload;
     for (int s = 0; s < 4; ++s) {
       const auto g = testing::normal_vector(n, 300 + s, 0.05f * (s + 1));  // a scale that changes
-      double sq = 0;
-      for (float x : g) sq += static_cast<double>(x) * x;
+      double sq = 0;  // the RMS of what is quantised: residual + gradient
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v = ref_residual[i] + g[i];
+        sq += static_cast<double>(v) * v;
+      }
       const float t = static_cast<float>(k * std::sqrt(sq / n));
       c.encode(g, payload);
       mxnet_quantize(ref_words, g, ref_residual, -t, t);
@@ -135,11 +138,48 @@ TEST(Twobit, UnitsKeyIsParsedAndUnknownUnitsAreRefused) {
   rms->encode(std::vector<float>{1, -1, 1, -1}, payload);  // RMS 1: t = 2
   EXPECT_EQ(read_header(payload, CodecId::kTwobit, 4).aux, float_bits(2.0f));
   try {
-    make_codec("twobit:units=mxnet", testing::info_1d(4));
-    FAIL() << "units=mxnet accepted";
+    make_codec("twobit:units=lbs", testing::info_1d(4));
+    FAIL() << "units=lbs accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("units"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("rms"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("mxnet"), std::string::npos) << e.what();
+  }
+  // units=mxnet needs the batch: without one the codec builds (a server decodes with it) but
+  // refuses to encode.
+  auto no_batch = make_codec("twobit:threshold=0.5,units=mxnet", testing::info_1d(4));
+  EXPECT_THROW(no_batch->encode(std::vector<float>{1, -1, 1, -1}, payload), InvalidArgument);
+}
+
+// MXNet's threshold is on the batch-summed gradient: on ferry's batch-mean gradient,
+// units=mxnet with batch B must be units=absolute with threshold / B, payload and residual bit
+// for bit, with a power-of-two B (exact) and with one that rounds.
+TEST(Twobit, MxnetUnitsEqualAbsoluteThresholdOverBatch) {
+  const std::size_t n = 1001;
+  for (std::int64_t batch : {64, 48}) {
+    TensorInfo info = testing::info_1d(n);
+    info.batch = batch;
+    auto mx = make_codec("twobit:threshold=0.5,units=mxnet", info);
+    const float t = static_cast<float>(0.5 / static_cast<double>(batch));  // independent of the codec
+    TwobitCodec abs({.threshold = t}, testing::info_1d(n));
+    if (batch == 64) {
+      EXPECT_EQ(t, 0.0078125f);
+      auto spec = make_codec("twobit:threshold=0.0078125", testing::info_1d(n));  // MXNet's 0.5 at B = 64
+      std::vector<std::byte> a, b;
+      const auto g = testing::normal_vector(n, 5, 0.01f);
+      spec->encode(g, a);
+      TwobitCodec again({.threshold = 0.5f, .units = TwobitUnits::kMxnet}, info);
+      again.encode(g, b);
+      EXPECT_EQ(a, b);
+    }
+    std::vector<std::byte> pm, pa;
+    for (int s = 0; s < 5; ++s) {
+      const auto g = testing::normal_vector(n, 40 + s, 0.01f);
+      mx->encode(g, pm);
+      abs.encode(g, pa);
+      ASSERT_EQ(pm, pa) << "batch " << batch << " step " << s;
+      ASSERT_EQ(std::memcmp(mx->residual().data(), abs.residual().data(), 4 * n), 0) << batch << " " << s;
+    }
+    EXPECT_EQ(read_header(pm, CodecId::kTwobit, n).aux, float_bits(t));
   }
 }
 

@@ -268,8 +268,9 @@ TEST(CompressedAsgd, OneWorkerWithTwobitIsSsgdWithTwobit) {
 TEST(CompressedTraining, BadCodecSpecIsOneClearError) {
   TrainOptions o;
   o.codec = "twobit";
-  EXPECT_EQ(canonical_codec(o), "twobit:threshold=0.5");
-  for (const char* bad : {"fourbit", "twobit:threshold=-1", "topk:ratio=7", "twobit:ef=0", "qsgd:levelz=3"}) {
+  EXPECT_EQ(canonical_codec(o), "twobit:threshold=0.5,momentum_at=worker");
+  for (const char* bad : {"fourbit", "twobit:threshold=-1", "topk:ratio=7", "twobit:ef=0", "qsgd:levelz=3",
+                          "topk:momentum_at=client", "dgc:momentum=0.5"}) {
     o.codec = bad;
     try {
       validate(o);

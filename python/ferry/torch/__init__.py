@@ -44,12 +44,13 @@ class DistributedOptimizer:
     checkpoint, or a checkpoint_dir whose newest one is taken, to continue from), keep_checkpoints,
     model (the torch.nn.Module whose parameters these are: wfbp then completes each update when the
     next forward reaches the module that reads it, overlapping the back layers' communication with
-    the front layers' forward, as in ferry train; other algorithms do not need it), and the
+    the front layers' forward, as in ferry train; other algorithms do not need it), batch (the
+    per-worker batch size, needed by codec thresholds in MXNet's units, twobit:units=mxnet), and the
     algorithms' options (%s). A bad value raises ValueError naming it.
     """ % ", ".join(_DELAYED_OPTIONS)
 
     def __init__(self, optimizer, named_parameters=None, algo="ssgd", topology="", codec="", compress_pull=None,
-                 link=None, checkpoint_dir=None, resume=None, keep_checkpoints=2, model=None, **options):
+                 link=None, checkpoint_dir=None, resume=None, keep_checkpoints=2, model=None, batch=None, **options):
         if not _C.initialised():
             raise ValueError("ferry is not initialised: call ferry.init() first")
         if not isinstance(optimizer, torch.optim.SGD):
@@ -97,6 +98,10 @@ class DistributedOptimizer:
         if not isinstance(keep_checkpoints, int) or isinstance(keep_checkpoints, bool):
             raise ValueError(f"keep_checkpoints={keep_checkpoints!r}: expected an int")
         o.keep_checkpoints = keep_checkpoints
+        if batch is not None:
+            if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+                raise ValueError(f"batch={batch!r}: expected the per-worker batch size, an int >= 1")
+            o.batch = batch
         d = _C.DelayedOptions()
         for key, value in options.items():
             try:
