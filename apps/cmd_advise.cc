@@ -53,12 +53,12 @@ std::vector<int> parse_counts(const std::string& s, const char* flag) {
 }
 
 // The calibration: --calibration FILE, else bench/advise/results/calibration.json when run from
-// the source tree, else the ideal machine (said on stderr).
+// the source tree, else the ideal machine (said on stdout: stderr carries only the error line).
 advise::MachineConstants constants_for(const std::string& path) {
   if (!path.empty()) return advise::load_constants(path);
   const std::string fallback = "bench/advise/results/calibration.json";
   if (std::filesystem::exists(fallback)) return advise::load_constants(fallback);
-  std::fprintf(stderr, "ferry advise: no --calibration file (and no %s): using uncalibrated constants\n", fallback.c_str());
+  std::printf("ferry advise: no --calibration file (and no %s): uncalibrated constants\n", fallback.c_str());
   return {};
 }
 
@@ -74,7 +74,7 @@ int run_advise(int argc, char** argv) {
   init_app(app);
   advise::AdviseOptions o;
   std::string workers = "4", bandwidth = "1Gbps", latency = "50us", codecs = "none,twobit:threshold=0.005";
-  std::string calibration, out, write_calibration, profile_out;
+  std::string calibration, out, write_calibration, profile_out, profiles;
   std::vector<std::string> validate, calibrate;
   app.add_option("--model", o.model, "zoo model (" + choices(train::model_names()) + ") or a profile file (.json)")
       ->capture_default_str();
@@ -101,12 +101,14 @@ int run_advise(int argc, char** argv) {
   app.add_option("--calibrate", calibrate, "run directories to fit the machine constants to")->expected(1, -1);
   app.add_option("--write-calibration", write_calibration, "with --calibrate: the calibration file to write");
   app.add_option("--profile-out", profile_out, "also write the model's profile (JSON) here");
+  app.add_option("--profiles", profiles, "directory caching zoo models' profiles (NAME_bBATCH.json): read if there, else measured and written");
   app.add_option("--out", out, "directory for CSV, Markdown, JSON and plots");
   parse_command_line(app, argc, argv);
   FERRY_REQUIRE(validate.empty() || calibrate.empty(), "--validate and --calibrate are separate runs");
   FERRY_REQUIRE(write_calibration.empty() || !calibrate.empty(), "--write-calibration needs --calibrate RUNS");
   if (!out.empty()) make_dirs(out);
-  advise::ProfileBook book;
+  if (!profiles.empty()) make_dirs(profiles);
+  advise::ProfileBook book(profiles);
 
   if (!calibrate.empty()) {
     FERRY_REQUIRE(!write_calibration.empty(), "--calibrate needs --write-calibration FILE");

@@ -37,9 +37,15 @@ const ModelProfile& ProfileBook::model(const std::string& name, std::int64_t bat
     if (file) {
       slot = std::make_unique<ModelProfile>(load_model_profile(name));
     } else {
-      ZooProfileOptions o;
-      o.batch = batch;
-      slot = std::make_unique<ModelProfile>(profile_zoo_model(name, o));
+      const std::string cached = cache_dir_.empty() ? "" : cache_dir_ + "/" + name + "_b" + std::to_string(batch) + ".json";
+      if (!cached.empty() && std::filesystem::exists(cached)) {
+        slot = std::make_unique<ModelProfile>(load_model_profile(cached));
+      } else {
+        ZooProfileOptions o;
+        o.batch = batch;
+        slot = std::make_unique<ModelProfile>(profile_zoo_model(name, o));
+        if (!cached.empty()) save_model_profile(*slot, cached);
+      }
     }
   }
   return *slot;

@@ -21,6 +21,10 @@ namespace ferry::advise {
 // Model profiles and codec costs, each measured once per (model, batch) and (codec, model).
 class ProfileBook {
  public:
+  // `cache_dir` non-empty: a zoo model's profile at batch B is read from
+  // cache_dir/NAME_bB.json when it exists, else measured and written there, so that a
+  // calibration and a validation use the same measured profile.
+  explicit ProfileBook(std::string cache_dir = {}) : cache_dir_(std::move(cache_dir)) {}
   // A zoo model name (profiled here, zoo_profiler.h) or a profile file (any path ending in
   // .json, or an existing file). References stay valid while the book lives.
   const ModelProfile& model(const std::string& name_or_file, std::int64_t batch);
@@ -28,6 +32,7 @@ class ProfileBook {
   const CodecCost& fp32(const ModelProfile& model);
 
  private:
+  std::string cache_dir_;
   std::map<std::string, std::unique_ptr<ModelProfile>> models_;
   std::map<std::string, std::unique_ptr<CodecCost>> codecs_;
 };

@@ -27,7 +27,7 @@ struct CodecCost {
 };
 
 struct CodecBenchOptions {
-  int repetitions = 3;  // timed encodes per tensor (the median is kept), after one untimed
+  int repetitions = 3;  // timed encodes per tensor (the fastest is kept), after one untimed
   double gradient_scale = 1e-3;  // standard deviation of the synthetic gradient
 };
 

@@ -34,7 +34,14 @@ CostContext::CostContext(const Scenario& sc, const MachineConstants& k) : sc_(sc
   FERRY_REQUIRE(sc.batch >= 1, "--batch must be >= 1, got ", sc.batch);
   FERRY_REQUIRE(sc.topology != train::Topology::kParameterServer || sc.servers >= 1,
                 "the parameter server needs --servers >= 1, got ", sc.servers);
-  link_.message_s = k.message_s;
+  // The copy and per-message costs are calibrated on this machine's software path, where every
+  // rank shares its cores with the others; a cluster's hosts are their own (the papers' setups):
+  // there only the link, staging and the codecs cost.
+  if (!sc.device.shared_cores) {
+    k_.cpu_s_per_byte = 0;
+    k_.message_s = 0;
+  }
+  link_.message_s = k_.message_s;
   device_scale_ = device_scale(*sc.model, sc.device);
   // The calibrated compute scale is this machine's (in-run bookkeeping the profile run lacks).
   const double scale = device_scale_ * (sc.device.shared_cores ? k.compute_scale : 1.0);

@@ -15,7 +15,7 @@ namespace ferry::advise {
 struct ZooProfileOptions {
   std::int64_t batch = 64;  // per-worker batch
   int warmup = 3;           // untimed iterations first (allocations, caches)
-  int iterations = 10;      // timed iterations; the medians are kept
+  int iterations = 10;      // timed iterations; the fastest of each pass is kept
   std::uint64_t seed = 1;   // model init and the random input
 };
 
