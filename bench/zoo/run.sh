@@ -3,7 +3,7 @@
 # the link where S-SGD on the parameter server waits about half its time (4 workers + 1 server;
 # compute-only is the floor every compare adds):
 #   resnet20 on Fashion-MNIST (padded to 32x32): 1 epoch, batch 32, 300 Mbps; target 85 % accuracy
-#   gpt on the Python standard library (bytes): 150 iterations, batch 8, 1 Gbps; target perplexity
+#   gpt on the Python standard library (bytes): 100 iterations, batch 8, 1 Gbps; target perplexity
 # Usage: bench/zoo/run.sh [OUT=bench/zoo/results] [resnet20|gpt|all]
 # FERRY=path runs a copy of the binary (safe from rebuilds).
 set -euo pipefail
@@ -20,6 +20,6 @@ if [ "$which" = all ] || [ "$which" = resnet20 ]; then
 fi
 if [ "$which" = all ] || [ "$which" = gpt ]; then
   "$ferry" compare --algos ssgd,ssdsgd,cdsgd --codecs none --np 4 --servers 1 --model gpt --epochs 1 \
-    --max-steps 150 --batch 8 --link 1Gbps --target-ppl 12 --eval-every 50 --test-limit 64 --threads 1 \
+    --max-steps 100 --batch 8 --link 1Gbps --target-ppl 14 --eval-every 25 --test-limit 32 --threads 1 \
     --out "$out/gpt_1Gbps"
 fi
