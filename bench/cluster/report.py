@@ -58,7 +58,8 @@ set title 'ferry link emulator vs kernel-shaped namespace cluster (samples/s rat
 set style fill solid 0.6
 set boxwidth 0.7
 set xtics rotate by -35
-set yrange [0.6:1.4]
+set yrange [0.4:1.6]
+set bmargin 8
 set ylabel 'emulator / kernel samples/s'
 unset key
 plot '{dat}' using 1:3:xtic(2) with boxes, 1.15 with lines dashtype 2 lc rgb '#c00000', 0.85 with lines dashtype 2 lc rgb '#c00000', 1 with lines lc rgb '#000000'
