@@ -20,6 +20,9 @@ void parse_command_line(CLI::App& app, int argc, char** argv);
 // "a | b | c": a help text's list of choices, from a registry's names.
 std::string choices(const std::vector<std::string>& names);
 
+// "a,b,,c" -> a | b | c: a comma-separated flag value, empty items dropped.
+std::vector<std::string> split_list(const std::string& s);
+
 // Validators that name what they expect (CLI11 prefixes the flag): a finite number >= lo (NaN
 // and Inf are refused, unlike CLI::NonNegativeNumber, which lets NaN through), and a thread
 // count from 1 to 4x this machine's cores (more only slows a run down and looks like a hang).

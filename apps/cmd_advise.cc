@@ -26,18 +26,9 @@
 namespace ferry::apps {
 namespace {
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 std::vector<int> parse_counts(const std::string& s, const char* flag) {
   std::vector<int> out;
-  for (const auto& item : split_commas(s)) {
+  for (const auto& item : split_list(s)) {
     std::size_t used = 0;
     int v = 0;
     try {
@@ -150,11 +141,11 @@ int run_advise(int argc, char** argv) {
   }
 
   o.bandwidths.clear();
-  for (const auto& w : split_commas(bandwidth)) o.bandwidths.push_back(parse_bandwidth_bytes_per_s(w));
+  for (const auto& w : split_list(bandwidth)) o.bandwidths.push_back(parse_bandwidth_bytes_per_s(w));
   FERRY_REQUIRE(!o.bandwidths.empty(), "--bandwidth: expected at least one bandwidth");
   o.workers = parse_counts(workers, "--workers");
   o.latency_s = parse_duration_s(latency);
-  o.codecs = join_spec_items(split_commas(codecs));
+  o.codecs = join_spec_items(split_list(codecs));
   const auto rows = advise::advise(o, book, k);
   if (!profile_out.empty()) advise::save_model_profile(book.model(o.model, o.batch), profile_out);
   const auto& model = book.model(o.model, o.batch);

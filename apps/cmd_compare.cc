@@ -28,15 +28,6 @@
 namespace ferry::apps {
 namespace {
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 // "none,topk:ratio=0.05,ef=0,twobit" -> none | topk:ratio=0.05,ef=0 | twobit. A codec spec is
 // NAME[:KEY=VALUE,...]: a comma followed by KEY=VALUE (an '=' and no ':') continues the spec
 // before it; anything else starts the next one. Names never hold '=', keys never ':'.
