@@ -174,33 +174,31 @@ std::vector<PlotScript> advise_plots(const std::vector<AdviseRow>& rows, const A
     const std::string codec = compress::CodecSpec::parse(r.codec, "codec").name;
     return r.algo + " (" + r.topology + (r.codec == compress::canonical_codec_spec("none") ? "" : ", " + codec) + ")";
   };
+  // One speedup plot: `settings` names the x axis, `name` the files (NAME.gp, NAME.png).
+  auto write_plot = [&](const PanelChart& chart, const std::string& settings, const std::string& against,
+                        const std::string& name) {
+    PanelChart::Style style;
+    style.panel_width = 900;
+    style.height = 560;
+    style.settings = settings + "set ylabel 'predicted speedup over S-SGD'\nset key outside right\n";
+    style.title_prefix = "ferry advise: speedup against " + against + ", ";
+    const std::string gp = dir + "/" + name + ".gp";
+    write_report_file(gp, chart.gnuplot(dir + "/" + name + ".png", style));
+    out.push_back({gp, ""});
+  };
   if (o.workers.size() > 1) {
     PanelChart chart;
     for (const auto& r : rows)
       if (r.bandwidth_bytes_per_s == o.bandwidths.front())
         chart.add("at " + format_bandwidth(r.bandwidth_bytes_per_s), series(r), r.workers, r.speedup);
-    PanelChart::Style style;
-    style.panel_width = 900;
-    style.height = 560;
-    style.settings = "set logscale x 2\nset xlabel 'workers'\nset ylabel 'predicted speedup over S-SGD'\nset key outside right\n";
-    style.title_prefix = "ferry advise: speedup against workers, ";
-    const std::string gp = dir + "/speedup_vs_workers.gp";
-    write_report_file(gp, chart.gnuplot(dir + "/speedup_vs_workers.png", style));
-    out.push_back({gp, ""});
+    write_plot(chart, "set logscale x 2\nset xlabel 'workers'\n", "workers", "speedup_vs_workers");
   }
   if (o.bandwidths.size() > 1) {
     PanelChart chart;
     for (const auto& r : rows)
       if (r.workers == o.workers.front())
         chart.add(std::to_string(r.workers) + " workers", series(r), r.bandwidth_bytes_per_s * 8 / 1e9, r.speedup);
-    PanelChart::Style style;
-    style.panel_width = 900;
-    style.height = 560;
-    style.settings = "set logscale x 10\nset xlabel 'bandwidth (Gbps)'\nset ylabel 'predicted speedup over S-SGD'\nset key outside right\n";
-    style.title_prefix = "ferry advise: speedup against bandwidth, ";
-    const std::string gp = dir + "/speedup_vs_bandwidth.gp";
-    write_report_file(gp, chart.gnuplot(dir + "/speedup_vs_bandwidth.png", style));
-    out.push_back({gp, ""});
+    write_plot(chart, "set logscale x 10\nset xlabel 'bandwidth (Gbps)'\n", "bandwidth", "speedup_vs_bandwidth");
   }
   return out;
 }
