@@ -17,6 +17,7 @@ RUNS=${1:-runs/advise}
 RESULTS=${2:-bench/advise/results}
 STEPS=${STEPS:-60}
 mkdir -p "$RUNS" "$RESULTS"
+CLUSTER_SH="$(dirname "$0")/../../scripts/cluster.sh"
 
 # Timing on a shared 2-core machine: before each run wait (up to QUIET_WAIT_S, default 900 s)
 # until no compiler and no other training job has run for 10 s; advise_run.json records
@@ -34,6 +35,9 @@ wait_quiet() {
 }
 
 # run SET NAME STEPS FLAGS...: one `ferry train` unless it is already there.
+# With CLUSTER_RATE set (tc's form, 300mbit), the run goes across the namespace cluster of
+# scripts/cluster.sh (one rank per host, links shaped by the kernel) and advise_run.json
+# records the rate for the cost model.
 run() {
   local set=$1 name=$2 steps=$3
   shift 3
@@ -55,11 +59,31 @@ run() {
   done
   local quiet=true
   wait_quiet || quiet=false
-  printf '{"set": "%s", "warmup_steps": %s, "delay_steps": %s, "correction_steps": %s, "sync_every": %s, "post_local": %s, "bucket_mb": %s, "quiet": %s, "command": "%s"}\n' \
-    "$set" "$warm" "$delay" "$corr" "$sync" "$post" "$bucket" "$quiet" "ferry train $*" >"$dir/advise_run.json"
-  echo "== $set/$name: ferry train $*" >&2
-  "$FERRY" train "$@" --max-steps "$steps" --epochs 100 --batch 64 --train-limit 8192 --test-limit 256 \
+  local kernel="" launch=()
+  if [[ -n "${CLUSTER_RATE:-}" ]]; then
+    kernel=", \"kernel_rate\": \"$CLUSTER_RATE\""
+    launch=("$CLUSTER_SH" mpirun -np "$CLUSTER_HOSTS" --)
+  fi
+  printf '{"set": "%s", "warmup_steps": %s, "delay_steps": %s, "correction_steps": %s, "sync_every": %s, "post_local": %s, "bucket_mb": %s, "quiet": %s%s, "command": "%s"}\n' \
+    "$set" "$warm" "$delay" "$corr" "$sync" "$post" "$bucket" "$quiet" "$kernel" "ferry train $*" >"$dir/advise_run.json"
+  echo "== $set/$name: ${CLUSTER_RATE:+[cluster, $CLUSTER_RATE] }ferry train $*" >&2
+  "${launch[@]}" "$FERRY" train "$@" --max-steps "$steps" --epochs 100 --batch 64 --train-limit 8192 --test-limit 256 \
     --threads 1 --seed 1 --no-progress --out "$dir" >"$dir/log.txt" 2>&1 || echo "   failed, see $dir/log.txt" >&2
+}
+
+# cluster HOSTS RATE SET NAME STEPS FLAGS...: `run` across a fresh cluster of HOSTS namespaces
+# whose links tc shapes to RATE; skipped with a line where the machine refuses namespaces.
+cluster() {
+  local hosts=$1 rate=$2
+  shift 2
+  [[ -f "$RUNS/$1/$2/summary.json" ]] && return 0
+  "$CLUSTER_SH" down >/dev/null 2>&1 || true
+  if ! "$CLUSTER_SH" up "$hosts" --rate "$rate" >/dev/null 2>"$RUNS/cluster_up.err"; then
+    echo "== $1/$2 skipped: $(tail -1 "$RUNS/cluster_up.err")" >&2
+    return 0
+  fi
+  CLUSTER_RATE=$rate CLUSTER_HOSTS=$hosts run "$@"
+  "$CLUSTER_SH" down >/dev/null
 }
 
 PS="--topology ps --servers 1"
@@ -118,6 +142,21 @@ run validation ssgd-ps-fcnet-np2-3g 20 --algo ssgd $PS --np 2 --model fcnet --li
 run validation ssgd-ar-fcnet-np2-1g 16 --algo ssgd $AR --np 2 --model fcnet --link 1Gbps,50us
 run validation ssdsgd-fcnet-np4-10g 24 --algo ssdsgd $PS --np 4 --model fcnet --link 10Gbps,50us --warmup-steps 4
 run validation localsgd-fcnet-np4-3g 24 --algo localsgd --np 4 --model fcnet --link 3Gbps,50us
+
+# Links shaped by the kernel (scripts/cluster.sh, tbf; no emulated latency): S-SGD on the PS
+# (4 workers + 1 server on 5 hosts) and on ferry's ring allreduce (4 hosts; the ring unpaced,
+# --link 100000Gbps, as the emulator paces it; --link none would take MPI_Allreduce), SSD-SGD
+# and 2-bit pushes. One rank per host; every rank sleeps while it waits for MPI, as on one host.
+export FERRY_CLUSTER_PREFIX=fadvise FERRY_MPI_WAIT=sleep OMP_NUM_THREADS=1
+trap '"$CLUSTER_SH" down >/dev/null 2>&1 || true' EXIT
+RING="--topology allreduce --link 100000Gbps"
+cluster 5 300mbit validation kernel-ssgd-ps-cnn-np4-300m "$STEPS" --algo ssgd $PS --np 4 --model cnn --link none
+cluster 5 1gbit validation kernel-ssgd-ps-cnn-np4-1g "$STEPS" --algo ssgd $PS --np 4 --model cnn --link none
+cluster 4 300mbit validation kernel-ssgd-ar-cnn-np4-300m "$STEPS" --algo ssgd $RING --np 4 --model cnn
+cluster 4 1gbit validation kernel-ssgd-ar-cnn-np4-1g "$STEPS" --algo ssgd $RING --np 4 --model cnn
+cluster 5 1gbit validation kernel-ssdsgd-cnn-np4-1g "$STEPS" --algo ssdsgd $PS --np 4 --model cnn --link none $W
+cluster 5 300mbit validation kernel-ssgd-ps-twobit-cnn-np4-300m "$STEPS" --algo ssgd $PS --np 4 --model cnn --link none --codec twobit:threshold=0.005
+cluster 5 300mbit validation kernel-ssgd-ps-resnet20-np4-300m 30 --algo ssgd $PS --np 4 --model resnet20 --link none
 
 [[ "${SKIP_REPORT:-0}" == 1 ]] && exit 0
 # The zoo models' profiles are measured once (the fastest of 10 iterations) into

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +36,29 @@ T need(const nlohmann::json& j, const char* key, const fs::path& p) {
     FERRY_THROW(FormatError, p.string(), ": field '", key, "' has the wrong type");
   }
 }
+
+// A tc rate ("300mbit", "1gbit") in bits per second; FormatError naming `file` otherwise.
+double tc_rate_bps(const std::string& rate, const fs::path& file) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(rate, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = rate.substr(used);
+  const double scale = unit == "kbit" ? 1e3 : unit == "mbit" ? 1e6 : unit == "gbit" ? 1e9 : 0;
+  if (used == 0 || scale == 0 || !(v > 0))
+    FERRY_THROW(FormatError, file.string(), ": kernel_rate '", rate, "' is not a tc rate such as 300mbit or 1gbit");
+  return v * scale;
+}
+
+// A link shaped by the kernel (scripts/cluster.sh): tbf counts every byte of a frame from the
+// Ethernet header on, so of a full 1,514-byte frame 1,448 are TCP payload (docs/cluster.md,
+// "What a rate carries"); the one-way latency is half the measured 20 us round trip between two
+// hosts of the cluster.
+constexpr double kTbfPayloadShare = 1448.0 / 1514.0;
+constexpr double kClusterOneWayS = 10e-6;
 
 RunRecord read_run(const fs::path& summary) {
   const auto j = read_json(summary);
@@ -72,6 +97,12 @@ RunRecord read_run(const fs::path& summary) {
     d.post_local = s.value("post_local", d.post_local);
     d.bucket_mb = s.value("bucket_mb", d.bucket_mb);
     d.threshold = s.value("threshold", d.threshold);
+    if (s.contains("kernel_rate")) {
+      const std::string rate = s.value("kernel_rate", std::string());
+      r.bandwidth_bytes_per_s = tc_rate_bps(rate, side) / 8.0 * kTbfPayloadShare;
+      r.latency_s = kClusterOneWayS;
+      r.link = "kernel " + rate;
+    }
   }
   return r;
 }

@@ -1,7 +1,8 @@
 // A measured training run as ferry advise reads it: the run's summary.json (train/run_summary.h)
 // plus, when present, advise_run.json next to it, written by bench/advise/run.sh with what
 // summary.json does not record (the delayed algorithms' options, the run's set: calibration or
-// validation).
+// validation, and for a run across the namespace cluster the kernel's rate, kernel_rate: "1gbit",
+// which replaces the summary's link).
 #pragma once
 
 #include <cstdint>

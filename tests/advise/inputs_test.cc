@@ -103,6 +103,17 @@ TEST(RunRecords, ReadsSummariesAndRefusesBadOnes) {
   EXPECT_EQ(runs[0].delayed.delay_steps, 8);
   EXPECT_DOUBLE_EQ(runs[0].bandwidth_bytes_per_s, 1.25e8);
   EXPECT_DOUBLE_EQ(runs[0].latency_s, 50e-6);
+  // A run on the namespace cluster: the kernel's rate, of which tbf passes 1448/1514 as payload.
+  std::filesystem::create_directories(dir / "k");
+  std::filesystem::copy_file(dir / "a" / "summary.json", dir / "k" / "summary.json");
+  std::ofstream(dir / "k" / "advise_run.json") << R"({"set": "validation", "kernel_rate": "300mbit"})";
+  const auto kernel = read_runs({(dir / "k").string()});
+  ASSERT_EQ(kernel.size(), 1u);
+  EXPECT_DOUBLE_EQ(kernel[0].bandwidth_bytes_per_s, 300e6 / 8 * 1448 / 1514);
+  EXPECT_EQ(kernel[0].link, "kernel 300mbit");
+  std::ofstream(dir / "k" / "advise_run.json") << R"({"kernel_rate": "300 megabits"})";
+  EXPECT_THROW(read_runs({(dir / "k").string()}), FormatError);
+  std::filesystem::remove_all(dir / "k");
   std::filesystem::create_directories(dir / "b");
   std::ofstream(dir / "b" / "summary.json") << R"({"algo": "ssgd"})";
   EXPECT_THROW(read_runs({dir.string()}), FormatError);
