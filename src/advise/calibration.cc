@@ -22,7 +22,7 @@ struct Bounds {
 
 Bounds bounds(const FitOptions& o) {
   // cores, compute_scale, cpu_s_per_byte, message_s, ps_overlap, run_overhead_s
-  return {{0.5, 0.3, 0.0, 0.0, 0.0, 0.0}, {o.max_cores, 4.0, 5e-9, 1e-3, 1.0, 5.0}};
+  return {{0.5, 0.3, 0.0, 0.0, 0.0, 0.0}, {o.max_cores, 4.0, 5e-9, 1e-4, 1.0, 5.0}};
 }
 
 MachineConstants from_unit(const Vec& u, const Bounds& b) {

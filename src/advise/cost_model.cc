@@ -74,8 +74,8 @@ double CostContext::ps_server_cpu_s(double push_bytes, double decode_s, double p
 double CostContext::ps_round_s(double push_bytes, double decode_s, double pull_bytes, double keys) const {
   const double push = ps_push_s(link_, n(), s(), push_bytes);
   const double pull = ps_pull_s(link_, n(), s(), pull_bytes);
-  return push + (1.0 - k_.ps_overlap) * pull + ps_server_cpu_s(push_bytes, decode_s, pull_bytes, keys) +
-         staging_s(push_bytes + pull_bytes);
+  const double wire = std::max(push, pull) + (1.0 - k_.ps_overlap) * std::min(push, pull);
+  return std::max(wire, ps_server_cpu_s(push_bytes, decode_s, pull_bytes, keys)) + staging_s(push_bytes + pull_bytes);
 }
 
 void register_algorithm_cost(AlgorithmCost cost) {

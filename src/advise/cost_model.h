@@ -27,7 +27,8 @@ struct MachineConstants {
   double compute_scale = 1;       // a rank's in-run compute / the profile run's compute
   double cpu_s_per_byte = 0;      // CPU seconds per byte a rank sends or receives (copies)
   double message_s = 0;           // software seconds per message (framing, MPI, serial server loop)
-  double ps_overlap = 0;          // share of a sync PS round's reply time hidden (workers stagger)
+  double ps_overlap = 0;          // share of the smaller direction of a sync PS round hidden behind
+                                  // the larger (full duplex: the next keys' pushes under the replies)
   double run_overhead_s = 0;      // per run: first iteration's allocations, the final pull
 };
 
@@ -86,7 +87,10 @@ class CostContext {
 
   // One synchronous parameter-server round after the workers' compute: every worker pushes
   // `push_bytes` (the servers decode-add each payload in `decode_s`), the servers' CPU work,
-  // then replies of `pull_bytes` to every worker; `keys` messages of each kind per worker.
+  // then replies of `pull_bytes` to every worker; `keys` messages of each kind per worker. The
+  // servers' NICs are full duplex and a key's replies go out while later keys' pushes come in,
+  // so of the two directions the smaller one is hidden by the share ps_overlap:
+  //   max(push, pull) + (1 - eta) min(push, pull) + server CPU + staging
   double ps_round_s(double push_bytes, double decode_s, double pull_bytes, double keys) const;
   // The servers' CPU seconds per round (decode, copies, the serial message loop), per server.
   double ps_server_cpu_s(double push_bytes, double decode_s, double pull_bytes, double keys) const;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "advise/cost_model.h"
+#include "advise/queueing.h"
 
 namespace ferry::advise {
 namespace {
@@ -52,24 +53,29 @@ IterationCost ssgd_cost(const CostContext& x) {
 }
 
 // ASGD (Dean et al. 2012, Downpour): each worker pushes, the server applies it at once, the
-// worker pulls and goes on; nobody waits for anybody. A closed queueing system whose iteration
-// is bounded by one worker's own chain, the servers' NICs and serial loops, and the shared cores:
-//   T = max(c + enc + S_p/B + S/B + 2 alpha + server's work for one push,
-//           n max(S_p, S)/(s B),  server loop n (dec + kappa (S_p + S) + 3 keys o)/s,
-//           (n (c + enc + kappa (S_p + S)) + s server loop)/cores)
+// worker pulls and goes on; nobody waits for anybody. A closed queueing network (queueing.h):
+// n workers cycle through the servers' ingress (S_p/(sB) per push), their serial loop
+// ((dec + kappa (S_p + S) + 3 K o)/s) and their egress (S/(sB) per reply), and a delay of their
+// own compute, encode, copies and latency. The compute is stretched by the ranks that compute
+// at once, the delay's share of the n workers (a fixed point). Bounded by the shared cores:
+//   T = max(MVA cycle, (n (c + enc + kappa (S_p + S)) + s server loop)/cores)
 IterationCost asgd_cost(const CostContext& x) {
   const CodecCost& c = x.sc().codec;
   const double S = x.fp32_bytes(), sp = c.push_bytes;
   const double enc = c.compressed ? x.encode_s(c) : 0.0, dec = c.compressed ? x.decode_s(c) : 0.0;
   const LinkModel& l = x.link();
   const double one_push_server = dec + x.copy_s(sp + S) + 3.0 * x.keys() * l.message_s;
-  const double chain = x.compute1() + enc + l.wire_s(sp) + l.wire_s(S) + 2 * l.latency_s + one_push_server +
-                       x.staging_s(sp + S);
-  const double nic = x.n() * std::max(l.wire_s(sp), l.wire_s(S)) / x.s();
+  const std::vector<double> stations{l.wire_s(sp) / x.s(), one_push_server / x.s(), l.wire_s(S) / x.s()};
+  const double fixed = enc + x.copy_s(sp + S) + 2 * l.latency_s + x.staging_s(sp + S);
+  double compute = x.compute1() * x.stretch(x.n()), cycle = 0;
+  for (int i = 0; i < 8; ++i) {  // ranks computing at once = n compute / cycle
+    cycle = mva_cycle_s(x.n(), stations, compute + fixed);
+    compute = 0.5 * (compute + x.compute1() * x.stretch(x.n() * compute / cycle));
+  }
   const double server_loop = x.n() * one_push_server / x.s();
   const double cpu = x.shared_cpu_bound(x.n() * (x.compute1() + enc + x.copy_s(sp + S)) + x.s() * server_loop);
-  const double t = std::max({chain, nic, server_loop, cpu});
-  return {t, std::min(t, x.compute1() * x.stretch(x.n())), sp};
+  const double t = std::max(cycle, cpu);
+  return {t, std::min(t, compute), sp};
 }
 
 // WFBP (Zhang et al. 2017, Poseidon) with tensor fusion (Horovod) and front-layers-first
@@ -124,7 +130,7 @@ IterationCost compute_only_cost(const CostContext& x) {
 
 void register_sync_costs() {
   register_algorithm_cost({"ssgd", "T = c st + AR(S) | c st + PS(S_p)", ssgd_cost, {}});
-  register_algorithm_cost({"asgd", "T = max(own chain, server NIC, server loop, shared cores)", asgd_cost, {}});
+  register_algorithm_cost({"asgd", "T = max(MVA cycle through the servers' NICs and loop, shared cores)", asgd_cost, {}});
   register_algorithm_cost({"wfbp", "T = F + Bk + U + lateness of the last-needed bucket", wfbp_cost, {}});
   register_algorithm_cost({"compute-only", "T = c st", compute_only_cost, {}});
 }

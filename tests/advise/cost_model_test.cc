@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "advise/cost_model.h"
+#include "advise/queueing.h"
 #include "test_models.h"
 
 namespace ferry::advise {
@@ -84,6 +85,16 @@ TEST(CostModel, InfinitelyFastLinkAddsOnlyTheCodecTime) {
   EXPECT_NEAR(predict("ssgd", sc, k).iteration_s, 0.030 + 0.003 + 4 * 0.001, 1e-12);
   // CD-SGD compresses on the communication thread: off the critical path, still compute-bound.
   EXPECT_NEAR(predict("cdsgd", sc, k).iteration_s, 0.030, 1e-12);
+}
+
+TEST(Queueing, MeanValueAnalysisByHand) {
+  // One job: no queueing, the cycle is the think time plus every demand.
+  EXPECT_DOUBLE_EQ(mva_cycle_s(1, {0.2, 0.3}, 1.0), 1.5);
+  // Two jobs, one station of 1 s, think 1 s: m = 1: R = 1, X = 1/2, Q = 1/2;
+  // m = 2: R = 1 (1 + 1/2) = 1.5, X = 2 / (1 + 1.5) = 0.8, cycle = 2 / 0.8 = 2.5.
+  EXPECT_DOUBLE_EQ(mva_cycle_s(2, {1.0}, 1.0), 2.5);
+  // Many jobs: the bottleneck station serves one at a time, cycle -> jobs x its demand.
+  EXPECT_NEAR(mva_cycle_s(200, {0.5, 0.1}, 1.0) / 200, 0.5, 0.5 / 200 * 3);
 }
 
 TEST(CostModel, SsgdIsNeverFasterThanComputeOnly) {
