@@ -70,6 +70,7 @@ IterationCost asgd_cost(const CostContext& x) {
   double compute = x.compute1() * x.stretch(x.n()), cycle = 0;
   for (int i = 0; i < 8; ++i) {  // ranks computing at once = n compute / cycle
     cycle = mva_cycle_s(x.n(), stations, compute + fixed);
+    if (!(cycle > 0)) break;
     compute = 0.5 * (compute + x.compute1() * x.stretch(x.n() * compute / cycle));
   }
   const double server_loop = x.n() * one_push_server / x.s();

@@ -97,6 +97,44 @@ TEST(Queueing, MeanValueAnalysisByHand) {
   EXPECT_NEAR(mva_cycle_s(200, {0.5, 0.1}, 1.0) / 200, 0.5, 0.5 / 200 * 3);
 }
 
+TEST(CostModel, ParameterServerRoundByHand) {
+  // One tensor of 250 000 floats (S = 1 MB), 4 workers, 1 server, 100 MB/s, no latency, 4 cores:
+  // push = pull = 4 S / B = 40 ms; eta = 0.25 hides a quarter of the smaller direction:
+  // wire = 40 + 0.75 * 40 = 70 ms. The server's CPU, n (kappa (S + S)) + 3 n K o =
+  // 4 * 2e6 * 5e-9 + 12 * 1e-4 = 41.2 ms, runs under it; with kappa 20 ns it is 161.2 ms and
+  // the round takes that instead.
+  const ModelProfile m = synthetic_model("m", {250000}, 0.004, 0.006);
+  MachineConstants k;
+  k.cores = 4;
+  k.ps_overlap = 0.25;
+  k.cpu_s_per_byte = 5e-9;
+  k.message_s = 1e-4;
+  const Scenario sc = scenario(m, 4, 1, Topology::kParameterServer, 1e8, 0);
+  const CostContext x(sc, k);
+  EXPECT_NEAR(x.ps_round_s(1e6, 0, 1e6, 1), 0.070, 1e-12);
+  k.cpu_s_per_byte = 20e-9;
+  EXPECT_NEAR(CostContext(sc, k).ps_round_s(1e6, 0, 1e6, 1), 0.1612, 1e-12);
+  // S-SGD on the PS: compute (10 ms, 4 ranks on 4 cores) plus the round (the copies on the
+  // workers are part of the servers' term).
+  k.cpu_s_per_byte = 5e-9;
+  EXPECT_NEAR(predict("ssgd", sc, k).iteration_s, 0.010 + 0.070, 1e-12);
+}
+
+TEST(CostModel, AsgdWithOneWorkerIsItsOwnChainAndQueuesWithMore) {
+  // One worker: no queueing, T = c + S_p/B + S/B + the server's work + the worker's copies.
+  const ModelProfile m = synthetic_model("m", {250000}, 0.004, 0.006);
+  MachineConstants k;
+  k.cores = 64;
+  k.cpu_s_per_byte = 1e-9;
+  const Scenario one = scenario(m, 1, 1, Topology::kParameterServer, 1e8, 0);
+  EXPECT_NEAR(predict("asgd", one, k).iteration_s, 0.010 + 0.010 + 0.010 + 2e6 * 1e-9 + 2e6 * 1e-9, 1e-12);
+  // Many workers: the servers' NIC (10 ms a push) serves one at a time, T -> n * 10 ms.
+  const Scenario many = scenario(m, 64, 1, Topology::kParameterServer, 1e8, 0);
+  const double t = predict("asgd", many, k).iteration_s;
+  EXPECT_GT(t, 64 * 0.010);
+  EXPECT_LT(t, 64 * 0.010 * 1.1);
+}
+
 TEST(CostModel, SsgdIsNeverFasterThanComputeOnly) {
   const ModelProfile m = synthetic_model("m", {400000, 20000, 1280}, 0.012, 0.020, 0.001);
   MachineConstants k;
