@@ -89,8 +89,9 @@ class CostContext {
   // `push_bytes` (the servers decode-add each payload in `decode_s`), the servers' CPU work,
   // then replies of `pull_bytes` to every worker; `keys` messages of each kind per worker. The
   // servers' NICs are full duplex and a key's replies go out while later keys' pushes come in,
-  // so of the two directions the smaller one is hidden by the share ps_overlap:
-  //   max(push, pull) + (1 - eta) min(push, pull) + server CPU + staging
+  // so of the two directions the smaller one is hidden by the share ps_overlap; the servers'
+  // CPU work runs while the bytes move:
+  //   max(max(push, pull) + (1 - eta) min(push, pull), server CPU) + staging
   double ps_round_s(double push_bytes, double decode_s, double pull_bytes, double keys) const;
   // The servers' CPU seconds per round (decode, copies, the serial message loop), per server.
   double ps_server_cpu_s(double push_bytes, double decode_s, double pull_bytes, double keys) const;

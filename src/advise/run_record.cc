@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -35,22 +34,6 @@ T need(const nlohmann::json& j, const char* key, const fs::path& p) {
   } catch (const nlohmann::json::exception&) {
     FERRY_THROW(FormatError, p.string(), ": field '", key, "' has the wrong type");
   }
-}
-
-// A tc rate ("300mbit", "1gbit") in bits per second; FormatError naming `file` otherwise.
-double tc_rate_bps(const std::string& rate, const fs::path& file) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(rate, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  const std::string unit = rate.substr(used);
-  const double scale = unit == "kbit" ? 1e3 : unit == "mbit" ? 1e6 : unit == "gbit" ? 1e9 : 0;
-  if (used == 0 || scale == 0 || !(v > 0))
-    FERRY_THROW(FormatError, file.string(), ": kernel_rate '", rate, "' is not a tc rate such as 300mbit or 1gbit");
-  return v * scale;
 }
 
 // A link shaped by the kernel (scripts/cluster.sh): tbf counts every byte of a frame from the
@@ -99,7 +82,11 @@ RunRecord read_run(const fs::path& summary) {
     d.threshold = s.value("threshold", d.threshold);
     if (s.contains("kernel_rate")) {
       const std::string rate = s.value("kernel_rate", std::string());
-      r.bandwidth_bytes_per_s = tc_rate_bps(rate, side) / 8.0 * kTbfPayloadShare;
+      try {
+        r.bandwidth_bytes_per_s = parse_bandwidth_bytes_per_s(rate) * kTbfPayloadShare;
+      } catch (const InvalidArgument& e) {
+        FERRY_THROW(FormatError, side.string(), ": kernel_rate: ", e.what());
+      }
       r.latency_s = kClusterOneWayS;
       r.link = "kernel " + rate;
     }

@@ -53,8 +53,10 @@ double parse_bandwidth_bytes_per_s(std::string_view text) {
       {"bps", 1.0 / 8},  {"Kbps", 1e3 / 8},  {"Mbps", 1e6 / 8},  {"Gbps", 1e9 / 8},  {"Tbps", 1e12 / 8},
       {"Bps", 1.0},      {"KBps", 1e3},      {"MBps", 1e6},      {"GBps", 1e9},      {"TBps", 1e12},
       {"B/s", 1.0},      {"KB/s", 1e3},      {"MB/s", 1e6},      {"GB/s", 1e9},      {"TB/s", 1e12},
-      {"KiB/s", 1024.0}, {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0}};
-  double v = apply_suffix(text, "bandwidth", kSuffixes, "bps, Kbps, Mbps, Gbps, Bps, MBps, GBps or GB/s", false);
+      {"KiB/s", 1024.0}, {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
+      // Linux tc's rates (tc(8): kbit, mbit, gbit are decimal bits per second), as scripts/cluster.sh takes them.
+      {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}};
+  double v = apply_suffix(text, "bandwidth", kSuffixes, "bps, Kbps, Mbps, Gbps, Bps, MBps, GBps, GB/s or tc's mbit", false);
   if (v <= 0) FERRY_THROW(InvalidArgument, "invalid bandwidth '", text, "': must be positive");
   return v;
 }

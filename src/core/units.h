@@ -7,7 +7,8 @@
 
 namespace ferry {
 
-// "10Gbps", "500Mbps", "12GBps", "1.5GB/s" -> bytes per second. Bits (b) vs bytes (B) matter.
+// "10Gbps", "500Mbps", "12GBps", "1.5GB/s", tc's "300mbit" -> bytes per second. Bits (b) vs
+// bytes (B) matter.
 double parse_bandwidth_bytes_per_s(std::string_view text);
 // "50us", "1.5ms", "2s", "100ns" -> seconds. A bare "0" is allowed.
 double parse_duration_s(std::string_view text);

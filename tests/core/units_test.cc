@@ -12,6 +12,9 @@ TEST(Units, BandwidthBitsAndBytes) {
   EXPECT_DOUBLE_EQ(parse_bandwidth_bytes_per_s("500Mbps"), 500e6 / 8);
   EXPECT_DOUBLE_EQ(parse_bandwidth_bytes_per_s("12GBps"), 12e9);
   EXPECT_DOUBLE_EQ(parse_bandwidth_bytes_per_s("1.5GB/s"), 1.5e9);
+  // tc's rates (decimal bits), as scripts/cluster.sh --rate takes them.
+  EXPECT_DOUBLE_EQ(parse_bandwidth_bytes_per_s("300mbit"), 300e6 / 8);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_bytes_per_s("1gbit"), 1e9 / 8);
 }
 
 TEST(Units, Durations) {
