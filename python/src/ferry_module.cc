@@ -216,7 +216,7 @@ class PyCodec {
   PyCodec(const std::string& spec, std::vector<std::int64_t> shape, std::uint64_t tensor_id, int rank,
           std::int64_t batch)
       : codec_(ferry::compress::make_codec(
-            spec, ferry::compress::TensorInfo{numel_of(shape), shape, tensor_id, rank, batch})) {}
+            spec, ferry::compress::TensorInfo{numel_of(shape), shape, tensor_id, rank, batch, shape.size()})) {}
   std::string name() const { return codec_->name(); }
   std::size_t numel() const { return codec_->info().numel; }
   at::Tensor encode(const at::Tensor& grad) {

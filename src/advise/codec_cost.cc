@@ -35,7 +35,10 @@ CodecCost measure_codec_cost(const std::string& spec, const std::vector<std::siz
   for (std::size_t i = 0; i < numels.size(); ++i) {
     const std::size_t n = numels[i];
     compress::TensorInfo info{n, {}, static_cast<std::uint64_t>(i), 0};
-    if (i < shapes.size() && shapes[i].size() >= 2) info.shape = shapes[i];
+    if (i < shapes.size()) {
+      info.param_ndim = shapes[i].size();
+      if (shapes[i].size() >= 2) info.shape = shapes[i];
+    }
     auto codec = compress::make_codec(canonical, info);
     grad.resize(n);
     acc.assign(n, 0.0f);

@@ -28,6 +28,10 @@ struct TensorInfo {
   int rank = 0;                      // this worker: seeds private randomness (QSGD rounding)
   std::int64_t batch = 0;            // per-worker batch the gradient is a mean over (twobit
                                      // units=mxnet); 0 = unknown (decoders need no batch)
+  std::size_t param_ndim = 0;        // dimensions of the parameter when this tensor is all of
+                                     // one (1: a bias, a norm's scale or shift); 0 = unknown or
+                                     // a piece of one. The registry sends 1-D parameters raw
+                                     // (the spec key raw_1d, codec_registry.h).
 };
 
 // Sums a float buffer element-wise over all workers, in place (the caller's communicator).

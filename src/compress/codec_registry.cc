@@ -9,8 +9,9 @@
 #include "compress/onebit_codec.h"
 #include "compress/powersgd_codec.h"
 #include "compress/qsgd_codec.h"
-#include "compress/sparse_payload.h"
 #include "compress/randomk_codec.h"
+#include "compress/raw_velocity_codec.h"
+#include "compress/sparse_payload.h"
 #include "compress/terngrad_codec.h"
 #include "compress/topk_codec.h"
 #include "compress/twobit_codec.h"
@@ -58,13 +59,26 @@ Built build(const CodecRegistry& registry, std::string_view text, const TensorIn
       momentum.mask_sent = entry->mask_sent;
     }
   }
+  // 1-D parameters (biases, normalisation scales and shifts) travel raw, as in DGC's and
+  // PowerSGD's implementations: they are a sliver of the bytes, and a sparsifier's k of a
+  // 16-element scale is one value.
+  const bool raw_1d = entry->name != "none" && reader.get_bool("raw_1d", true);
   reader.finish();
   if (momentum.placement == MomentumPlacement::kInCodec) {
     // The codec's own momentum, as its factory resolved it (the canonical spec holds it).
     SpecReader resolved(CodecSpec::parse(reader.canonical(), "codec"), "codec");
     momentum.codec_momentum = resolved.get_double(entry->momentum_key, 0.0);
   }
-  if (ef && entry->feedback != FeedbackMode::kBuiltIn) codec = with_error_feedback(std::move(codec));
+  if (raw_1d && info.param_ndim == 1) {
+    // Lossless, so no residual: with the momentum on the worker (or the aggregate) this tensor
+    // trains as plain momentum SGD; a codec that keeps the momentum itself sends the velocity.
+    if (momentum.placement == MomentumPlacement::kInCodec)
+      codec = std::make_unique<RawVelocityCodec>(info, static_cast<float>(momentum.codec_momentum));
+    else
+      codec = std::make_unique<NoneCodec>(info);
+  } else if (ef && entry->feedback != FeedbackMode::kBuiltIn) {
+    codec = with_error_feedback(std::move(codec));
+  }
   return {std::move(codec), reader.canonical(), std::move(momentum)};
 }
 
@@ -87,7 +101,9 @@ CodecMomentum CodecRegistry::momentum(std::string_view spec) const {
 
 namespace {
 // Momentum factor masking for the sparse wire format (sparse_payload.h): the sent indices.
+// A raw payload (a 1-D parameter, raw_1d) masks nothing: its velocity is plain momentum.
 void mask_sparse_sent(std::span<const std::byte> payload, std::span<float> velocity) {
+  if (payload.size() >= kHeaderBytes && payload[1] == static_cast<std::byte>(CodecId::kNone)) return;
   for (std::uint32_t i : sparse_indices(payload, velocity.size())) velocity[i] = 0.0f;
 }
 }  // namespace

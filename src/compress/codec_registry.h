@@ -9,6 +9,10 @@
 // With error feedback on, the key momentum_at=worker|server says where the optimizer's momentum
 // acts (MomentumPlacement); its default is the entry's momentum_with_feedback, and it is part
 // of the canonical spec of every codec with error feedback whose entry moves the momentum.
+// Every codec but none reads raw_1d (default 1): a tensor that is a whole 1-D parameter
+// (TensorInfo::param_ndim == 1: a bias, a norm's scale or shift) is then sent raw fp32, with the
+// momentum where the spec puts it (RawVelocityCodec for a codec that keeps its own); raw_1d=0
+// compresses it like the rest.
 #pragma once
 
 #include <span>

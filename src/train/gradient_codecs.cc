@@ -97,7 +97,10 @@ compress::TensorInfo key_tensor_info(const ps::KeyLayout& layout, int key, const
     const auto& shape = shapes[k.tensor];
     std::size_t numel = 1;
     for (auto d : shape) numel *= static_cast<std::size_t>(d);
-    if (numel == k.length && shape.size() >= 2) info.shape = shape;  // the key is the whole tensor
+    if (numel == k.length) {  // the key is the whole tensor
+      info.param_ndim = shape.size();
+      if (shape.size() >= 2) info.shape = shape;
+    }
   }
   return info;
 }
@@ -205,6 +208,7 @@ TensorAllreduceCodecs::TensorAllreduceCodecs(const std::string& codec_spec, cons
   for (std::size_t i = 0; i < params.num_params(); ++i) {
     compress::TensorInfo info{params.numels()[i], {}, static_cast<std::uint64_t>(i), rank, batch};
     if (shapes[i].size() >= 2) info.shape = shapes[i];
+    info.param_ndim = shapes[i].size();
     tensors_.push_back(Tensor{params.offset(i), params.numels()[i], compress::make_codec(codec_spec, info)});
   }
 }

@@ -62,7 +62,7 @@ TEST(DummyCodec, IsBuiltBySpecListedAndUsed) {
   c->decode(payload, out);
   EXPECT_EQ(out, (std::vector<float>{2.5f, -5, 1.25f}));
 
-  EXPECT_EQ(r.canonical("test-gain"), "test-gain:gain=1,ef=0");
+  EXPECT_EQ(r.canonical("test-gain"), "test-gain:gain=1,ef=0,raw_1d=1");
   EXPECT_EQ(r.make("test-gain:ef=1", TensorInfo{.numel = 3})->name(), "test-gain+ef");
 }
 
@@ -73,7 +73,7 @@ TEST(DummyCodec, UnknownKeysBadValuesAndDuplicatesAreRefused) {
     r.make("test-gain:gian=2", TensorInfo{.numel = 3});
     ADD_FAILURE() << "unknown key accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown option 'gian' (known: gain, ef)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown option 'gian' (known: gain, ef, raw_1d)"), std::string::npos) << e.what();
   }
   EXPECT_THROW(r.make("test-gain:gain=-1", TensorInfo{.numel = 3}), InvalidArgument);
   EXPECT_THROW(r.make("test-gain:gain=x", TensorInfo{.numel = 3}), InvalidArgument);

@@ -2,7 +2,9 @@
 
 #include "compress/codec_registry.h"
 #include "compress/codec_spec.h"
+#include "compress/none_codec.h"
 #include "compress/powersgd_codec.h"
+#include "compress/raw_velocity_codec.h"
 #include "compress/topk_codec.h"
 #include "core/error.h"
 #include "test_util.h"
@@ -91,13 +93,13 @@ TEST(CodecRegistry, ErrorFeedbackDefaultsPerCodec) {
 
 TEST(CodecRegistry, CanonicalSpecResolvesDefaults) {
   // Codecs with error feedback whose entry moves the momentum name where it acts.
-  EXPECT_EQ(canonical_codec_spec("twobit"), "twobit:threshold=0.5,momentum_at=worker");
-  EXPECT_EQ(canonical_codec_spec("topk"), "topk:ratio=0.01,ef=1,momentum_at=worker");
-  EXPECT_EQ(canonical_codec_spec("topk:momentum_at=server"), "topk:ratio=0.01,ef=1,momentum_at=server");
+  EXPECT_EQ(canonical_codec_spec("twobit"), "twobit:threshold=0.5,momentum_at=worker,raw_1d=1");
+  EXPECT_EQ(canonical_codec_spec("topk"), "topk:ratio=0.01,ef=1,momentum_at=worker,raw_1d=1");
+  EXPECT_EQ(canonical_codec_spec("topk:momentum_at=server"), "topk:ratio=0.01,ef=1,momentum_at=server,raw_1d=1");
   EXPECT_EQ(canonical_codec_spec("qsgd:seed=7,levels=3"),
-            "qsgd:levels=3,bucket=128,seed=7,ef=0");
+            "qsgd:levels=3,bucket=128,seed=7,ef=0,raw_1d=1");
   EXPECT_EQ(canonical_codec_spec("none"), "none:ef=0");
-  EXPECT_EQ(canonical_codec_spec("powersgd"), "powersgd:rank=4,min_rate=2,warmup=0,seed=0");
+  EXPECT_EQ(canonical_codec_spec("powersgd"), "powersgd:rank=4,min_rate=2,warmup=0,seed=0,raw_1d=1");
   EXPECT_THROW(canonical_codec_spec("topk:ratio=7"), InvalidArgument);
   // Without error feedback there is no choice to make, so the key is unknown there.
   EXPECT_THROW(canonical_codec_spec("qsgd:momentum_at=worker"), InvalidArgument);
@@ -133,6 +135,63 @@ TEST(CodecRegistry, SparseMaskZeroesTheSentIndices) {
   EXPECT_EQ(u, (std::vector<float>{1, 0, 1, 1, 0, 1, 1, 1}));
   std::vector<float> wrong(7, 1.0f);
   EXPECT_THROW(codec_momentum("topk").mask_sent(payload, wrong), FormatError);
+}
+
+// A whole 1-D parameter (param_ndim 1: a bias, a norm's scale) is sent raw by every codec unless
+// raw_1d=0: the payload is NoneCodec's, bit for bit; a piece of a tensor (param_ndim 0) or a
+// matrix is compressed as before.
+TEST(CodecRegistry, OneDimensionalParametersTravelRaw) {
+  const std::vector<float> g = {0.5f, -4, 1, 0, 3, -0.25f, 0.125f, 2};
+  std::vector<std::byte> expected;
+  NoneCodec(TensorInfo{.numel = 8}).encode(g, expected);
+  for (const char* spec : {"fp16", "twobit", "twobit:threshold=2,units=rms", "onebit", "qsgd", "terngrad", "topk",
+                           "randomk", "powersgd", "dgc:momentum_at=server", "topk:momentum_at=server"}) {
+    auto raw = make_codec(spec, TensorInfo{.numel = 8, .param_ndim = 1});
+    EXPECT_EQ(raw->name(), "none") << spec;
+    std::vector<std::byte> payload;
+    for (int step = 0; step < 3; ++step) {  // no residual: every step sends exactly g
+      raw->encode(g, payload);
+      EXPECT_EQ(payload, expected) << spec << " step " << step;
+    }
+    const std::string s(spec);
+    const std::string no_raw = s + (s.find(':') == std::string::npos ? ":" : ",") + "raw_1d=0";
+    EXPECT_NE(make_codec(no_raw, TensorInfo{.numel = 8, .param_ndim = 1})->name(), "none")
+        << spec;
+    EXPECT_NE(make_codec(spec, TensorInfo{.numel = 8})->name(), "none") << spec;  // a piece, or unknown
+    EXPECT_NE(make_codec(spec, TensorInfo{.numel = 8, .shape = {2, 4}, .param_ndim = 2})->name(), "none") << spec;
+  }
+  EXPECT_EQ(canonical_codec_spec("twobit:raw_1d=0"), "twobit:threshold=0.5,momentum_at=worker,raw_1d=0");
+  EXPECT_EQ(canonical_codec_spec("none"), "none:ef=0");  // nothing to leave raw
+  EXPECT_THROW(canonical_codec_spec("none:raw_1d=1"), InvalidArgument);
+  // A raw payload masks nothing: the velocity of a raw tensor is plain momentum.
+  std::vector<float> u(8, 1.0f);
+  codec_momentum("topk").mask_sent(expected, u);
+  EXPECT_EQ(u, std::vector<float>(8, 1.0f));
+}
+
+// DGC keeps the momentum itself, so its raw 1-D tensors send the velocity u <- m u + g, resumed
+// exactly from a checkpoint. Hand-checked with m = 0.5: u1 = g1, u2 = 0.5 g1 + g2.
+TEST(CodecRegistry, DgcSendsTheVelocityOfItsRawTensors) {
+  const TensorInfo info{.numel = 3, .param_ndim = 1};
+  auto dgc = make_codec("dgc:momentum=0.5", info);
+  EXPECT_EQ(dgc->name(), "none+velocity");
+  const std::vector<float> g1 = {1, -2, 0.25f}, g2 = {0.5f, 4, -1};
+  std::vector<std::byte> payload;
+  std::vector<float> out(3);
+  dgc->encode(g1, payload);
+  dgc->decode(payload, out);
+  EXPECT_EQ(out, g1);
+  std::vector<std::byte> state;
+  dgc->save_state(state);
+  dgc->encode(g2, payload);
+  dgc->decode(payload, out);
+  EXPECT_EQ(out, (std::vector<float>{1, 3, -0.875f}));
+  std::vector<std::byte> resumed_payload;
+  auto resumed = make_codec("dgc:momentum=0.5", info);
+  resumed->load_state(state);
+  resumed->encode(g2, resumed_payload);
+  EXPECT_EQ(resumed_payload, payload);
+  EXPECT_THROW(make_codec("topk", info)->load_state(state), FormatError);  // another codec's state
 }
 
 TEST(CodecRegistry, EveryBuiltinIsListedAndBuilds) {

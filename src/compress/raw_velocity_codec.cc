@@ -1,0 +1,33 @@
+#include "compress/raw_velocity_codec.h"
+
+#include "compress/codec_state.h"
+#include "core/error.h"
+
+namespace ferry::compress {
+
+RawVelocityCodec::RawVelocityCodec(TensorInfo info, float momentum)
+    : Codec(info), wire_(std::move(info)), momentum_(momentum), velocity_(info_.numel, 0.0f) {
+  FERRY_REQUIRE(momentum_ >= 0.0f && momentum_ < 1.0f, "momentum must be in [0, 1), got ", momentum_);
+}
+
+void RawVelocityCodec::encode(std::span<const float> grad, std::vector<std::byte>& out) {
+  check_numel(grad.size(), "gradient");
+  float* u = velocity_.data();
+  for (std::size_t i = 0; i < grad.size(); ++i) u[i] = momentum_ * u[i] + grad[i];
+  wire_.encode(velocity_, out);
+}
+
+void RawVelocityCodec::save_state(std::vector<std::byte>& out) const {
+  CodecStateWriter w(*this, out);
+  w.put_floats(velocity_);
+}
+
+void RawVelocityCodec::load_state(std::span<const std::byte> state) {
+  CodecStateReader in(*this, state);
+  std::vector<float> velocity(velocity_.size());
+  in.floats_into(velocity, "velocity");
+  in.finish();
+  velocity_.swap(velocity);
+}
+
+}  // namespace ferry::compress
