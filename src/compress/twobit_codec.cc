@@ -184,6 +184,11 @@ TwobitOptions parse_twobit_options(SpecReader& spec) {
     const std::string units = spec.get_choice("units", "absolute", {"absolute", "rms", "mxnet"});
     o.units = units == "rms" ? TwobitUnits::kRms : units == "mxnet" ? TwobitUnits::kMxnet : TwobitUnits::kAbsolute;
   }
+  if (spec.has("per")) {
+    o.per_row = spec.get_choice("per", "tensor", {"tensor", "row"}) == "row";
+    FERRY_REQUIRE(!o.per_row || o.units == TwobitUnits::kRms,
+                  "twobit: per=row needs units=rms (a fixed threshold is the same for every row)");
+  }
   return o;
 }
 
@@ -220,8 +225,78 @@ float TwobitCodec::threshold_for(std::span<const float> grad) const {
   return std::isfinite(t) ? std::max(static_cast<float>(t), std::numeric_limits<float>::min()) : options_.threshold;
 }
 
+std::size_t TwobitCodec::threshold_rows() const {
+  return options_.per_row && info_.shape.size() >= 2 && info_.shape[0] > 1 ? static_cast<std::size_t>(info_.shape[0])
+                                                                           : 1;
+}
+
+std::size_t TwobitCodec::encoded_size_bytes() const {
+  const std::size_t rows = threshold_rows();
+  return size_bytes(info_.numel) + (rows > 1 ? 4 * rows : 0);
+}
+
+void TwobitCodec::encode_rows(std::span<const float> grad, std::vector<std::byte>& out) {
+  const std::size_t n = grad.size(), rows = threshold_rows(), cols = n / rows;
+  write_header(out, encoded_size_bytes(),
+               {.codec = CodecId::kTwobit, .flags = 1, .aux = static_cast<std::uint32_t>(rows), .numel = n});
+  std::byte* ts = out.data() + kHeaderBytes;
+  std::byte* words = ts + 4 * rows;
+  std::vector<float> t(rows);
+  for (std::size_t row = 0; row < rows; ++row) {
+    double sq = 0;
+    for (std::size_t i = row * cols; i < (row + 1) * cols; ++i) {
+      const float v = residual_[i] + grad[i];
+      sq += static_cast<double>(v) * v;
+    }
+    const double tr = options_.threshold * std::sqrt(sq / static_cast<double>(cols));
+    t[row] = std::isfinite(tr) ? std::max(static_cast<float>(tr), std::numeric_limits<float>::min()) : options_.threshold;
+    store_le<float>(ts + 4 * row, t[row]);
+  }
+  alignas(16) std::uint8_t codes[16];
+  for (std::size_t w = 0; w < ternary_words(n); ++w) {
+    std::fill(std::begin(codes), std::end(codes), std::uint8_t{0});
+    for (std::size_t j = 0; j < 16 && 16 * w + j < n; ++j) {
+      const std::size_t i = 16 * w + j;
+      const float ti = t[i / cols];
+      codes[j] = quantize_one(grad[i], residual_[i], ti, -ti);
+    }
+    store_le<std::uint32_t>(words + 4 * w, pack_ternary16(codes));
+  }
+}
+
+std::size_t TwobitCodec::check_rows(std::span<const std::byte> payload, std::vector<float>& t) const {
+  const std::size_t rows = threshold_rows();
+  PayloadHeader h = read_header(payload, CodecId::kTwobit, info_.numel, /*max_flags=*/1);
+  if (h.flags != 1 || h.aux != rows)
+    FERRY_THROW(FormatError, "twobit payload: expected one threshold per row (flags 1, ", rows, " rows), got flags ",
+                int{h.flags}, " and ", h.aux, " rows");
+  check_payload_size(payload, encoded_size_bytes(), CodecId::kTwobit);
+  t.resize(rows);
+  for (std::size_t row = 0; row < rows; ++row) {
+    t[row] = load_le<float>(payload.data() + kHeaderBytes + 4 * row);
+    if (!(t[row] > 0.0f) || !std::isfinite(t[row]))
+      FERRY_THROW(FormatError, "twobit payload: threshold ", t[row], " of row ", row, " is not a finite number > 0");
+  }
+  const std::size_t at = kHeaderBytes + 4 * rows;
+  check_ternary_words(payload.data() + at, info_.numel, CodecId::kTwobit);
+  return at;
+}
+
+void TwobitCodec::decode_rows(std::span<const std::byte> payload, std::span<float> out, bool add) const {
+  std::vector<float> t;
+  const std::size_t at = check_rows(payload, t);
+  const std::size_t n = info_.numel, cols = n / t.size();
+  std::vector<float> unit(n);
+  unpack_ternary(payload.data() + at, n, 1.0f, -1.0f, unit.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = unit[i] * t[i / cols];
+    out[i] = add ? out[i] + v : v;
+  }
+}
+
 void TwobitCodec::encode(std::span<const float> grad, std::vector<std::byte>& out) {
   check_numel(grad.size(), "gradient");
+  if (threshold_rows() > 1) return encode_rows(grad, out);
   const std::size_t n = grad.size();
   const float t = threshold_for(grad);
   const float neg_t = -t;
@@ -269,12 +344,14 @@ float TwobitCodec::check(std::span<const std::byte> payload) const {
 
 void TwobitCodec::decode(std::span<const std::byte> payload, std::span<float> out) const {
   check_numel(out.size(), "decode output");
+  if (threshold_rows() > 1) return decode_rows(payload, out, false);
   float t = check(payload);
   unpack_ternary(payload.data() + kHeaderBytes, out.size(), t, -t, out.data());
 }
 
 void TwobitCodec::decode_add(std::span<const std::byte> payload, std::span<float> acc) const {
   check_numel(acc.size(), "decode_add accumulator");
+  if (threshold_rows() > 1) return decode_rows(payload, acc, true);
   float t = check(payload);
   unpack_ternary_add(payload.data() + kHeaderBytes, acc.size(), t, -t, acc.data());
 }

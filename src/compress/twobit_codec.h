@@ -24,6 +24,8 @@ enum class TwobitUnits { kAbsolute, kRms, kMxnet };
 struct TwobitOptions {
   float threshold = 0.5f;  // > 0: values sent are +t, -t or 0 (spec key: threshold)
   TwobitUnits units = TwobitUnits::kAbsolute;
+  bool per_row = false;    // units=rms only: one t per row (output channel) of a matrix or conv
+                           // weight instead of one per tensor (spec key per=tensor|row)
   TwobitKernel kernel = TwobitKernel::kAuto;  // tests force each loop; not a spec key
 };
 TwobitOptions parse_twobit_options(SpecReader& spec);
@@ -37,6 +39,8 @@ TwobitOptions parse_twobit_options(SpecReader& spec);
 //   else    -> send 00 (decodes to 0)
 // 16 values per 32-bit word (layout in ternary_pack.h).
 // Wire: header (aux = bits of t, numel) + ceil(n/16) words.  Size 16 + 4*ceil(n/16) bytes.
+// With per=row (units=rms, a tensor of R = shape[0] rows): header flags 1, aux = R, then R fp32
+// thresholds, then the words; row i's values decode to +-t_i. Size 16 + 4R + 4*ceil(n/16).
 // With units=rms, t = float(threshold x sqrt(sum (r + g)^2 / n)) (r + g in float as the kernels
 // add it, the sum in double), at least the smallest normal float, per encode. With units=mxnet, t = float(double(threshold) / B), fixed
 // for the run; encoding without a batch (TensorInfo::batch = 0) is an InvalidArgument.
@@ -48,7 +52,7 @@ class TwobitCodec final : public Codec {
   void encode(std::span<const float> grad, std::vector<std::byte>& out) override;
   void decode(std::span<const std::byte> payload, std::span<float> out) const override;
   void decode_add(std::span<const std::byte> payload, std::span<float> acc) const override;
-  std::size_t encoded_size_bytes() const override { return size_bytes(info_.numel); }
+  std::size_t encoded_size_bytes() const override;
   std::span<const float> residual() const override { return residual_; }
   void save_state(std::vector<std::byte>& out) const override;  // the residual
   void load_state(std::span<const std::byte> state) override;
@@ -60,6 +64,12 @@ class TwobitCodec final : public Codec {
  private:
   // Validates the payload; returns t.
   float check(std::span<const std::byte> payload) const;
+  // Rows that carry a t of their own (per=row and a shape of >= 2 dimensions), else 1.
+  std::size_t threshold_rows() const;
+  // per=row: validates the payload; fills one t per row; returns the offset of the words.
+  std::size_t check_rows(std::span<const std::byte> payload, std::vector<float>& t) const;
+  void encode_rows(std::span<const float> grad, std::vector<std::byte>& out);
+  void decode_rows(std::span<const std::byte> payload, std::span<float> out, bool add) const;
 
   TwobitOptions options_;
   std::vector<float> residual_;

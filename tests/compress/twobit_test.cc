@@ -1,6 +1,7 @@
 // twobit against a transcription of MXNet's quantize_2bit / dequantize_2bit kernels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -130,6 +131,70 @@ TEST(Twobit, RmsUnitsEqualMxnetWithThePerCallThreshold) {
   z.encode(std::vector<float>(8, 0.0f), payload);
   z.decode(payload, out);
   EXPECT_EQ(out, std::vector<float>(8, 0.0f));
+}
+
+// per=row: each row r of a (rows x cols) tensor is MXNet's quantisation with its own
+// t_r = threshold x RMS(residual + gradient of that row), computed here independently, row by
+// row with the reference kernels; the payload carries the rows' t and decodes to +-t_r.
+TEST(Twobit, PerRowThresholdsAreMxnetRowByRow) {
+  const std::size_t rows = 3, cols = 40, n = rows * cols;  // rows do not start on a word boundary
+  const float k = 2.0f;
+  TwobitCodec c({.threshold = k, .units = TwobitUnits::kRms, .per_row = true},
+                TensorInfo{.numel = n, .shape = {3, 5, 8}});
+  EXPECT_EQ(c.encoded_size_bytes(), kHeaderBytes + 4 * rows + 4 * ((n + 15) / 16));
+  std::vector<std::vector<float>> ref_residual(rows, std::vector<float>(cols, 0.0f));
+  std::vector<std::byte> payload;
+  std::vector<float> acc(n, 1.0f);
+  for (int s = 0; s < 3; ++s) {
+    auto g = testing::normal_vector(n, 500 + s);
+    for (std::size_t i = cols; i < 2 * cols; ++i) g[i] *= 0.01f;  // a row of another scale
+    c.encode(g, payload);
+    ASSERT_EQ(payload.size(), c.encoded_size_bytes());
+    std::vector<float> decoded(n), expect_acc = acc;
+    c.decode(payload, decoded);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::vector<float> gr(g.begin() + r * cols, g.begin() + (r + 1) * cols);
+      double sq = 0;
+      for (std::size_t j = 0; j < cols; ++j) {
+        const float v = ref_residual[r][j] + gr[j];
+        sq += static_cast<double>(v) * v;
+      }
+      const float t = static_cast<float>(k * std::sqrt(sq / cols));
+      float sent_t = 0;
+      std::memcpy(&sent_t, payload.data() + kHeaderBytes + 4 * r, 4);
+      EXPECT_EQ(sent_t, t) << "row " << r << " step " << s;
+      std::vector<std::uint32_t> words;
+      mxnet_quantize(words, gr, ref_residual[r], -t, t);
+      std::vector<float> ref_decoded(cols);
+      mxnet_dequantize(ref_decoded, words, -t, t);
+      for (std::size_t j = 0; j < cols; ++j) {
+        ASSERT_EQ(decoded[r * cols + j], ref_decoded[j]) << "row " << r << " col " << j << " step " << s;
+        ASSERT_EQ(c.residual()[r * cols + j], ref_residual[r][j]) << "row " << r << " col " << j;
+        expect_acc[r * cols + j] += ref_decoded[j];
+      }
+    }
+    c.decode_add(payload, acc);
+    ASSERT_EQ(acc, expect_acc);
+  }
+  // The row of small gradients got a t of its own scale: it sends.
+  std::vector<float> decoded(n);
+  c.decode(payload, decoded);
+  EXPECT_TRUE(std::any_of(decoded.begin() + cols, decoded.begin() + 2 * cols, [](float v) { return v != 0.0f; }));
+  // A per-tensor payload, or a wrong row count, is refused without touching the output.
+  TwobitCodec per_tensor({.threshold = k, .units = TwobitUnits::kRms}, TensorInfo{.numel = n, .shape = {3, 40}});
+  std::vector<std::byte> other;
+  per_tensor.encode(testing::normal_vector(n, 9), other);
+  std::vector<float> untouched(n, 7.0f);
+  EXPECT_THROW(c.decode(other, untouched), FormatError);
+  EXPECT_THROW(per_tensor.decode(payload, untouched), FormatError);
+  EXPECT_EQ(untouched, std::vector<float>(n, 7.0f));
+  // Spec: per=row needs units=rms; a 1-D tensor has one row, the per-tensor format.
+  EXPECT_EQ(canonical_codec_spec("twobit:threshold=2,units=rms,per=row"),
+            "twobit:threshold=2,units=rms,per=row,momentum_at=worker,raw_1d=1");
+  EXPECT_THROW(canonical_codec_spec("twobit:threshold=2,per=row"), InvalidArgument);
+  EXPECT_THROW(canonical_codec_spec("twobit:units=rms,per=column"), InvalidArgument);
+  TwobitCodec flat({.threshold = k, .units = TwobitUnits::kRms, .per_row = true}, testing::info_1d(n));
+  EXPECT_EQ(flat.encoded_size_bytes(), TwobitCodec::size_bytes(n));
 }
 
 TEST(Twobit, UnitsKeyIsParsedAndUnknownUnitsAreRefused) {
