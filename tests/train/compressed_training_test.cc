@@ -97,12 +97,22 @@ std::vector<std::size_t> mlp_numels() {
   return n;
 }
 
+// Whether each parameter of the mlp is 1-D (a bias), which every codec sends raw (raw_1d).
+std::vector<bool> mlp_is_1d() {
+  std::vector<bool> v;
+  for (const auto& p : make_model("mlp", 3)->parameters()) v.push_back(p.dim() == 1);
+  return v;
+}
+
 // A threshold small enough that 2-bit codes carry information within 20 steps.
 const char* kTwobit = "twobit:threshold=0.005";
+// The same with the biases coded too: every tensor's update is then the same element-wise
+// arithmetic on both topologies (a raw bias is ring-allreduced, summed in another order).
+const char* kTwobitAll = "twobit:threshold=0.005,raw_1d=0";
 
 TEST(CompressedSsgd, TwobitOnParameterServerEqualsTwobitOnAllreduce) {
-  RunConfig ar{.codec = kTwobit};
-  RunConfig ps1{.topology = Topology::kParameterServer, .servers = 1, .codec = kTwobit};
+  RunConfig ar{.codec = kTwobitAll};
+  RunConfig ps1{.topology = Topology::kParameterServer, .servers = 1, .codec = kTwobitAll};
   RunConfig ps2 = ps1;
   ps2.servers = 2;  // keys split tensors: the pieces are coded 1-D, element-wise the same
   auto a = run(ar), p1 = run(ps1), p2 = run(ps2);
@@ -130,6 +140,16 @@ TEST(CompressedSsgd, IdentityCodecIsTheUncompressedPath) {
 
 // 2-bit payload of one tensor/key: 16-byte header + ⌈n/16⌉ words.
 std::uint64_t twobit_bytes(std::size_t n) { return 16 + 4 * ((n + 15) / 16); }
+// A raw (none) payload: 16-byte header + n fp32.
+std::uint64_t raw_bytes(std::size_t n) { return 16 + 4 * n; }
+// Bytes rank r of N sends in a ring allreduce of n floats (comm/p2p_collectives.cc): N−1
+// reduce-scatter and N−1 allgather steps, each one chunk of the n floats split N ways.
+std::uint64_t ring_bytes(std::size_t n, int N, int r) {
+  auto chunk_len = [&](int c) { return n / N + (static_cast<std::size_t>(c) < n % N ? 1 : 0); };
+  std::uint64_t b = 0;
+  for (int s = 0; s < N - 1; ++s) b += 4 * (chunk_len((r - s + N) % N) + chunk_len((r + 1 - s + N) % N));
+  return b;
+}
 
 TEST(CompressedSsgd, WireBytesArePackedTwoBitCodes) {
   constexpr int kSteps = 5, kWorkers = 4;
@@ -137,19 +157,25 @@ TEST(CompressedSsgd, WireBytesArePackedTwoBitCodes) {
 
   // Parameter server, one server, one key per tensor: a worker sends per step one push (request
   // header + payload) and one pull request per key.
+  const auto is_1d = mlp_is_1d();
   const std::uint64_t req = sizeof(ps::RequestHeader);
-  std::uint64_t fp32_step = 0, twobit_step = 0;
-  for (auto n : numels) {
+  std::uint64_t fp32_step = 0, twobit_step = 0, all_twobit_step = 0;
+  for (std::size_t i = 0; i < numels.size(); ++i) {
+    const std::size_t n = numels[i];
     fp32_step += req + 4 * n + req;
-    twobit_step += req + twobit_bytes(n) + req;
+    twobit_step += req + (is_1d[i] ? raw_bytes(n) : twobit_bytes(n)) + req;  // biases raw
+    all_twobit_step += req + twobit_bytes(n) + req;
   }
   RunConfig ps{.topology = Topology::kParameterServer, .servers = 1, .steps = kSteps};
   auto plain = run(ps);
   ps.codec = kTwobit;
   auto coded = run(ps);
+  ps.codec = kTwobitAll;
+  auto all_coded = run(ps);
   for (int w = 0; w < kWorkers; ++w) {
     EXPECT_EQ(plain.step_bytes[w], kSteps * fp32_step) << "worker " << w;
     EXPECT_EQ(coded.step_bytes[w], kSteps * twobit_step) << "worker " << w;
+    EXPECT_EQ(all_coded.step_bytes[w], kSteps * all_twobit_step) << "worker " << w;
   }
   double ratio = double(coded.step_bytes[1]) / plain.step_bytes[1];
   EXPECT_GT(ratio, 1.0 / 16);
@@ -157,11 +183,22 @@ TEST(CompressedSsgd, WireBytesArePackedTwoBitCodes) {
 
   // Allreduce: one allgather per step of the one-byte "gradient finite" flags, one of all
   // tensors' length-prefixed payloads; on a ring each rank forwards N−1 of each.
-  std::uint64_t packed = 1;
-  for (auto n : numels) packed += 8 + twobit_bytes(n);
-  auto ar = run(RunConfig{.workers = kWorkers, .codec = kTwobit, .steps = kSteps});
+  // With raw biases, those are ring-allreduced instead, one allreduce each.
+  std::uint64_t packed = 1, packed_weights = 1;
+  for (std::size_t i = 0; i < numels.size(); ++i) {
+    packed += 8 + twobit_bytes(numels[i]);
+    if (!is_1d[i]) packed_weights += 8 + twobit_bytes(numels[i]);
+  }
+  auto ar = run(RunConfig{.workers = kWorkers, .codec = kTwobitAll, .steps = kSteps});
+  auto ar_raw = run(RunConfig{.workers = kWorkers, .codec = kTwobit, .steps = kSteps});
   auto ar_plain = run(RunConfig{.workers = kWorkers, .steps = kSteps});
-  for (int w = 0; w < kWorkers; ++w) EXPECT_EQ(ar.step_bytes[w], kSteps * (kWorkers - 1) * packed) << "worker " << w;
+  for (int w = 0; w < kWorkers; ++w) {
+    EXPECT_EQ(ar.step_bytes[w], kSteps * (kWorkers - 1) * packed) << "worker " << w;
+    std::uint64_t raw_step = (kWorkers - 1) * packed_weights;
+    for (std::size_t i = 0; i < numels.size(); ++i)
+      if (is_1d[i]) raw_step += ring_bytes(numels[i], kWorkers, w);
+    EXPECT_EQ(ar_raw.step_bytes[w], kSteps * raw_step) << "worker " << w;
+  }
   // A ring allreduce sends 2(N−1)/N of 4n bytes; the allgather of 2-bit codes (N−1)·n/4.
   double ar_ratio = double(ar.step_bytes[0]) / ar_plain.step_bytes[0];
   EXPECT_NEAR(ar_ratio, kWorkers / 32.0, 0.01);
@@ -177,8 +214,10 @@ TEST(CompressedPulls, RepliesArePackedAndWorkersStayIdentical) {
   cfg.pull_codec = pull_codec_spec(kTwobit);
   auto coded = run(cfg);
   // One reply per key and step: fp32, or a 4-byte format tag and the 2-bit payload.
+  const auto is_1d = mlp_is_1d();
   std::uint64_t fp32_step = 0, twobit_step = 0;
-  for (auto n : numels) fp32_step += 4 * n, twobit_step += 4 + twobit_bytes(n);
+  for (std::size_t i = 0; i < numels.size(); ++i)  // biases raw (raw_1d)
+    fp32_step += 4 * numels[i], twobit_step += 4 + (is_1d[i] ? raw_bytes(numels[i]) : twobit_bytes(numels[i]));
   for (int w = 0; w < 4; ++w) {
     EXPECT_EQ(plain.step_recv[w], kSteps * fp32_step) << "worker " << w;
     EXPECT_EQ(coded.step_recv[w], kSteps * twobit_step) << "worker " << w;
@@ -268,7 +307,7 @@ TEST(CompressedAsgd, OneWorkerWithTwobitIsSsgdWithTwobit) {
 TEST(CompressedTraining, BadCodecSpecIsOneClearError) {
   TrainOptions o;
   o.codec = "twobit";
-  EXPECT_EQ(canonical_codec(o), "twobit:threshold=0.5,momentum_at=worker");
+  EXPECT_EQ(canonical_codec(o), "twobit:threshold=0.5,momentum_at=worker,raw_1d=1");
   for (const char* bad : {"fourbit", "twobit:threshold=-1", "topk:ratio=7", "twobit:ef=0", "qsgd:levelz=3",
                           "topk:momentum_at=client", "dgc:momentum=0.5"}) {
     o.codec = bad;
