@@ -140,4 +140,17 @@ void load_random_stream(const Codec& codec, SplitMix64& rng, std::span<const std
   rng.set_state(rng_state);
 }
 
+void save_float_vector(const Codec& codec, std::span<const float> values, std::vector<std::byte>& out) {
+  CodecStateWriter(codec, out).put_floats(values);
+}
+
+void load_float_vector(const Codec& codec, std::vector<float>& values, std::span<const std::byte> state,
+                       const char* what) {
+  CodecStateReader in(codec, state);
+  std::vector<float> loaded(values.size());
+  in.floats_into(loaded, what);
+  in.finish();
+  values.swap(loaded);
+}
+
 }  // namespace ferry::compress

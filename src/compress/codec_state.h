@@ -63,4 +63,11 @@ class CodecStateReader {
 void save_random_stream(const Codec& codec, const SplitMix64& rng, std::vector<std::byte>& out);
 void load_random_stream(const Codec& codec, SplitMix64& rng, std::span<const std::byte> state);
 
+// The whole state of a codec whose only mutable state is one float vector (twobit's and onebit's
+// residual, RawVelocityCodec's velocity); `what` names it in errors. load leaves `values`
+// unchanged on any error.
+void save_float_vector(const Codec& codec, std::span<const float> values, std::vector<std::byte>& out);
+void load_float_vector(const Codec& codec, std::vector<float>& values, std::span<const std::byte> state,
+                       const char* what);
+
 }  // namespace ferry::compress

@@ -97,16 +97,10 @@ void OnebitCodec::decode_add(std::span<const std::byte> payload, std::span<float
   }
 }
 
-void OnebitCodec::save_state(std::vector<std::byte>& out) const {
-  CodecStateWriter(*this, out).put_floats(residual_);
-}
+void OnebitCodec::save_state(std::vector<std::byte>& out) const { save_float_vector(*this, residual_, out); }
 
 void OnebitCodec::load_state(std::span<const std::byte> state) {
-  CodecStateReader in(*this, state);
-  std::vector<float> residual(residual_.size());
-  in.floats_into(residual, "residual");
-  in.finish();
-  residual_.swap(residual);
+  load_float_vector(*this, residual_, state, "residual");
 }
 
 }  // namespace ferry::compress

@@ -17,17 +17,10 @@ void RawVelocityCodec::encode(std::span<const float> grad, std::vector<std::byte
   wire_.encode(velocity_, out);
 }
 
-void RawVelocityCodec::save_state(std::vector<std::byte>& out) const {
-  CodecStateWriter w(*this, out);
-  w.put_floats(velocity_);
-}
+void RawVelocityCodec::save_state(std::vector<std::byte>& out) const { save_float_vector(*this, velocity_, out); }
 
 void RawVelocityCodec::load_state(std::span<const std::byte> state) {
-  CodecStateReader in(*this, state);
-  std::vector<float> velocity(velocity_.size());
-  in.floats_into(velocity, "velocity");
-  in.finish();
-  velocity_.swap(velocity);
+  load_float_vector(*this, velocity_, state, "velocity");
 }
 
 }  // namespace ferry::compress

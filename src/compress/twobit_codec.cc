@@ -215,10 +215,15 @@ float TwobitCodec::threshold_for(std::span<const float> grad) const {
     return static_cast<float>(static_cast<double>(options_.threshold) / static_cast<double>(info_.batch));
   }
   if (options_.units == TwobitUnits::kAbsolute || grad.empty()) return options_.threshold;
+  return rms_threshold(0, grad);
+}
+
+float TwobitCodec::rms_threshold(std::size_t offset, std::span<const float> grad) const {
   // The RMS of what is quantised, r + g (each sum rounded to float as the kernels round it).
+  const float* r = residual_.data() + offset;
   double sq = 0;
   for (std::size_t i = 0; i < grad.size(); ++i) {
-    const float v = residual_[i] + grad[i];
+    const float v = r[i] + grad[i];
     sq += static_cast<double>(v) * v;
   }
   const double t = options_.threshold * std::sqrt(sq / static_cast<double>(grad.size()));
@@ -243,13 +248,7 @@ void TwobitCodec::encode_rows(std::span<const float> grad, std::vector<std::byte
   std::byte* words = ts + 4 * rows;
   std::vector<float> t(rows);
   for (std::size_t row = 0; row < rows; ++row) {
-    double sq = 0;
-    for (std::size_t i = row * cols; i < (row + 1) * cols; ++i) {
-      const float v = residual_[i] + grad[i];
-      sq += static_cast<double>(v) * v;
-    }
-    const double tr = options_.threshold * std::sqrt(sq / static_cast<double>(cols));
-    t[row] = std::isfinite(tr) ? std::max(static_cast<float>(tr), std::numeric_limits<float>::min()) : options_.threshold;
+    t[row] = rms_threshold(row * cols, grad.subspan(row * cols, cols));
     store_le<float>(ts + 4 * row, t[row]);
   }
   alignas(16) std::uint8_t codes[16];
@@ -286,11 +285,15 @@ void TwobitCodec::decode_rows(std::span<const std::byte> payload, std::span<floa
   std::vector<float> t;
   const std::size_t at = check_rows(payload, t);
   const std::size_t n = info_.numel, cols = n / t.size();
-  std::vector<float> unit(n);
-  unpack_ternary(payload.data() + at, n, 1.0f, -1.0f, unit.data());
-  for (std::size_t i = 0; i < n; ++i) {
-    const float v = unit[i] * t[i / cols];
-    out[i] = add ? out[i] + v : v;
+  float unit[16];  // one word's values as +1, -1 or 0, then scaled by their row's t
+  for (std::size_t w = 0; 16 * w < n; ++w) {
+    const std::size_t m = std::min<std::size_t>(16, n - 16 * w);
+    unpack_ternary(payload.data() + at + 4 * w, m, 1.0f, -1.0f, unit);
+    for (std::size_t j = 0; j < m; ++j) {
+      const std::size_t i = 16 * w + j;
+      const float v = unit[j] * t[i / cols];
+      out[i] = add ? out[i] + v : v;
+    }
   }
 }
 
@@ -356,16 +359,10 @@ void TwobitCodec::decode_add(std::span<const std::byte> payload, std::span<float
   unpack_ternary_add(payload.data() + kHeaderBytes, acc.size(), t, -t, acc.data());
 }
 
-void TwobitCodec::save_state(std::vector<std::byte>& out) const {
-  CodecStateWriter(*this, out).put_floats(residual_);
-}
+void TwobitCodec::save_state(std::vector<std::byte>& out) const { save_float_vector(*this, residual_, out); }
 
 void TwobitCodec::load_state(std::span<const std::byte> state) {
-  CodecStateReader in(*this, state);
-  std::vector<float> residual(residual_.size());
-  in.floats_into(residual, "residual");
-  in.finish();
-  residual_.swap(residual);
+  load_float_vector(*this, residual_, state, "residual");
 }
 
 }  // namespace ferry::compress

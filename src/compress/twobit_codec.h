@@ -64,6 +64,9 @@ class TwobitCodec final : public Codec {
  private:
   // Validates the payload; returns t.
   float check(std::span<const std::byte> payload) const;
+  // threshold x the RMS of residual[offset, offset + grad.size()) + grad, at least the smallest
+  // normal float (units=rms; one tensor, or one row with per=row).
+  float rms_threshold(std::size_t offset, std::span<const float> grad) const;
   // Rows that carry a t of their own (per=row and a shape of >= 2 dimensions), else 1.
   std::size_t threshold_rows() const;
   // per=row: validates the payload; fills one t per row; returns the offset of the words.
