@@ -58,7 +58,20 @@ Built build(const CodecRegistry& registry, std::string_view text, const TensorIn
       momentum.placement = entry->momentum_with_feedback;
       momentum.mask_sent = entry->mask_sent;
     }
+    // Read (and so shown in the canonical spec) where it is given or on by default, so that the
+    // specs of the codecs that code the velocity read as before.
+    const bool ask = reader.has("ef21") || entry->ef21;
+    if (momentum.placement == MomentumPlacement::kWorker && ask && reader.get_bool("ef21", entry->ef21)) {
+      momentum.increments = true;
+      momentum.mask_sent = {};  // the velocity stays the optimizer's; its increments are coded
+    }
   }
+  FERRY_REQUIRE(!reader.has("ef21") || momentum.placement == MomentumPlacement::kWorker, "codec '", entry->name,
+                "': ef21 needs error feedback with the momentum on the worker (",
+                !ef ? "error feedback is off"
+                : entry->momentum_with_feedback == MomentumPlacement::kWorker ? "momentum_at=server is given"
+                                                                               : "this codec keeps the momentum in itself or on the aggregate",
+                ")");
   // 1-D parameters (biases, normalisation scales and shifts) travel raw, as in DGC's and
   // PowerSGD's implementations: they are a sliver of the bytes, and a sparsifier's k of a
   // 16-element scale is one value.
@@ -165,7 +178,7 @@ void register_builtin_codecs(CodecRegistry& registry) {
                 .make = [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<RandomkCodec>(parse_randomk_options(s), info);
                 },
-                .momentum_with_feedback = kWorker, .mask_sent = mask_sparse_sent});
+                .momentum_with_feedback = kWorker, .mask_sent = mask_sparse_sent, .ef21 = true});
   registry.add({.name = "dgc", .summary = "Deep Gradient Compression (ratio, momentum, clip, warmup)",
                 .feedback = FeedbackMode::kBuiltIn,
                 .make = [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {

@@ -38,6 +38,10 @@ KVServer::KVServer(comm::Communicator* comm, const KeyLayout* layout, int server
   FERRY_REQUIRE(options_.num_workers >= 1, "server needs at least one worker");
   FERRY_REQUIRE(static_cast<int>(layout_->keys().size()) <= kMaxKeys, "model has ", layout_->keys().size(),
                 " keys; at most ", kMaxKeys, " are supported");
+  // An integrating optimizer (EF21) sums one mean of every worker's increments per round; applied
+  // on each push's arrival it would step with the whole estimate once per worker.
+  FERRY_REQUIRE(!options_.sgd.integrate || options_.mode == ServerMode::kSync,
+                "an integrating optimizer (EF21) needs a synchronous server");
   if (options_.average_pushes) options_.sgd.rescale = 1.0f / options_.num_workers;
   for (int key : layout_->keys_of_server(server_index)) {
     auto k = std::make_unique<KeyState>();

@@ -7,12 +7,15 @@ namespace ferry::ps {
 SgdOptimizer::SgdOptimizer(std::size_t numel, SgdOptions options) : options_(options) {
   FERRY_REQUIRE(options.lr >= 0, "learning rate must be non-negative, got ", options.lr);
   FERRY_REQUIRE(options.momentum >= 0 && options.momentum < 1, "momentum must be in [0, 1), got ", options.momentum);
-  if (options_.momentum > 0) velocity_.assign(numel, 0.0f);
+  FERRY_REQUIRE(!options.integrate || (options.momentum == 0 && options.weight_decay == 0),
+                "an integrating optimizer (EF21's aggregate) takes no momentum or weight decay of its own, got momentum ",
+                options.momentum, ", weight decay ", options.weight_decay);
+  if (options_.momentum > 0 || options_.integrate) velocity_.assign(numel, 0.0f);
 }
 
 void SgdOptimizer::step(std::span<float> w, std::span<const float> grad) {
   FERRY_CHECK(w.size() == grad.size(), w.size(), " weights vs ", grad.size(), " gradients");
-  const float lr = options_.lr, mu = options_.momentum, wd = options_.weight_decay, rs = options_.rescale;
+  const float lr = options_.lr, mu = options_.integrate ? 1.0f : options_.momentum, wd = options_.weight_decay, rs = options_.rescale;
   const std::size_t n = w.size();
   if (mu == 0) {
     for (std::size_t i = 0; i < n; ++i) w[i] -= lr * (rs * grad[i] + wd * w[i]);

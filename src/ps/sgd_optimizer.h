@@ -6,6 +6,10 @@
 //
 // With a constant learning rate this is the same trajectory as PyTorch's SGD (v' = μv' + g,
 // w −= lr·v'), since v = −lr·v'. Used by the parameter server and by allreduce workers alike.
+//
+// `integrate` is the aggregate of EF21 (train/worker_momentum.h): the incoming gradient is an
+// increment of the direction the workers hold, so the velocity sums them without decay,
+// v = v − lr · rescale · g, w = w + v (μ = 1, no weight decay: the workers add it).
 #pragma once
 
 #include <span>
@@ -18,6 +22,7 @@ struct SgdOptions {
   float momentum = 0.9f;      // μ; 0 disables the velocity buffer
   float weight_decay = 0.0f;  // L2 coefficient added to the gradient
   float rescale = 1.0f;       // multiplies the incoming gradient (1/N to average N workers' sums)
+  bool integrate = false;     // EF21's aggregate: μ = 1 on increments; needs momentum = wd = 0
 };
 
 // Holds the velocity of one contiguous block of weights.

@@ -66,11 +66,17 @@ void validate(const TrainOptions& o) {
   validate_delayed_options(o.delayed);
   validate_algorithm_codec(info, canonical_codec(o));
   // A codec that keeps its own momentum (dgc) must not meet a different optimizer momentum.
+  OptimizerSplit split;
   try {
-    split_optimizer(canonical_codec(o), ps::SgdOptions{o.lr, o.momentum, o.weight_decay, 1.0f});
+    split = split_optimizer(canonical_codec(o), ps::SgdOptions{o.lr, o.momentum, o.weight_decay, 1.0f});
   } catch (const InvalidArgument& e) {
     FERRY_THROW(InvalidArgument, "invalid --codec '", o.codec, "': ", e.what());
   }
+  // EF21's aggregate integrates one mean of all workers' increments per step; a server that
+  // applies each push as it arrives would apply the sum of every worker's estimate each time.
+  FERRY_REQUIRE(!split.increments || world_layout(o).num_servers == 0 || info.server_mode == ps::ServerMode::kSync,
+                "invalid --codec '", o.codec, "': ef21 needs a synchronous aggregate and --algo ", o.algo,
+                " applies each push on arrival; add ef21=0 to the codec");
   canonical_pull_codec(o);
 }
 

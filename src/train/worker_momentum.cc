@@ -20,18 +20,25 @@ OptimizerSplit split_optimizer(const std::string& codec_spec, const ps::SgdOptio
                   sgd.momentum, " (or add momentum_at=server to the codec to apply both)");
     momentum = 0.0f;  // the codec's own momentum correction takes its place
   }
-  if (momentum == 0.0f && sgd.weight_decay == 0.0f && sgd.momentum == 0.0f) return s;  // nothing to move
+  if (!m.increments && momentum == 0.0f && sgd.weight_decay == 0.0f && sgd.momentum == 0.0f)
+    return s;  // nothing to move
   s.on_worker = true;
   s.momentum = momentum;
   s.weight_decay = sgd.weight_decay;
   s.mask = momentum > 0.0f ? m.mask_sent : compress::MomentumMaskFn{};
+  s.increments = m.increments;
   s.aggregate.momentum = 0.0f;
   s.aggregate.weight_decay = 0.0f;
+  s.aggregate.integrate = m.increments;
   return s;
 }
 
 WorkerMomentum::WorkerMomentum(std::size_t numel, const OptimizerSplit& split)
-    : momentum_(split.momentum), weight_decay_(split.weight_decay), mask_(split.mask), velocity_(numel, 0.0f) {
+    : momentum_(split.momentum),
+      weight_decay_(split.weight_decay),
+      increments_(split.increments),
+      mask_(split.mask),
+      velocity_(numel, 0.0f) {
   FERRY_CHECK(split.on_worker, "WorkerMomentum for an optimizer that stays on the aggregate");
 }
 
@@ -40,7 +47,13 @@ void WorkerMomentum::apply(std::span<float> grad, std::span<const float> weights
               grad.size(), " gradients, ", weights.size(), " weights, velocity of ", velocity_.size());
   const float m = momentum_, wd = weight_decay_;
   float* u = velocity_.data();
-  if (wd == 0.0f) {
+  if (increments_) {
+    for (std::size_t i = 0; i < grad.size(); ++i) {
+      const float next = m * u[i] + (wd == 0.0f ? grad[i] : grad[i] + wd * weights[i]);
+      grad[i] = next - u[i];
+      u[i] = next;
+    }
+  } else if (wd == 0.0f) {
     for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = u[i] = m * u[i] + grad[i];
   } else {
     for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = u[i] = m * u[i] + (grad[i] + wd * weights[i]);

@@ -19,6 +19,25 @@
 // quantisers; DGC has it inside; PowerSGD keeps the momentum on the aggregate (Vogels et al.,
 // NeurIPS 2019, Algorithm 2). The codec's spec key momentum_at=server restores the aggregate's
 // momentum for any codec.
+//
+// EF21 (ef21=1; the default of random-k): error feedback on the velocity releases, with every
+// send, all the velocity that piled up since the coordinate was last sent, which for random-k is
+// 1/ratio steps of it at once. EF21 instead keeps on both sides an estimate h_i of each worker's
+// velocity and sends only its correction (Richtarik, Sokolov, Fatkhullin, "EF21", NeurIPS 2021,
+// Algorithm 1; with momentum, EF21-SGDM of Fatkhullin, Tyurin, Richtarik, "Momentum Provably
+// Improves Error Feedback!", NeurIPS 2023, Algorithm 1):
+//
+//   worker i:   u_i <- m u_i + (g_i + wd w)
+//               c_i = C(u_i - h_i);  h_i <- h_i + decode(c_i)
+//   aggregate:  h <- h + (1/N) sum_i decode(c_i);  w <- w - lr h       (h = mean_i h_i)
+//
+// so every coordinate moves every step, by the last velocity its worker sent for it. It is the
+// existing error feedback fed with the velocity's increments: with e_i = u_i - h_i,
+// u_i - h_i = (u_i - u_i') + e_i' for the previous u_i', e_i', which is the codec's C(input +
+// residual) with input u_i - u_i'. So the worker hands the codec u_i - u_i', and the aggregate is
+// SGD with momentum 1 on the decoded mean (ps::SgdOptions::integrate). EF21-SGDM's
+// v <- (1 - eta) v + eta g with step gamma is this with eta = 1 - m, gamma = lr / (1 - m), for a
+// codec with C(a x) = a C(x) (the sparsifiers; 2-bit with units=rms).
 #pragma once
 
 #include <cstddef>
@@ -38,20 +57,22 @@ struct OptimizerSplit {
   float momentum = 0.0f;          // the workers' m (0 with DGC, whose codec keeps it)
   float weight_decay = 0.0f;      // the workers' wd
   compress::MomentumMaskFn mask;  // momentum factor masking after each encode; empty: none
+  bool increments = false;        // EF21: the workers hand on u - u_prev; the aggregate integrates
 };
 
 // How `sgd` runs with `codec_spec` (compress::codec_momentum): on_worker when the codec has
 // error feedback, its entry moves the momentum to the worker, the spec does not say
 // momentum_at=server, and there is momentum or weight decay to move. InvalidArgument naming
-// --momentum when a codec with its own momentum (dgc) meets a different non-zero one.
+// --momentum when a codec with its own momentum (dgc) meets a different non-zero one. EF21 is
+// on the worker even without momentum or weight decay (it is EF21 proper then: u = g).
 OptimizerSplit split_optimizer(const std::string& codec_spec, const ps::SgdOptions& sgd);
 
 // One worker's velocity over its flat gradient.
 class WorkerMomentum {
  public:
   WorkerMomentum(std::size_t numel, const OptimizerSplit& split);
-  // u <- m u + (g + wd w), then grad <- u: the buffer that is pushed or allreduced next.
-  // `weights` may be empty when wd = 0.
+  // u <- m u + (g + wd w), then grad <- u (EF21: grad <- u - u_prev): the buffer that is pushed
+  // or allreduced next. `weights` may be empty when wd = 0.
   void apply(std::span<float> grad, std::span<const float> weights);
   // Momentum factor masking: after the codec of elements [offset, offset + length) sent
   // `payload`, zeroes u at the coordinates it sent. No-op without a mask.
@@ -63,6 +84,7 @@ class WorkerMomentum {
  private:
   float momentum_;
   float weight_decay_;
+  bool increments_;
   compress::MomentumMaskFn mask_;
   std::vector<float> velocity_;
 };

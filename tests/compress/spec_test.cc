@@ -114,9 +114,33 @@ TEST(CodecRegistry, MomentumPlacementIsTheEntrysCapability) {
     EXPECT_EQ(codec_momentum(spec).placement, P::kWorker) << spec;
     EXPECT_FALSE(codec_momentum(spec).mask_sent) << spec;
   }
-  for (const char* spec : {"topk", "randomk"}) {
+  for (const char* spec : {"topk", "randomk:ef21=0"}) {
     EXPECT_EQ(codec_momentum(spec).placement, P::kWorker) << spec;
     EXPECT_TRUE(codec_momentum(spec).mask_sent) << spec;
+    EXPECT_FALSE(codec_momentum(spec).increments) << spec;
+  }
+  // EF21: random-k's default, any other codec that codes the velocity on request; no masking.
+  for (const char* spec : {"randomk", "topk:ef21=1", "twobit:ef21=1", "qsgd:ef=1,ef21=1"}) {
+    EXPECT_EQ(codec_momentum(spec).placement, P::kWorker) << spec;
+    EXPECT_TRUE(codec_momentum(spec).increments) << spec;
+    EXPECT_FALSE(codec_momentum(spec).mask_sent) << spec;
+  }
+  EXPECT_EQ(canonical_codec_spec("randomk"), "randomk:ratio=0.01,seed=0,ef=1,momentum_at=worker,ef21=1,raw_1d=1");
+  EXPECT_EQ(canonical_codec_spec("topk"), "topk:ratio=0.01,ef=1,momentum_at=worker,raw_1d=1");
+  EXPECT_FALSE(codec_momentum("randomk:momentum_at=server").increments);
+  // Where there is no worker velocity to code, ef21 is refused, saying why.
+  for (const auto& [spec, why] : std::vector<std::pair<const char*, const char*>>{
+           {"fp16:ef21=1", "error feedback is off"},
+           {"twobit:momentum_at=server,ef21=1", "momentum_at=server"},
+           {"dgc:ef21=1", "keeps the momentum"},
+           {"powersgd:ef21=0", "keeps the momentum"}}) {
+    try {
+      canonical_codec_spec(spec);
+      ADD_FAILURE() << spec << " was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("ef21 needs"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
   }
   EXPECT_EQ(codec_momentum("dgc:momentum=0.75").placement, P::kInCodec);
   EXPECT_EQ(codec_momentum("dgc:momentum=0.75").codec_momentum, 0.75);

@@ -65,6 +65,46 @@ TEST(OptimizerSplit, EachCodecPlacesTheMomentumAsItsEntrySays) {
   EXPECT_FALSE(split_optimizer("twobit", ps::SgdOptions{0.2f, 0.0f, 0.0f, 1.0f}).on_worker);
 }
 
+// EF21 (random-k's default): the workers hand on increments, the aggregate integrates them with no
+// momentum or weight decay of its own; it is on the worker even without momentum (EF21 proper).
+TEST(OptimizerSplit, Ef21IntegratesOnTheAggregate) {
+  for (const ps::SgdOptions& sgd : {ps::SgdOptions{0.05f, 0.9f, 1e-4f, 1.0f}, ps::SgdOptions{0.2f, 0.0f, 0.0f, 1.0f}}) {
+    for (const char* spec : {"randomk", "twobit:threshold=2,units=rms,ef21=1", "none:ef=1,ef21=1"}) {
+      const OptimizerSplit s = split_optimizer(compress::canonical_codec_spec(spec), sgd);
+      EXPECT_TRUE(s.on_worker && s.increments) << spec;
+      EXPECT_FALSE(s.mask) << spec;
+      EXPECT_EQ(s.momentum, sgd.momentum) << spec;
+      EXPECT_TRUE(s.aggregate.integrate) << spec;
+      EXPECT_EQ(s.aggregate.momentum, 0.0f) << spec;
+      EXPECT_EQ(s.aggregate.weight_decay, 0.0f) << spec;
+    }
+    const OptimizerSplit classic = split_optimizer(compress::canonical_codec_spec("randomk:ef21=0"), sgd);
+    EXPECT_FALSE(classic.increments || classic.aggregate.integrate);
+  }
+  EXPECT_THROW(ps::SgdOptimizer(4, ps::SgdOptions{0.1f, 0.9f, 0.0f, 1.0f, true}), InvalidArgument);
+}
+
+// A server that applies each push as it arrives cannot integrate one mean per round.
+TEST(OptimizerSplit, Ef21WithAnAsynchronousServerIsRefusedNamingTheKey) {
+  TrainOptions o;
+  o.algo = "asgd";
+  o.num_servers = 1;
+  o.codec = "randomk:ratio=0.05";
+  try {
+    validate(o);
+    FAIL() << "accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("ef21=0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("asgd"), std::string::npos) << e.what();
+  }
+  o.codec = "randomk:ratio=0.05,ef21=0";
+  EXPECT_NO_THROW(validate(o));
+  o.algo = "ssgd";
+  o.topology = "ps";
+  o.codec = "randomk:ratio=0.05";
+  EXPECT_NO_THROW(validate(o));
+}
+
 TEST(OptimizerSplit, DgcWithAnotherMomentumIsRefusedNamingTheFlag) {
   TrainOptions o;
   o.codec = "dgc:momentum=0.9";
@@ -113,6 +153,47 @@ TEST(WorkerMomentumRule, TwobitIsErrorFeedbackOnTheVelocity) {
   // No masking for a quantiser: the velocity is untouched by what was sent.
   EXPECT_EQ(std::vector<float>(m.velocity().begin(), m.velocity().end()),
             (std::vector<float>{0.625f, -0.625f, 0.3125f, 1.0f}));
+}
+
+// EF21 with momentum (Richtarik et al., NeurIPS 2021; Fatkhullin et al., NeurIPS 2023), one worker,
+// top-1 of 4, m = 1/2, and its aggregate with lr = 1/2, by hand:
+//   u <- m u + g;  c = C(u - h);  h <- h + c;  w <- w - lr h
+//   step 1: g = (1, -1/2, 1/4, 0):   u = (1, -1/2, 1/4, 0),       u - h = u,                  c = (1, 0, 0, 0)
+//           h = (1, 0, 0, 0),        w = (-1/2, 0, 0, 0)
+//   step 2: g = (0, -1/2, 1/2, 1/4): u = (1/2, -3/4, 5/8, 1/4),   u - h = (-1/2, -3/4, 5/8, 1/4), c = (0, -3/4, 0, 0)
+//           h = (1, -3/4, 0, 0),     w = (-1, 3/8, 0, 0)
+//   step 3: g = (1/4, 0, 0, 0):      u = (1/2, -3/8, 5/16, 1/8),  u - h = (-1/2, 3/8, 5/16, 1/8), c = (-1/2, 0, 0, 0)
+//           h = (1/2, -3/4, 0, 0),   w = (-5/4, 3/4, 0, 0)
+// ferry's codec carries the increments of u with its error feedback; its residual is u - h.
+TEST(WorkerMomentumRule, Ef21SendsTheCorrectionOfTheVelocityEstimate) {
+  const std::string spec = compress::canonical_codec_spec("topk:ratio=0.25,ef21=1");
+  OptimizerSplit split = split_optimizer(spec, ps::SgdOptions{0.5f, 0.5f, 0.0f, 1.0f});
+  ASSERT_TRUE(split.increments);
+  WorkerMomentum m(4, split);
+  ps::SgdOptimizer aggregate(4, split.aggregate);
+  auto codec = compress::make_codec(spec, TensorInfo{.numel = 4});
+  const std::vector<std::vector<float>> g{{1, -0.5f, 0.25f, 0}, {0, -0.5f, 0.5f, 0.25f}, {0.25f, 0, 0, 0}};
+  const std::vector<std::vector<float>> u{{1, -0.5f, 0.25f, 0}, {0.5f, -0.75f, 0.625f, 0.25f},
+                                          {0.5f, -0.375f, 0.3125f, 0.125f}};
+  const std::vector<std::vector<float>> c{{1, 0, 0, 0}, {0, -0.75f, 0, 0}, {-0.5f, 0, 0, 0}};
+  const std::vector<std::vector<float>> h{{1, 0, 0, 0}, {1, -0.75f, 0, 0}, {0.5f, -0.75f, 0, 0}};
+  const std::vector<std::vector<float>> w{{-0.5f, 0, 0, 0}, {-1, 0.375f, 0, 0}, {-1.25f, 0.75f, 0, 0}};
+  std::vector<float> weights(4, 0.0f);
+  std::vector<std::byte> payload;
+  for (std::size_t t = 0; t < 3; ++t) {
+    std::vector<float> x = g[t];
+    m.apply(x, {});
+    codec->encode(x, payload);
+    m.mask(0, 4, payload);
+    const auto sent = decoded(*codec, payload);
+    EXPECT_EQ(sent, c[t]) << "step " << t + 1;
+    EXPECT_EQ(std::vector<float>(m.velocity().begin(), m.velocity().end()), u[t]) << "step " << t + 1;
+    std::vector<float> u_minus_h(4);
+    for (int i = 0; i < 4; ++i) u_minus_h[i] = u[t][i] - h[t][i];
+    EXPECT_EQ(std::vector<float>(codec->residual().begin(), codec->residual().end()), u_minus_h) << "step " << t + 1;
+    aggregate.step(weights, sent);
+    EXPECT_EQ(weights, w[t]) << "step " << t + 1;
+  }
 }
 
 // DGC's momentum correction with factor masking (Lin et al., ICLR 2018, Algorithm 1 with
@@ -170,7 +251,8 @@ TEST(WorkerMomentumRule, TopkWithMaskingIsDgcMomentumCorrection) {
 TEST(WorkerMomentumRule, ErrorFeedbackStillConservesItsInput) {
   const std::size_t n = 1000;
   for (const char* spec : {"twobit:threshold=0.05", "onebit", "topk:ratio=0.02", "randomk:ratio=0.02", "fp16:ef=1",
-                           "qsgd:ef=1", "terngrad:ef=1", "none:ef=1"}) {
+                           "qsgd:ef=1", "terngrad:ef=1", "none:ef=1", "randomk:ratio=0.02,ef21=0",
+                           "twobit:threshold=0.05,ef21=1", "topk:ratio=0.02,ef21=1"}) {
     const std::string canonical = compress::canonical_codec_spec(spec);
     WorkerMomentum m(n, split_optimizer(canonical, ps::SgdOptions{0.1f, 0.9f, 0.0f, 1.0f}));
     auto codec = compress::make_codec(canonical, TensorInfo{.numel = n});
@@ -197,6 +279,12 @@ TEST(WorkerMomentumRule, ErrorFeedbackStillConservesItsInput) {
     double worst = 0;
     for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(sent[i] + codec->residual()[i] - in[i]));
     EXPECT_LE(worst, tol) << spec;
+    if (!compress::codec_momentum(canonical).increments) continue;
+    // EF21: the inputs are the velocity's increments, so they sum to the velocity (each increment
+    // rounds once more, by 2^-24 of a value within the same bound), and the residual is u - h.
+    worst = 0;
+    for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(in[i] - m.velocity()[i]));
+    EXPECT_LE(worst, tol) << spec << ": the increments do not sum to the velocity";
   }
 }
 
@@ -259,12 +347,14 @@ TEST(WorkerMomentumSsgd, IdentityCodecThroughTheMechanismIsPlainMomentumSgdExact
     const auto plain = dyadic_ssgd(topology, "none", kSteps);             // the optimizer's momentum
     const auto worker = dyadic_ssgd(topology, "none:ef=1", kSteps);       // the workers' velocity
     const auto server = dyadic_ssgd(topology, "none:ef=1,momentum_at=server", kSteps);
+    const auto ef21 = dyadic_ssgd(topology, "none:ef=1,ef21=1", kSteps);  // increments, integrated
     ASSERT_EQ(plain.size(), ref.size());
     for (std::size_t i = 0; i < ref.size(); ++i) {
       ASSERT_EQ(static_cast<double>(static_cast<float>(ref[i])), ref[i]) << "the reference left float at " << i;
       EXPECT_EQ(plain[i], static_cast<float>(ref[i])) << topology_name(topology) << " " << i;
       EXPECT_EQ(worker[i], static_cast<float>(ref[i])) << topology_name(topology) << " " << i;
       EXPECT_EQ(server[i], static_cast<float>(ref[i])) << topology_name(topology) << " " << i;
+      EXPECT_EQ(ef21[i], static_cast<float>(ref[i])) << topology_name(topology) << " " << i;
     }
   }
 }
@@ -302,10 +392,20 @@ TEST(WorkerMomentumTraining, IdentityCodecFollowsTheOptimizersMomentum) {
   const auto allreduce = train("ssgd", Topology::kAllreduce, 0, "none:ef=1", 12);
   EXPECT_LT(testing::max_abs_diff(plain, worker), 1e-5);
   EXPECT_LT(testing::max_abs_diff(plain, allreduce), 1e-5);
+  EXPECT_LT(testing::max_abs_diff(plain, train("ssgd", Topology::kParameterServer, 1, "none:ef=1,ef21=1", 12)), 1e-5);
+  EXPECT_LT(testing::max_abs_diff(plain, train("ssgd", Topology::kAllreduce, 0, "none:ef=1,ef21=1", 12)), 1e-5);
   const auto cd_plain = train("cdsgd", Topology::kParameterServer, 1, "none:ef=1,momentum_at=server", 12);
   const auto cd_worker = train("cdsgd", Topology::kParameterServer, 1, "none:ef=1", 12);
   EXPECT_GT(testing::max_abs_diff(cd_plain, plain), 1e-4) << "CD-SGD is not S-SGD";
   EXPECT_LT(testing::max_abs_diff(cd_plain, cd_worker), 1e-5);
+  EXPECT_LT(testing::max_abs_diff(cd_plain, train("cdsgd", Topology::kParameterServer, 1, "none:ef=1,ef21=1", 12)), 1e-5);
+}
+
+// EF21 with a lossy codec is its own run (not the classic one), and the same on both topologies.
+TEST(WorkerMomentumTraining, Ef21IsTheSameOnBothTopologies) {
+  const auto ef21 = train("ssgd", Topology::kParameterServer, 1, "topk:ratio=0.05,ef21=1", 10);
+  EXPECT_GT(testing::max_abs_diff(ef21, train("ssgd", Topology::kParameterServer, 1, "topk:ratio=0.05", 10)), 1e-6);
+  EXPECT_LT(testing::max_abs_diff(ef21, train("ssgd", Topology::kAllreduce, 0, "topk:ratio=0.05,ef21=1", 10)), 1e-5);
 }
 
 // With a lossy codec the placement changes the run (it is not silently the old path), and the
