@@ -232,6 +232,16 @@ def test_bad_codec_spec_is_a_value_error():
         ferry.torch.hooks.compress("fourbit")
 
 
+def test_hook_spec_puts_the_momentum_after_the_hook():
+    import ferry.torch.hooks as hooks
+    assert hooks._hook_spec("twobit") == "twobit:threshold=0.5,momentum_at=server,raw_1d=1"
+    assert hooks._hook_spec("randomk:ratio=0.05") == "randomk:ratio=0.05,seed=0,ef=1,momentum_at=server,raw_1d=1"
+    assert hooks._hook_spec("fp16") == "fp16:ef=0,raw_1d=1"  # no error feedback: nothing to place
+    for spec, key in [("topk:momentum_at=worker", "momentum_at=worker"), ("randomk:ef21=1", "ef21=1")]:
+        with pytest.raises(ValueError, match=key + ".*DistributedOptimizer"):
+            hooks.compress(spec)
+
+
 def test_bad_options_raise_value_error_naming_the_option(tmp_path):
     r = subprocess.run([sys.executable, "-c", BAD_OPTIONS], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))

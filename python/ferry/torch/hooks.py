@@ -16,6 +16,11 @@ first), through ferry's emulated link, the one `DistributedOptimizer(link=...)` 
 use, so that DDP and ferry's algorithms are compared on the same link. Either way the bucket's work
 runs on one background thread and the hook returns a future at once, so that communication
 overlaps the rest of the backward pass as DDP's own allreduce does.
+
+The hook sees gradients only; the momentum and weight decay stay in the torch optimizer that
+steps after it, on the decoded average: a codec's `momentum_at=server` placement, which the hook's
+spec resolves to. A spec that asks for the momentum on the worker (`momentum_at=worker`, `ef21=1`)
+is DistributedOptimizer's and is refused here.
 """
 import concurrent.futures
 
@@ -80,14 +85,33 @@ class _FerryLink:
         return _C.allgather_bytes(payload, self.link)
 
 
+def _hook_spec(spec):
+    """The canonical spec of `spec` with the momentum where the hook leaves it: after the hook, in
+    the torch optimizer (momentum_at=server). ValueError for a bad spec or one that asks for the
+    momentum on the worker."""
+    try:
+        canonical = _C.canonical_codec_spec(spec)
+        if "momentum_at=" not in canonical:  # the codec has no placement to choose
+            return canonical
+        name, _, opts = spec.partition(":")
+        given = dict(kv.partition("=")[::2] for kv in opts.split(",") if kv)
+        asked = [k for k, v in given.items() if (k, v.lower()) == ("momentum_at", "worker")
+                 or (k == "ef21" and v.lower() in ("1", "true", "on", "yes"))]
+        if asked:
+            raise ValueError(f"{asked[0]}={given[asked[0]]}: the DDP hook leaves the momentum to the torch optimizer "
+                             f"after it (momentum_at=server); the worker's momentum is DistributedOptimizer's")
+        given = {k: v for k, v in given.items() if k not in ("momentum_at", "ef21")}
+        given["momentum_at"] = "server"
+        return _C.canonical_codec_spec(name + ":" + ",".join(f"{k}={v}" for k, v in given.items()))
+    except ValueError as e:
+        raise ValueError(f"compress({spec!r}): {e}") from None
+
+
 def compress(spec, link=None):
     """A DDP communication hook compressing every gradient with the codec `spec` (any ferry codec
     spec, "none" included), over DDP's process group or, with `link`, over ferry's workers through
     that emulated link. Raises ValueError for a bad spec or link, here, before training."""
-    try:
-        spec = _C.canonical_codec_spec(spec)
-    except ValueError as e:
-        raise ValueError(f"compress({spec!r}): {e}") from None
+    spec = _hook_spec(spec)
     if link is not None:
         if not _C.initialised():
             raise ValueError("compress(link=...): the link is ferry's: call ferry.init() first")
