@@ -9,9 +9,9 @@
 // With error feedback on, the key momentum_at=worker|server says where the optimizer's momentum
 // acts (MomentumPlacement); its default is the entry's momentum_with_feedback, and it is part
 // of the canonical spec of every codec with error feedback whose entry moves the momentum.
-// With the momentum on the worker, ef21=0|1 chooses what is compressed: the velocity (0, classic
-// error feedback) or its increments (1, EF21); the default is the entry's ef21, and the key is
-// part of the canonical spec where it is given or on by default.
+// With the momentum on the worker, ef21=0|1 chooses what is compressed: the velocity (0, the
+// default: classic error feedback) or its increments (1, EF21); the key shows in the canonical
+// spec only where it is given.
 // Every codec but none reads raw_1d (default 1): a tensor that is a whole 1-D parameter
 // (TensorInfo::param_ndim == 1: a bias, a norm's scale or shift) is then sent raw fp32, with the
 // momentum where the spec puts it (RawVelocityCodec for a codec that keeps its own); raw_1d=0
@@ -62,8 +62,6 @@ struct CodecEntry {
   MomentumPlacement momentum_with_feedback = MomentumPlacement::kAggregate;
   // kWorker: momentum factor masking after each encode (DGC's); empty: none.
   MomentumMaskFn mask_sent = {};
-  // kWorker: EF21 unless the spec says ef21=0 (CodecMomentum::increments); no masking then.
-  bool ef21 = false;
   // kInCodec: the spec key holding the codec's own momentum ("momentum").
   std::string momentum_key = {};
 };

@@ -76,7 +76,7 @@ void validate(const TrainOptions& o) {
   // applies each push as it arrives would apply the sum of every worker's estimate each time.
   FERRY_REQUIRE(!split.increments || world_layout(o).num_servers == 0 || info.server_mode == ps::ServerMode::kSync,
                 "invalid --codec '", o.codec, "': ef21 needs a synchronous aggregate and --algo ", o.algo,
-                " applies each push on arrival; add ef21=0 to the codec");
+                " applies each push on arrival; drop ef21=1");
   canonical_pull_codec(o);
 }
 

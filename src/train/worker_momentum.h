@@ -20,9 +20,9 @@
 // NeurIPS 2019, Algorithm 2). The codec's spec key momentum_at=server restores the aggregate's
 // momentum for any codec.
 //
-// EF21 (ef21=1; the default of random-k): error feedback on the velocity releases, with every
-// send, all the velocity that piled up since the coordinate was last sent, which for random-k is
-// 1/ratio steps of it at once. EF21 instead keeps on both sides an estimate h_i of each worker's
+// EF21 (ef21=1, on request): error feedback on the velocity releases, with every send, all the
+// velocity that piled up since the coordinate was last sent, which for random-k is 1/ratio steps
+// of it at once. EF21 instead keeps on both sides an estimate h_i of each worker's
 // velocity and sends only its correction (Richtarik, Sokolov, Fatkhullin, "EF21", NeurIPS 2021,
 // Algorithm 1; with momentum, EF21-SGDM of Fatkhullin, Tyurin, Richtarik, "Momentum Provably
 // Improves Error Feedback!", NeurIPS 2023, Algorithm 1):
@@ -37,7 +37,10 @@
 // residual) with input u_i - u_i'. So the worker hands the codec u_i - u_i', and the aggregate is
 // SGD with momentum 1 on the decoded mean (ps::SgdOptions::integrate). EF21-SGDM's
 // v <- (1 - eta) v + eta g with step gamma is this with eta = 1 - m, gamma = lr / (1 - m), for a
-// codec with C(a x) = a C(x) (the sparsifiers; 2-bit with units=rms).
+// codec with C(a x) = a C(x) (the sparsifiers; 2-bit with units=rms). Measured at the user's
+// learning rate and momentum it trains worse than classic error feedback, for random-k too
+// (bench/RESULTS.md, "EF21"): its stale estimate is applied every step, where classic error
+// feedback applies it once.
 #pragma once
 
 #include <cstddef>

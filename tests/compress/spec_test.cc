@@ -114,20 +114,19 @@ TEST(CodecRegistry, MomentumPlacementIsTheEntrysCapability) {
     EXPECT_EQ(codec_momentum(spec).placement, P::kWorker) << spec;
     EXPECT_FALSE(codec_momentum(spec).mask_sent) << spec;
   }
-  for (const char* spec : {"topk", "randomk:ef21=0"}) {
+  for (const char* spec : {"topk", "randomk", "randomk:ef21=0"}) {
     EXPECT_EQ(codec_momentum(spec).placement, P::kWorker) << spec;
     EXPECT_TRUE(codec_momentum(spec).mask_sent) << spec;
     EXPECT_FALSE(codec_momentum(spec).increments) << spec;
   }
-  // EF21: random-k's default, any other codec that codes the velocity on request; no masking.
-  for (const char* spec : {"randomk", "topk:ef21=1", "twobit:ef21=1", "qsgd:ef=1,ef21=1"}) {
+  // EF21, on request, for any codec that codes the velocity; no masking.
+  for (const char* spec : {"randomk:ef21=1", "topk:ef21=1", "twobit:ef21=1", "qsgd:ef=1,ef21=1"}) {
     EXPECT_EQ(codec_momentum(spec).placement, P::kWorker) << spec;
     EXPECT_TRUE(codec_momentum(spec).increments) << spec;
     EXPECT_FALSE(codec_momentum(spec).mask_sent) << spec;
   }
-  EXPECT_EQ(canonical_codec_spec("randomk"), "randomk:ratio=0.01,seed=0,ef=1,momentum_at=worker,ef21=1,raw_1d=1");
-  EXPECT_EQ(canonical_codec_spec("topk"), "topk:ratio=0.01,ef=1,momentum_at=worker,raw_1d=1");
-  EXPECT_FALSE(codec_momentum("randomk:momentum_at=server").increments);
+  EXPECT_EQ(canonical_codec_spec("randomk:ef21=1"), "randomk:ratio=0.01,seed=0,ef=1,momentum_at=worker,ef21=1,raw_1d=1");
+  EXPECT_EQ(canonical_codec_spec("randomk"), "randomk:ratio=0.01,seed=0,ef=1,momentum_at=worker,raw_1d=1");
   // Where there is no worker velocity to code, ef21 is refused, saying why.
   for (const auto& [spec, why] : std::vector<std::pair<const char*, const char*>>{
            {"fp16:ef21=1", "error feedback is off"},

@@ -65,11 +65,11 @@ TEST(OptimizerSplit, EachCodecPlacesTheMomentumAsItsEntrySays) {
   EXPECT_FALSE(split_optimizer("twobit", ps::SgdOptions{0.2f, 0.0f, 0.0f, 1.0f}).on_worker);
 }
 
-// EF21 (random-k's default): the workers hand on increments, the aggregate integrates them with no
+// EF21 (ef21=1): the workers hand on increments, the aggregate integrates them with no
 // momentum or weight decay of its own; it is on the worker even without momentum (EF21 proper).
 TEST(OptimizerSplit, Ef21IntegratesOnTheAggregate) {
   for (const ps::SgdOptions& sgd : {ps::SgdOptions{0.05f, 0.9f, 1e-4f, 1.0f}, ps::SgdOptions{0.2f, 0.0f, 0.0f, 1.0f}}) {
-    for (const char* spec : {"randomk", "twobit:threshold=2,units=rms,ef21=1", "none:ef=1,ef21=1"}) {
+    for (const char* spec : {"randomk:ef21=1", "twobit:threshold=2,units=rms,ef21=1", "none:ef=1,ef21=1"}) {
       const OptimizerSplit s = split_optimizer(compress::canonical_codec_spec(spec), sgd);
       EXPECT_TRUE(s.on_worker && s.increments) << spec;
       EXPECT_FALSE(s.mask) << spec;
@@ -78,8 +78,10 @@ TEST(OptimizerSplit, Ef21IntegratesOnTheAggregate) {
       EXPECT_EQ(s.aggregate.momentum, 0.0f) << spec;
       EXPECT_EQ(s.aggregate.weight_decay, 0.0f) << spec;
     }
-    const OptimizerSplit classic = split_optimizer(compress::canonical_codec_spec("randomk:ef21=0"), sgd);
-    EXPECT_FALSE(classic.increments || classic.aggregate.integrate);
+    for (const char* spec : {"randomk", "randomk:ef21=0"}) {
+      const OptimizerSplit classic = split_optimizer(compress::canonical_codec_spec(spec), sgd);
+      EXPECT_FALSE(classic.increments || classic.aggregate.integrate) << spec;
+    }
   }
   EXPECT_THROW(ps::SgdOptimizer(4, ps::SgdOptions{0.1f, 0.9f, 0.0f, 1.0f, true}), InvalidArgument);
 }
@@ -89,19 +91,19 @@ TEST(OptimizerSplit, Ef21WithAnAsynchronousServerIsRefusedNamingTheKey) {
   TrainOptions o;
   o.algo = "asgd";
   o.num_servers = 1;
-  o.codec = "randomk:ratio=0.05";
+  o.codec = "randomk:ratio=0.05,ef21=1";
   try {
     validate(o);
     FAIL() << "accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("ef21=0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("drop ef21=1"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("asgd"), std::string::npos) << e.what();
   }
-  o.codec = "randomk:ratio=0.05,ef21=0";
+  o.codec = "randomk:ratio=0.05";
   EXPECT_NO_THROW(validate(o));
   o.algo = "ssgd";
   o.topology = "ps";
-  o.codec = "randomk:ratio=0.05";
+  o.codec = "randomk:ratio=0.05,ef21=1";
   EXPECT_NO_THROW(validate(o));
 }
 
@@ -251,7 +253,7 @@ TEST(WorkerMomentumRule, TopkWithMaskingIsDgcMomentumCorrection) {
 TEST(WorkerMomentumRule, ErrorFeedbackStillConservesItsInput) {
   const std::size_t n = 1000;
   for (const char* spec : {"twobit:threshold=0.05", "onebit", "topk:ratio=0.02", "randomk:ratio=0.02", "fp16:ef=1",
-                           "qsgd:ef=1", "terngrad:ef=1", "none:ef=1", "randomk:ratio=0.02,ef21=0",
+                           "qsgd:ef=1", "terngrad:ef=1", "none:ef=1", "randomk:ratio=0.02,ef21=1",
                            "twobit:threshold=0.05,ef21=1", "topk:ratio=0.02,ef21=1"}) {
     const std::string canonical = compress::canonical_codec_spec(spec);
     WorkerMomentum m(n, split_optimizer(canonical, ps::SgdOptions{0.1f, 0.9f, 0.0f, 1.0f}));
