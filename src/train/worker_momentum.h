@@ -39,8 +39,8 @@
 // v <- (1 - eta) v + eta g with step gamma is this with eta = 1 - m, gamma = lr / (1 - m), for a
 // codec with C(a x) = a C(x) (the sparsifiers; 2-bit with units=rms). Measured at the user's
 // learning rate and momentum it trains worse than classic error feedback, for random-k too
-// (bench/RESULTS.md, "EF21"): its stale estimate is applied every step, where classic error
-// feedback applies it once.
+// (bench/RESULTS.md, "EF21 against classic error feedback"): its stale estimate is applied
+// every step, where classic error feedback applies it once.
 #pragma once
 
 #include <cstddef>
