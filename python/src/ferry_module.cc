@@ -301,6 +301,8 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("codec_names", &ferry::compress::codec_names);
   m.def("canonical_codec_spec", [](const std::string& spec) { return ferry::compress::canonical_codec_spec(spec); });
+  m.def("canonical_codec_spec_on_aggregate",
+        [](const std::string& spec) { return ferry::compress::canonical_codec_spec_on_aggregate(spec); });
   py::class_<PyCodec>(m, "Codec")
       .def(py::init<const std::string&, std::vector<std::int64_t>, std::uint64_t, int, std::int64_t>(),
            py::arg("spec"), py::arg("shape"), py::arg("tensor_id"), py::arg("rank"), py::arg("batch") = 0)

@@ -65,12 +65,14 @@ Built build(const CodecRegistry& registry, std::string_view text, const TensorIn
       momentum.mask_sent = {};  // the velocity stays the optimizer's; its increments are coded
     }
   }
-  FERRY_REQUIRE(!reader.has("ef21") || momentum.placement == MomentumPlacement::kWorker, "codec '", entry->name,
-                "': ef21 needs error feedback with the momentum on the worker (",
-                !ef ? "error feedback is off"
-                : entry->momentum_with_feedback == MomentumPlacement::kWorker ? "momentum_at=server is given"
-                                                                               : "this codec keeps the momentum in itself or on the aggregate",
-                ")");
+  if (reader.has("ef21") && momentum.placement != MomentumPlacement::kWorker) {
+    const char* why = !ef ? "error feedback is off"
+                      : entry->momentum_with_feedback == MomentumPlacement::kWorker
+                          ? "momentum_at=server is given"
+                          : "this codec keeps the momentum in itself or on the aggregate";
+    FERRY_THROW(InvalidArgument, "codec '", entry->name, "': ef21 needs error feedback with the momentum on the worker (",
+                why, ")");
+  }
   // 1-D parameters (biases, normalisation scales and shifts) travel raw, as in DGC's and
   // PowerSGD's implementations: they are a sliver of the bytes, and a sparsifier's k of a
   // 16-element scale is one value.
@@ -212,6 +214,23 @@ std::string canonical_codec_spec(std::string_view spec) {
 }
 
 CodecMomentum codec_momentum(std::string_view spec) { return builtin_codec_registry().momentum(spec); }
+
+std::string canonical_codec_spec_on_aggregate(std::string_view text) {
+  const CodecRegistry& registry = builtin_codec_registry();
+  const std::string canonical = registry.canonical(text);  // validates
+  if (registry.momentum(canonical).placement == MomentumPlacement::kAggregate) return canonical;
+  // The placement is the entry's default or what the spec asked for: refuse the latter.
+  Spec spec = Spec::parse(text, "codec");
+  for (const auto& [key, value] : spec.params) {
+    const bool asked = key == "ef21" ? registry.momentum(text).increments : key == "momentum_at";
+    FERRY_REQUIRE(!asked, key, "=", value,
+                  ": here the momentum is applied after the codec (momentum_at=server); the workers' momentum "
+                  "needs a caller that keeps their velocity (ferry train, DistributedOptimizer)");
+  }
+  std::erase_if(spec.params, [](const auto& kv) { return kv.first == "ef21"; });  // ef21=0: nothing to drop to
+  spec.params.emplace_back("momentum_at", "server");
+  return registry.canonical(spec.str());
+}
 
 std::vector<std::string> codec_names() { return builtin_codec_registry().names(); }
 

@@ -106,6 +106,11 @@ const CodecRegistry& builtin_codec_registry();
 std::unique_ptr<Codec> make_codec(std::string_view spec, const TensorInfo& info);
 std::string canonical_codec_spec(std::string_view spec);
 CodecMomentum codec_momentum(std::string_view spec);
+// The canonical spec with the optimizer's momentum on the aggregate (momentum_at=server where the
+// codec has the key), for a caller that applies the momentum after the codec itself (the DDP
+// hook, whose torch optimizer steps on the decoded average). InvalidArgument, naming the key,
+// when the spec asks for the momentum on the worker (momentum_at=worker, ef21=1).
+std::string canonical_codec_spec_on_aggregate(std::string_view spec);
 // The builtin codecs' names, sorted (for help texts).
 std::vector<std::string> codec_names();
 

@@ -15,7 +15,8 @@ SgdOptimizer::SgdOptimizer(std::size_t numel, SgdOptions options) : options_(opt
 
 void SgdOptimizer::step(std::span<float> w, std::span<const float> grad) {
   FERRY_CHECK(w.size() == grad.size(), w.size(), " weights vs ", grad.size(), " gradients");
-  const float lr = options_.lr, mu = options_.integrate ? 1.0f : options_.momentum, wd = options_.weight_decay, rs = options_.rescale;
+  const float lr = options_.lr, wd = options_.weight_decay, rs = options_.rescale;
+  const float mu = options_.integrate ? 1.0f : options_.momentum;
   const std::size_t n = w.size();
   if (mu == 0) {
     for (std::size_t i = 0; i < n; ++i) w[i] -= lr * (rs * grad[i] + wd * w[i]);

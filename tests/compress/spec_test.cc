@@ -14,15 +14,21 @@ namespace {
 
 using testing::codec;
 
-// Expects InvalidArgument whose message contains `needle`.
-void expect_invalid(const std::string& spec, const std::string& needle, std::size_t n = 100) {
+// Expects `use(spec)` to throw InvalidArgument whose message contains `needle`.
+template <typename Use>
+void expect_invalid_with(Use use, const std::string& spec, const std::string& needle) {
   try {
-    codec(spec, n);
+    use(spec);
     ADD_FAILURE() << "spec '" << spec << "' was accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
         << "spec '" << spec << "': message '" << e.what() << "' lacks '" << needle << "'";
   }
+}
+
+// Expects building a codec of `spec` to throw InvalidArgument whose message contains `needle`.
+void expect_invalid(const std::string& spec, const std::string& needle, std::size_t n = 100) {
+  expect_invalid_with([n](const std::string& s) { codec(s, n); }, spec, needle);
 }
 
 TEST(CodecSpec, ParsesNameAndParameters) {
@@ -133,19 +139,29 @@ TEST(CodecRegistry, MomentumPlacementIsTheEntrysCapability) {
            {"twobit:momentum_at=server,ef21=1", "momentum_at=server"},
            {"dgc:ef21=1", "keeps the momentum"},
            {"powersgd:ef21=0", "keeps the momentum"}}) {
-    try {
-      canonical_codec_spec(spec);
-      ADD_FAILURE() << spec << " was accepted";
-    } catch (const InvalidArgument& e) {
-      EXPECT_NE(std::string(e.what()).find("ef21 needs"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-    }
+    expect_invalid(spec, "ef21 needs");
+    expect_invalid(spec, why);
   }
   EXPECT_EQ(codec_momentum("dgc:momentum=0.75").placement, P::kInCodec);
   EXPECT_EQ(codec_momentum("dgc:momentum=0.75").codec_momentum, 0.75);
   for (const char* spec : {"none", "fp16", "qsgd", "terngrad", "topk:ef=0", "powersgd", "twobit:momentum_at=server",
                            "topk:momentum_at=server", "dgc:momentum_at=server"})
     EXPECT_EQ(codec_momentum(spec).placement, P::kAggregate) << spec;
+}
+
+// For a caller that applies the momentum after the codec (the DDP hook): the spec resolves to the
+// aggregate placement, and asking for the workers' momentum is refused naming the key.
+TEST(CodecRegistry, OnAggregateSpecPutsTheMomentumAfterTheCodec) {
+  EXPECT_EQ(canonical_codec_spec_on_aggregate("twobit"), "twobit:threshold=0.5,momentum_at=server,raw_1d=1");
+  EXPECT_EQ(canonical_codec_spec_on_aggregate("randomk:ratio=0.05,ef21=0"),
+            "randomk:ratio=0.05,seed=0,ef=1,momentum_at=server,raw_1d=1");
+  EXPECT_EQ(canonical_codec_spec_on_aggregate("dgc"), canonical_codec_spec("dgc:momentum_at=server"));
+  for (const char* spec : {"fp16", "powersgd", "topk:momentum_at=server"})  // already on the aggregate
+    EXPECT_EQ(canonical_codec_spec_on_aggregate(spec), canonical_codec_spec(spec)) << spec;
+  const auto on_aggregate = [](const std::string& s) { canonical_codec_spec_on_aggregate(s); };
+  expect_invalid_with(on_aggregate, "topk:momentum_at=worker", "momentum_at=worker: here the momentum");
+  expect_invalid_with(on_aggregate, "randomk:ef21=1", "ef21=1: here the momentum");
+  expect_invalid_with(on_aggregate, "twobit:threshold=-1", "threshold must be");
 }
 
 // The mask of the sparsifiers zeroes exactly the indices a payload sent.

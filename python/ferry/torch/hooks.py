@@ -90,19 +90,7 @@ def _hook_spec(spec):
     the torch optimizer (momentum_at=server). ValueError for a bad spec or one that asks for the
     momentum on the worker."""
     try:
-        canonical = _C.canonical_codec_spec(spec)
-        if "momentum_at=" not in canonical:  # the codec has no placement to choose
-            return canonical
-        name, _, opts = spec.partition(":")
-        given = dict(kv.partition("=")[::2] for kv in opts.split(",") if kv)
-        asked = [k for k, v in given.items() if (k, v.lower()) == ("momentum_at", "worker")
-                 or (k == "ef21" and v.lower() in ("1", "true", "on", "yes"))]
-        if asked:
-            raise ValueError(f"{asked[0]}={given[asked[0]]}: the DDP hook leaves the momentum to the torch optimizer "
-                             f"after it (momentum_at=server); the worker's momentum is DistributedOptimizer's")
-        given = {k: v for k, v in given.items() if k not in ("momentum_at", "ef21")}
-        given["momentum_at"] = "server"
-        return _C.canonical_codec_spec(name + ":" + ",".join(f"{k}={v}" for k, v in given.items()))
+        return _C.canonical_codec_spec_on_aggregate(spec)
     except ValueError as e:
         raise ValueError(f"compress({spec!r}): {e}") from None
 
