@@ -242,6 +242,49 @@ def test_hook_spec_puts_the_momentum_after_the_hook():
             hooks.compress(spec)
 
 
+def _held_by_cpp_only(t):
+    """A holder of `t` outside Python, as a process group's work is: a torch Future (C++) set to it."""
+    held = torch.futures.Future()
+    held.set_result(t)
+    return held
+
+
+def test_hook_exit_waits_until_the_group_lets_go_of_its_tensors():
+    # The hook's tensors are dropped by Python when a collective returns, but gloo's thread may hold
+    # them a moment longer; if that thread drops the last reference once the interpreter is
+    # finalising, it cannot take the GIL and the process aborts. At exit the hook waits for them.
+    import threading
+    import time
+    import weakref
+    import ferry.torch.hooks as hooks
+    t = torch.zeros(28, dtype=torch.uint8)
+    hooks._handed(t)
+    holder = [_held_by_cpp_only(t)]
+    alive = weakref.ref(t)
+    del t
+    assert alive() is not None  # held by C++ only: still among the handed tensors
+    letting_go = threading.Timer(0.3, holder.clear)  # the "group" lets go 0.3 s later, on its own thread
+    letting_go.start()
+    hooks._wait_for_the_group_at_exit()
+    assert alive() is None and holder == []
+    letting_go.join()
+
+
+def test_hook_exit_wait_is_bounded_and_says_so(capsys):
+    import weakref
+    import ferry.torch.hooks as hooks
+    t = torch.zeros(4)
+    hooks._handed(t)
+    holder = _held_by_cpp_only(t)
+    alive = weakref.ref(t)
+    del t
+    hooks._wait_for_the_group_at_exit(timeout_s=0.05)
+    assert "the process group still holds 1 of the hook's tensors 0.05 s into exit" in capsys.readouterr().err
+    assert alive() is not None
+    del holder
+    assert alive() is None
+
+
 def test_bad_options_raise_value_error_naming_the_option(tmp_path):
     r = subprocess.run([sys.executable, "-c", BAD_OPTIONS], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))

@@ -22,7 +22,12 @@ steps after it, on the decoded average: a codec's `momentum_at=server` placement
 spec resolves to. A spec that asks for the momentum on the worker (`momentum_at=worker`, `ef21=1`)
 is DistributedOptimizer's and is refused here.
 """
+import atexit
 import concurrent.futures
+import sys
+import time
+import traceback
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -32,6 +37,31 @@ from .. import _C
 __all__ = ["compress"]
 
 _worker = None  # the one thread every hook's bucket work runs on, in DDP's bucket order
+# The tensors this module handed to DDP's process group and that are still alive: the Python side
+# drops them when a collective returns, but the group's own threads may hold them a moment longer.
+_handed_to_group = weakref.WeakSet()
+_EXIT_WAIT_S = 10.0  # they are let go of within a scheduling slice; this bounds a stuck group's cost
+
+
+def _wait_for_the_group_at_exit(timeout_s=_EXIT_WAIT_S):
+    """At interpreter exit, before finalisation: finish the bucket thread, then wait until the
+    process group's threads have let go of every tensor the hook handed them. A tensor's Python
+    object is freed by the thread that drops the tensor's last reference, under the GIL; a gloo thread
+    doing so once finalisation has begun cannot take the GIL and aborts the process ("terminate
+    called without an active exception"). The wait ends as soon as the last such tensor is freed."""
+    global _worker
+    if _worker is not None:
+        _worker.shutdown(wait=True)
+        _worker = None
+    deadline = time.monotonic() + timeout_s
+    while len(_handed_to_group) and time.monotonic() < deadline:
+        time.sleep(0.001)  # releases the GIL, which the group's thread needs to free them
+    if len(_handed_to_group):
+        sys.stderr.write(f"ferry.torch.hooks: the process group still holds {len(_handed_to_group)} of the hook's "
+                         f"tensors {timeout_s:g} s into exit; exiting anyway\n")
+
+
+atexit.register(_wait_for_the_group_at_exit)
 
 
 def _run_async(work):
@@ -44,20 +74,27 @@ def _run_async(work):
         try:
             future.set_result(work())
         except BaseException as e:  # noqa: B902 - handed to DDP, which raises it in backward()
+            traceback.clear_frames(e.__traceback__)  # the lines stay; the bucket's tensors are let go
             future.set_exception(e)
     _worker.submit(run)
     return future
+
+
+def _handed(*tensors):
+    _handed_to_group.update(tensors)
 
 
 def _allgather_bytes(payload, group, world):
     # Payloads of variable size (sparse codecs): sizes first, then zero-padded payloads.
     size = torch.tensor([payload.numel()], dtype=torch.int64)
     sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    _handed(size, *sizes)
     dist.all_gather(sizes, size, group=group)
     longest = max(int(s.item()) for s in sizes)
     padded = torch.zeros(longest, dtype=torch.uint8)
     padded[:payload.numel()] = payload
     gathered = [torch.empty(longest, dtype=torch.uint8) for _ in range(world)]
+    _handed(padded, *gathered)
     dist.all_gather(gathered, padded, group=group)
     return [g[:int(s.item())] for g, s in zip(gathered, sizes)]
 
@@ -67,8 +104,17 @@ class _DdpGroup:
         self.group = group if group is not None else dist.group.WORLD
         self.world, self.rank = dist.get_world_size(self.group), dist.get_rank(self.group)
 
+    def allreduce_bucket_(self, buffer):
+        # The bucket's buffer: DDP's reducer holds it as long as the group lives.
+        dist.all_reduce(buffer, group=self.group)
+
     def allreduce_(self, t):
-        dist.all_reduce(t, group=self.group)
+        # On a tensor of our own: t may be a view of a codec's memory, whose last reference the
+        # group's thread must not be the one to drop (_wait_for_the_group_at_exit).
+        summed = t.clone()
+        _handed(summed)
+        dist.all_reduce(summed, group=self.group)
+        t.copy_(summed)
 
     def allgather(self, payload):
         return _allgather_bytes(payload, self.group, self.world)
@@ -80,6 +126,8 @@ class _FerryLink:
 
     def allreduce_(self, t):
         _C.allreduce_sum_(t, self.link)
+
+    allreduce_bucket_ = allreduce_
 
     def allgather(self, payload):
         return _C.allgather_bytes(payload, self.link)
@@ -120,7 +168,7 @@ def compress(spec, link=None):
         net = _FerryLink(link) if link is not None else _DdpGroup(state)
         if plain:  # DDP's own allreduce: the bucket's buffer, summed and averaged
             buffer = bucket.buffer()
-            return _run_async(lambda: (net.allreduce_(buffer), buffer.div_(net.world))[1])
+            return _run_async(lambda: (net.allreduce_bucket_(buffer), buffer.div_(net.world))[1])
         grads = [g.detach().contiguous().view(-1) for g in bucket.gradients()]
         for g in grads:
             if g.dtype != torch.float32 or g.device.type != "cpu":
