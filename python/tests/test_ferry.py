@@ -254,11 +254,10 @@ def test_hook_exit_waits_until_the_group_lets_go_of_its_tensors():
     # them a moment longer; if that thread drops the last reference once the interpreter is
     # finalising, it cannot take the GIL and the process aborts. At exit the hook waits for them.
     import threading
-    import time
     import weakref
     import ferry.torch.hooks as hooks
     t = torch.zeros(28, dtype=torch.uint8)
-    hooks._handed(t)
+    hooks._handed_to_group.add(t)
     holder = [_held_by_cpp_only(t)]
     alive = weakref.ref(t)
     del t
@@ -274,7 +273,7 @@ def test_hook_exit_wait_is_bounded_and_says_so(capsys):
     import weakref
     import ferry.torch.hooks as hooks
     t = torch.zeros(4)
-    hooks._handed(t)
+    hooks._handed_to_group.add(t)
     holder = _held_by_cpp_only(t)
     alive = weakref.ref(t)
     del t

@@ -54,10 +54,10 @@ def _wait_for_the_group_at_exit(timeout_s=_EXIT_WAIT_S):
         _worker.shutdown(wait=True)
         _worker = None
     deadline = time.monotonic() + timeout_s
-    while len(_handed_to_group) and time.monotonic() < deadline:
+    while (held := len(_handed_to_group)) and time.monotonic() < deadline:
         time.sleep(0.001)  # releases the GIL, which the group's thread needs to free them
-    if len(_handed_to_group):
-        sys.stderr.write(f"ferry.torch.hooks: the process group still holds {len(_handed_to_group)} of the hook's "
+    if held:
+        sys.stderr.write(f"ferry.torch.hooks: the process group still holds {held} of the hook's "
                          f"tensors {timeout_s:g} s into exit; exiting anyway\n")
 
 
@@ -80,25 +80,6 @@ def _run_async(work):
     return future
 
 
-def _handed(*tensors):
-    _handed_to_group.update(tensors)
-
-
-def _allgather_bytes(payload, group, world):
-    # Payloads of variable size (sparse codecs): sizes first, then zero-padded payloads.
-    size = torch.tensor([payload.numel()], dtype=torch.int64)
-    sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
-    _handed(size, *sizes)
-    dist.all_gather(sizes, size, group=group)
-    longest = max(int(s.item()) for s in sizes)
-    padded = torch.zeros(longest, dtype=torch.uint8)
-    padded[:payload.numel()] = payload
-    gathered = [torch.empty(longest, dtype=torch.uint8) for _ in range(world)]
-    _handed(padded, *gathered)
-    dist.all_gather(gathered, padded, group=group)
-    return [g[:int(s.item())] for g, s in zip(gathered, sizes)]
-
-
 class _DdpGroup:
     def __init__(self, group):
         self.group = group if group is not None else dist.group.WORLD
@@ -112,12 +93,23 @@ class _DdpGroup:
         # On a tensor of our own: t may be a view of a codec's memory, whose last reference the
         # group's thread must not be the one to drop (_wait_for_the_group_at_exit).
         summed = t.clone()
-        _handed(summed)
+        _handed_to_group.add(summed)
         dist.all_reduce(summed, group=self.group)
         t.copy_(summed)
 
     def allgather(self, payload):
-        return _allgather_bytes(payload, self.group, self.world)
+        # Payloads of variable size (sparse codecs): sizes first, then zero-padded payloads.
+        sizes = self._all_gather(torch.tensor([payload.numel()], dtype=torch.int64))
+        padded = torch.zeros(max(int(s.item()) for s in sizes), dtype=torch.uint8)
+        padded[:payload.numel()] = payload
+        return [g[:int(s.item())] for g, s in zip(self._all_gather(padded), sizes)]
+
+    def _all_gather(self, t):
+        """Every worker's `t` (all the same shape), on tensors the exit wait follows."""
+        gathered = [torch.empty_like(t) for _ in range(self.world)]
+        _handed_to_group.update([t, *gathered])
+        dist.all_gather(gathered, t, group=self.group)
+        return gathered
 
 
 class _FerryLink:
