@@ -10,7 +10,8 @@
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "apps/cli.h"
 #include "apps/moe_subcommands.h"

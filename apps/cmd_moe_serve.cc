@@ -11,7 +11,8 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "apps/cli.h"
 #include "apps/moe_subcommands.h"

@@ -7,7 +7,8 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "core/error.h"
 #include "moe/model/checkpoint.h"

@@ -9,7 +9,8 @@
 #include <thread>
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "core/error.h"
 #include "moe/engine/continuous_batcher.h"

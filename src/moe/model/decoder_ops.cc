@@ -2,7 +2,8 @@
 
 #include <cmath>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "core/error.h"
 

@@ -1,6 +1,7 @@
 #include "moe/model/weights.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 namespace ferry::moe {
 

@@ -5,7 +5,8 @@
 #include <cmath>
 #include <numeric>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "core/error.h"
 #include "moe/model/weights.h"
