@@ -3,7 +3,8 @@
 #include <random>
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "core/error.h"
 #include "moe/engine/engine.h"
