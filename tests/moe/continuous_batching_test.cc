@@ -127,6 +127,52 @@ TEST_F(ContinuousBatching, StepRefusesBadInputsAndChangesNothing) {
   EXPECT_EQ(eng->kv_cached_positions(), 0);
 }
 
+// One decoding path: a lock-step batch is sequences that joined together, so forward() over B
+// rows and step() over B sequences with the same tokens compute the same thing, bit for bit
+// (prompt, then decode steps), for a policy that prefetches and one that does not. (Placement may
+// differ between runs of a prefetching policy, and with it the order of each row's top-2 expert
+// sums; a sum of two terms does not depend on their order.)
+TEST_F(ContinuousBatching, LockStepAndContinuousGiveIdenticalLogits) {
+  const auto seqs = testing::random_tokens(3, 12, 41);
+  for (const char* policy : {"lru", "prescope"}) {
+    auto lock = open(policy, "30%"), cont = open(policy, "30%");
+    std::vector<int> ids;
+    for (std::size_t b = 0; b < seqs.size(); ++b) ids.push_back(cont->open_sequence());
+    for (int at = 0, n = 5; at < 12; at += n, n = 1) {  // a prompt of 5, then one token per step
+      TokenBatch rows;
+      std::vector<MoeEngine::SequenceInput> in;
+      for (std::size_t b = 0; b < seqs.size(); ++b) {
+        rows.emplace_back(seqs[b].begin() + at, seqs[b].begin() + at + n);
+        in.push_back({ids[b], rows.back()});
+      }
+      EXPECT_EQ(lock->forward(rows), cont->step(in)) << policy << " at position " << at;
+    }
+    EXPECT_EQ(lock->kv_cached_positions(), cont->kv_cached_positions());
+    if (std::string(policy) == "lru")  // demand loads only: the same transfers (prefetches race compute)
+      EXPECT_EQ(lock->stats().store.bytes_moved, cont->stats().store.bytes_moved);
+    lock->reset();
+    EXPECT_EQ(lock->kv_cached_positions(), 0);
+  }
+}
+
+// A sequence opened with a position limit is refused past it, changes nothing then, and its KV
+// cache never holds more than kv_cache_bytes() of that many positions.
+TEST_F(ContinuousBatching, SequenceLimitBoundsItsKvCache) {
+  auto eng = open("lru", "50%");
+  const MoeConfig& c = eng->config();
+  const int a = eng->open_sequence({10, 0});
+  const auto t = testing::random_tokens(1, 11, 3)[0];
+  eng->step({{a, std::vector<std::int32_t>(t.begin(), t.begin() + 9)}});
+  const std::uint64_t per_position = 2ull * c.num_layers * c.num_kv_heads * c.head_dim * sizeof(float);
+  EXPECT_LE(eng->kv_bytes(), 10 * per_position);
+  EXPECT_THROW(eng->step({{a, {t[9], t[10]}}}), InvalidArgument);  // 9 + 2 > 10
+  EXPECT_EQ(eng->sequence_position(a), 9);
+  eng->step({{a, {t[9]}}});
+  EXPECT_EQ(eng->sequence_position(a), 10);
+  EXPECT_LE(eng->kv_bytes(), 10 * per_position);
+  EXPECT_THROW(eng->open_sequence({c.max_position_embeddings + 1, 0}), InvalidArgument);
+}
+
 // Collects a job's tokens; can cancel itself after `cancel_after` tokens.
 class Collect : public GenerationSink {
  public:
@@ -268,6 +314,42 @@ TEST_F(ContinuousBatching, QueueLimitCancellationStopTokensAndDrain) {
     EXPECT_EQ(long_job->reason, FinishReason::kCancelled);
     EXPECT_LT(long_job->tokens.size(), 100u);
   }
+}
+
+// The scheduler's KV bound: a request whose own cache exceeds it is refused at submit; the others
+// wait in the queue until the running ones leave room, so the engine's KV bytes never exceed the
+// bound while every job still finishes.
+TEST_F(ContinuousBatching, KvBoundQueuesOrRefusesRequests) {
+  auto eng = open("lru", "50%");
+  const MoeConfig& c = eng->config();
+  const std::uint64_t per_position = 2ull * c.num_layers * c.num_kv_heads * c.head_dim * sizeof(float);
+  // Requests of 10 + 8 - 1 = 17 positions each; the bound holds two of them, not three.
+  const std::uint64_t bound = 2 * 17 * per_position + per_position / 2;
+  const TokenBatch prompts = testing::random_tokens(3, 10, 61);
+
+  ContinuousBatcher b(*eng, BatcherOptions{3, 8, 4, bound});
+  EXPECT_THROW(b.submit(job(prompts[0], 30, std::make_shared<Collect>())), InvalidArgument);  // 39 positions
+  std::uint64_t worst_kv = 0;
+  int most = 0;
+  b.set_step_observer([&](const StepInfo& info) {
+    worst_kv = std::max(worst_kv, eng->kv_bytes());
+    most = std::max(most, info.sequences);
+  });
+  std::vector<std::shared_ptr<Collect>> sinks;
+  for (int i = 0; i < 3; ++i) {
+    sinks.push_back(std::make_shared<Collect>());
+    EXPECT_EQ(b.submit(job(prompts[i], 8, sinks.back())), ContinuousBatcher::Admit::kQueued);
+  }
+  b.start();
+  for (int i = 0; i < 3; ++i) {
+    sinks[i]->wait();
+    EXPECT_EQ(sinks[i]->reason, FinishReason::kLength) << sinks[i]->error;
+    EXPECT_EQ(sinks[i]->tokens.size(), 8u) << "request " << i;
+  }
+  b.stop(0);
+  EXPECT_LE(worst_kv, bound);
+  EXPECT_EQ(most, 2);  // the third waited for the first two, though a batch slot was free
+  EXPECT_EQ(b.snapshot().kv_reserved_bytes, 0u);
 }
 
 }  // namespace

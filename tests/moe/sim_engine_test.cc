@@ -213,6 +213,37 @@ TEST_F(SimEngine, ReplayReplacesTheRouters) {
   EXPECT_EQ(mismatches, 0);
 }
 
+// Routing replay through step(): each sequence walks the trace from its routing offset, one token
+// per position, whatever else shares the step (a lock-step batch is the same path).
+TEST_F(SimEngine, ReplayDrivesContinuousSequences) {
+  const MoeConfig c = testing::tiny_config();
+  const RoutingTrace trace = random_trace(c, 5, 7, 1);
+  const std::size_t N = trace.tokens.size();
+  EngineOptions eo;
+  eo.forced_routing = &trace;
+  auto eng = MoeEngine::open(dir_->path(), eo);
+  std::vector<std::size_t> expect;  // the trace token of each row of the current step
+  int mismatches = 0, seen = 0;
+  eng->set_route_observer([&](int layer, int n, int k, const std::int64_t* experts, const float* weights, const float*,
+                              int) {
+    ASSERT_EQ(static_cast<std::size_t>(n), expect.size());
+    for (int t = 0; t < n; ++t)
+      for (int i = 0; i < k; ++i) {
+        ++seen;
+        mismatches += experts[t * k + i] != trace.tokens[expect[t]].experts[layer][i];
+        mismatches += weights[t * k + i] != trace.tokens[expect[t]].weights[layer][i];
+      }
+  });
+  const int a = eng->open_sequence({0, 0}), b = eng->open_sequence({0, 5});
+  expect = {0, 1, 2, 5};  // a: positions 0-2 from offset 0; b: position 0 from offset 5
+  eng->step({{a, {1, 2, 3}}, {b, {4}}});
+  expect = {6, 0, 3};     // b: positions 1-2 wrap around the trace's 7 tokens; a: position 3
+  eng->step({{b, {5, 6}}, {a, {7}}});
+  EXPECT_EQ(seen, 7 * c.num_layers * c.top_k);
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(N, 7u);
+}
+
 TEST_F(SimEngine, MismatchedTraceIsRefused) {
   const MoeConfig c = testing::tiny_config();
   RoutingTrace wrong_layers = random_trace(c, 1, 4, 1);

@@ -18,6 +18,14 @@ const char* finish_reason_name(FinishReason reason) {
   return "error";
 }
 
+namespace {
+
+RequestShape request_shape(const GenerationJob& job) {
+  return {static_cast<std::int64_t>(job.prompt.size()), static_cast<std::int64_t>(job.sampling.max_new_tokens)};
+}
+
+}  // namespace
+
 // A job holding a slot: its engine sequence, how much of its prompt is in, what it generated.
 struct ContinuousBatcher::Running {
   GenerationJob job;
@@ -27,13 +35,14 @@ struct ContinuousBatcher::Running {
   std::int32_t last = 0;        // the token the next decode step feeds
   std::uint64_t rng = 0;
   bool prefilling() const { return prompt_done < job.prompt.size(); }
+  RequestShape shape() const { return request_shape(job); }
 };
 
-ContinuousBatcher::ContinuousBatcher(MoeEngine& engine, BatcherOptions options)
-    : engine_(engine), options_(options) {
-  FERRY_REQUIRE(options_.max_batch >= 1, "--max-batch must be at least 1, got ", options_.max_batch);
+ContinuousBatcher::ContinuousBatcher(MoeEngine& engine, BatcherOptions options, std::unique_ptr<StepScheduler> scheduler)
+    : engine_(engine), options_(options), scheduler_(std::move(scheduler)) {
   FERRY_REQUIRE(options_.max_queue >= 0, "--max-queue must not be negative, got ", options_.max_queue);
-  FERRY_REQUIRE(options_.prefill_chunk >= 1, "--prefill-chunk must be at least 1, got ", options_.prefill_chunk);
+  if (!scheduler_)
+    scheduler_ = make_fcfs_scheduler({options_.max_batch, options_.prefill_chunk, options_.kv_bytes}, engine.config());
 }
 
 ContinuousBatcher::~ContinuousBatcher() { stop(0); }
@@ -47,6 +56,7 @@ ContinuousBatcher::Admit ContinuousBatcher::submit(GenerationJob job) {
   FERRY_REQUIRE(!job.prompt.empty(), "a job needs at least one prompt token");
   FERRY_REQUIRE(job.sampling.max_new_tokens >= 1, "a job needs max_new_tokens >= 1");
   FERRY_REQUIRE(job.sink != nullptr, "a job needs a sink");
+  if (std::string why = scheduler_->refusal(request_shape(job)); !why.empty()) FERRY_THROW(InvalidArgument, why);
   {
     std::lock_guard lock(mu_);
     if (stopping_) return Admit::kStopping;
@@ -81,7 +91,10 @@ BatcherSnapshot ContinuousBatcher::snapshot() const {
 }
 
 void ContinuousBatcher::finish(Running& r, FinishReason why, const std::string& error) {
-  if (r.sequence >= 0) engine_.close_sequence(r.sequence);
+  if (r.sequence >= 0) {
+    engine_.close_sequence(r.sequence);
+    scheduler_->release(r.shape());
+  }
   r.sequence = -1;  // the loop drops it before the next step
   r.job.sink->on_finish(why, error);
 }
@@ -95,12 +108,14 @@ void ContinuousBatcher::loop() {
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running.empty(); });
       past_deadline = stopping_ && now_s() >= deadline_s_;
       if (stopping_ && queue_.empty() && running.empty()) break;
-      // Joins at the step boundary, first come first served.
-      while (!past_deadline && static_cast<int>(running.size()) < options_.max_batch && !queue_.empty()) {
+      // Joins at the step boundary, in queue order, while the scheduler admits.
+      while (!past_deadline && !queue_.empty() &&
+             scheduler_->admit(request_shape(queue_.front()), static_cast<int>(running.size()))) {
         Running r;
         r.job = std::move(queue_.front());
         queue_.pop_front();
         r.rng = r.job.sampling.seed;
+        r.sequence = engine_.open_sequence({scheduler_->max_positions(r.shape()), 0});
         running.push_back(std::move(r));
       }
       if (past_deadline) {  // what still waits is cancelled, outside the lock
@@ -113,8 +128,6 @@ void ContinuousBatcher::loop() {
       }
       snapshot_.queued = static_cast<int>(queue_.size());
     }
-    for (auto& r : running)
-      if (r.sequence < 0 && !past_deadline) r.sequence = engine_.open_sequence();
     // Leaves: gone clients, and everything once the drain time is over.
     for (auto& r : running)
       if (past_deadline || r.job.sink->cancelled()) finish(r, FinishReason::kCancelled, "");
@@ -133,31 +146,35 @@ void ContinuousBatcher::loop() {
     std::lock_guard lock(mu_);
     if (stepped) ++snapshot_.steps;
     snapshot_.running = static_cast<int>(running.size());
+    snapshot_.kv_reserved_bytes = scheduler_->kv_reserved_bytes();
     snapshot_.engine = engine_.stats();
   }
 }
 
 void ContinuousBatcher::run_step(std::vector<Running>& running) {
+  std::vector<RunningSequence> states;
+  for (const auto& r : running) states.push_back({static_cast<std::int64_t>(r.job.prompt.size() - r.prompt_done)});
+  const std::vector<std::int64_t> plan = scheduler_->plan(states);
   std::vector<MoeEngine::SequenceInput> inputs;
   std::vector<std::size_t> who;  // running index of each input
   StepInfo info;
-  int prefill_left = options_.prefill_chunk;
   for (std::size_t i = 0; i < running.size(); ++i) {
     Running& r = running[i];
+    const auto n = static_cast<std::size_t>(plan[i]);
+    if (n == 0) continue;  // sits this step out (waits for the next step's prefill share)
     if (!r.prefilling()) {
+      FERRY_CHECK(n == 1, "the scheduler gave a decoding sequence ", n, " tokens");
       inputs.push_back({r.sequence, {r.last}});
       ++info.decode_tokens;
-    } else if (prefill_left > 0) {
-      const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(prefill_left), r.job.prompt.size() - r.prompt_done);
+    } else {
+      FERRY_CHECK(n <= r.job.prompt.size() - r.prompt_done, "the scheduler gave a sequence more than its prompt");
       inputs.push_back({r.sequence, std::vector<std::int32_t>(r.job.prompt.begin() + r.prompt_done,
                                                               r.job.prompt.begin() + r.prompt_done + n)});
-      prefill_left -= static_cast<int>(n);
       info.prefill_tokens += static_cast<int>(n);
-    } else {
-      continue;  // waits for the next step's prefill share
     }
     who.push_back(i);
   }
+  FERRY_CHECK(!inputs.empty(), "the scheduler planned a step without tokens");
   info.sequences = static_cast<int>(inputs.size());
   const double t0 = now_s();
   const auto logits = engine_.step(inputs);

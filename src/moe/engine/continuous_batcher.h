@@ -4,10 +4,11 @@
 // Sequences of different lengths share each step (MoeEngine::step), so the offloading policy sees
 // the routed tokens of the true mixed batch.
 //
-// Prefill is chunked (Agrawal et al., "Sarathi", 2023): a step carries at most `prefill_chunk`
-// prompt tokens besides the decode tokens, taken first-come first-served from the sequences still in
-// prefill. So a running decode waits per step at most for the forward of prefill_chunk extra tokens,
-// however long the prompt that just arrived; a prompt of P tokens joins after ceil(P / chunk) steps.
+// Who joins and what each sequence feeds is the StepScheduler's (step_scheduler.h); by default
+// first come, first served with chunked prefill (Agrawal et al., "Sarathi", 2023): a step carries
+// at most `prefill_chunk` prompt tokens besides the decode tokens, so a running decode waits per
+// step at most for the forward of prefill_chunk extra tokens, however long the prompt that just
+// arrived; and a request joins only while the KV memory of the running ones leaves room for its own.
 #pragma once
 
 #include <condition_variable>
@@ -23,6 +24,7 @@
 
 #include "moe/engine/engine.h"
 #include "moe/engine/generate.h"
+#include "moe/engine/step_scheduler.h"
 
 namespace ferry::moe {
 
@@ -51,9 +53,10 @@ struct GenerationJob {
 };
 
 struct BatcherOptions {
-  int max_batch = 16;      // sequences in one step (decoding or in prefill)
-  int max_queue = 64;      // jobs waiting for a slot; submit() refuses more
-  int prefill_chunk = 32;  // prompt tokens per step, over every sequence still in prefill
+  int max_batch = 16;          // sequences in one step (decoding or in prefill)
+  int max_queue = 64;          // jobs waiting for a slot; submit() refuses more
+  int prefill_chunk = 32;      // prompt tokens per step, over every sequence still in prefill
+  std::uint64_t kv_bytes = 0;  // KV cache memory of the running sequences together; 0: unbounded
 };
 
 // One step, for metrics (on the batcher's thread).
@@ -67,13 +70,15 @@ struct StepInfo {
 struct BatcherSnapshot {
   int queued = 0, running = 0;
   std::uint64_t steps = 0;
+  std::uint64_t kv_reserved_bytes = 0;  // the scheduler's reservations for the running sequences
   EngineStats engine;  // after the last step
 };
 
 class ContinuousBatcher {
  public:
   // `engine` outlives the batcher; only the batcher's thread calls it between start() and stop().
-  ContinuousBatcher(MoeEngine& engine, BatcherOptions options);
+  // The scheduler is the FCFS one of `options` unless one is given.
+  ContinuousBatcher(MoeEngine& engine, BatcherOptions options, std::unique_ptr<StepScheduler> scheduler = nullptr);
   ~ContinuousBatcher();  // stop(0)
   ContinuousBatcher(const ContinuousBatcher&) = delete;
   ContinuousBatcher& operator=(const ContinuousBatcher&) = delete;
@@ -81,6 +86,8 @@ class ContinuousBatcher {
   void start();
   enum class Admit { kQueued, kQueueFull, kStopping };
   // Queues a job, or refuses it (the queue is full, or stop() began); a refused job's sink hears nothing.
+  // InvalidArgument for a job that can never run (no prompt, no tokens to generate, no sink, or a KV
+  // cache larger than the bound by itself).
   Admit submit(GenerationJob job);
   // Refuses new jobs, lets the running and queued ones go on for up to `drain_s` seconds, then
   // finishes the rest with kCancelled; joins the thread. Idempotent.
@@ -99,6 +106,7 @@ class ContinuousBatcher {
 
   MoeEngine& engine_;
   BatcherOptions options_;
+  std::unique_ptr<StepScheduler> scheduler_;  // the batcher's thread's only, but refusal() (const) at submit
   std::function<void(const StepInfo&)> observer_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -3,124 +3,29 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <span>
 #include <sstream>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "moe/engine/expert_call.h"
+#include "moe/engine/kv_cache.h"
+#include "moe/engine/timed_policy.h"
 #include "moe/model/decoder_ops.h"
 #include "moe/model/weights.h"
 #include "moe/sched/layer_protocol.h"
 
 namespace ferry::moe {
 
-ComputeProfile parse_compute_profile(const std::string& text) {
-  ComputeProfile p;
-  p.name = text;
-  if (text == "none" || text.empty()) return p;
-  if (text == "a100") {
-    p.device_expert_s = 100e-6;
-    p.host_token_s = 1e-3;
-    return p;
-  }
-  auto comma = text.find(',');
-  if (comma == std::string::npos)
-    FERRY_THROW(InvalidArgument, "invalid --compute '", text, "': expected none, a100 or DEVICE,HOST_PER_TOKEN (100us,1ms)");
-  p.device_expert_s = parse_duration_s(text.substr(0, comma));
-  p.host_token_s = parse_duration_s(text.substr(comma + 1));
-  return p;
-}
-
-std::uint64_t parse_device_mem(const std::string& text, std::uint64_t total_expert_bytes) {
-  if (!text.empty() && text.back() == '%') {
-    double pct = 0;
-    try {
-      std::size_t used = 0;
-      pct = std::stod(text.substr(0, text.size() - 1), &used);
-      if (used != text.size() - 1) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      FERRY_THROW(InvalidArgument, "invalid --device-mem '", text, "': expected a percentage such as 30%");
-    }
-    FERRY_REQUIRE(pct > 0 && pct <= 100, "invalid --device-mem '", text, "': percentage must be in (0, 100]");
-    return static_cast<std::uint64_t>(std::llround(pct / 100.0 * static_cast<double>(total_expert_bytes)));
-  }
-  return parse_bytes(text);
-}
-
 namespace {
 
-// Accumulates steady-clock time into *total while alive.
-class ScopedTimer {
- public:
-  explicit ScopedTimer(double* total) : total_(total), t0_(now_s()) {}
-  ~ScopedTimer() { *total_ += now_s() - t0_; }
-  ScopedTimer(const ScopedTimer&) = delete;
-  ScopedTimer& operator=(const ScopedTimer&) = delete;
-
- private:
-  double* total_;
-  double t0_;
-};
-
-// The predictor a policy was given, timed (the engine's per-token overhead report).
-class TimedPredictor : public Predictor {
- public:
-  TimedPredictor(std::unique_ptr<Predictor> inner, double* total) : inner_(std::move(inner)), total_(total) {}
-  std::string name() const override { return inner_->name(); }
-  void predict(const PredictInput& in, int lookahead, std::vector<std::vector<float>>& out) override {
-    ScopedTimer t(total_);
-    inner_->predict(in, lookahead, out);
-  }
-  void observe(int layer, std::span<const int> experts, std::span<const float> weights) override {
-    ScopedTimer t(total_);
-    inner_->observe(layer, experts, weights);
-  }
-  void reset_sequence() override { inner_->reset_sequence(); }
-  bool sees_past_token() const override { return inner_->sees_past_token(); }
-
- private:
-  std::unique_ptr<Predictor> inner_;
-  double* total_;
-};
-
-// The policy's victim choices, timed (they run inside the store's demand loads).
-class TimedAdvisor : public EvictionAdvisor {
- public:
-  TimedAdvisor(EvictionAdvisor* inner, double* total) : inner_(inner), total_(total) {}
-  ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId incoming) override {
-    ScopedTimer t(total_);
-    return inner_->choose_victim(candidates, incoming);
-  }
-
- private:
-  EvictionAdvisor* inner_;
-  double* total_;
-};
-
-// Tokens routed to one expert in one layer.
-struct ExpertWork {
-  int expert = 0;
-  std::vector<std::int64_t> rows;
-  std::vector<float> gates;
-};
-
-// The keys and values of B sequences at one position: per layer [B, kv, cap, D]. Layer l holds
-// positions start[l] .. pos - 1 at cache indices 0 ..; a windowed layer drops the keys no later
-// query can see, so it holds at most W - 1 + T positions; every other layer starts at 0.
-struct KvCache {
-  std::vector<torch::Tensor> k, v;
-  std::vector<std::int64_t> start;
-  std::int64_t pos = 0;
-  explicit KvCache(int layers) : k(layers), v(layers), start(layers, 0) {}
-  std::int64_t cached_positions() const {
-    std::int64_t n = 0;
-    for (std::size_t l = 0; l < k.size(); ++l)
-      if (k[l].defined()) n += pos - start[l];
-    return n;
-  }
+// A sequence the engine holds: its cache and where it walks a replayed trace.
+struct Sequence {
+  KvCache kv;
+  std::size_t routing_offset = 0;
 };
 
 }  // namespace
@@ -137,34 +42,29 @@ struct MoeEngine::Impl {
   EngineOptions options;
   std::uint64_t budget = 0;
   torch::Tensor rope_cos, rope_sin;           // [max_pos, D]
-  KvCache lockstep{0};                         // forward()'s batch of `batch` rows
-  std::int64_t batch = 0;
-  std::map<int, KvCache> sequences;            // step()'s sequences, one row each
+  std::map<int, Sequence> sequences;          // every open sequence, step()'s and forward()'s
+  std::vector<int> lockstep;                  // forward()'s batch, row b = sequences[lockstep[b]]
   int next_sequence = 0;
-  // The first position layer l of `kv` must keep before a forward of more tokens.
-  std::int64_t keep_from(const KvCache& kv, int l) const {
-    return w.config.windowed(l) ? std::max<std::int64_t>(kv.start[l], kv.pos - w.config.sliding_window + 1)
-                                : kv.start[l];
-  }
   EngineStats stats;
   RouteObserver observer;
   std::unique_ptr<TimedAdvisor> advisor;
   std::vector<const TraceToken*> forced;  // routing replay: the trace's decode tokens, in order
+  std::vector<std::size_t> forced_rows;   // ... the one of each row of the current step
 
-  // Self-attention of layer l over x [B, T, H] (residual added) against the cache's positions.
+  Sequence& sequence(int id);
+  // The one decoding path: every input's tokens through every layer, its own KV cache for attention,
+  // all routed tokens together through the offloading protocol. Returns the logits of each input's
+  // last position, or of every position when all_positions.
+  std::vector<float> run(const std::vector<MoeEngine::SequenceInput>& inputs, bool all_positions);
+  // Self-attention of layer l over x [1, T, H] (residual added) against the sequence's positions.
   void attention(int l, torch::Tensor& x, KvCache& kv);
   std::unique_ptr<LayerProtocol> protocol;  // over `policy`, timed into stats.policy_s
   // Decoder layer l's MLP on x [N, H]: its routed experts through the offloading protocol plus
   // the shared expert, or its dense MLP.
   torch::Tensor mlp(int l, const torch::Tensor& x);
-  // x [N, H] -> logits [N, V]; then the per-step bookkeeping of forward() and step().
-  std::vector<float> logits(const torch::Tensor& x);
   torch::Tensor embed(const std::vector<std::int64_t>& ids) const;
   void compute_layer(int l, const torch::Tensor& m, const std::vector<ExpertWork>& work, const LayerDispatch& d,
                      torch::Tensor& out);
-  torch::Tensor run_expert(const float* base, const torch::Tensor& m, const ExpertWork& work) const;
-  // Room in every layer of `kv` for T more positions of B rows.
-  void ensure_cache(KvCache& kv, std::int64_t B, std::int64_t T);
 };
 
 MoeEngine::MoeEngine() : impl_(std::make_unique<Impl>()) {}
@@ -226,21 +126,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
                 format_bytes(static_cast<double>(eb)), " = ", format_bytes(static_cast<double>(need)));
 
   // Batch-1 compute time of one expert on this CPU: the cost model when no profile is given.
-  double measured = 0;
-  {
-    torch::NoGradGuard ng;
-    auto x = torch::randn({1, c.hidden_size});
-    auto weights = torch::randn({m.pool->layout().floats()});  // an expert's shape: the cost, not the values
-    ExpertWork work{0, {0}, {1.f}};
-    std::vector<double> t;
-    for (int i = 0; i < 15; ++i) {
-      double t0 = now_s();
-      m.run_expert(weights.data_ptr<float>(), x, work);
-      t.push_back(now_s() - t0);
-    }
-    std::sort(t.begin(), t.end());
-    measured = t[t.size() / 2];
-  }
+  const double measured = measure_expert_call_s(m.pool->layout(), c.hidden_act);
   m.cost.device_expert_s = m.profile.device_expert_s > 0 ? m.profile.device_expert_s : measured;
   m.cost.host_token_s = m.profile.host_token_s > 0 ? m.profile.host_token_s : measured;
   m.cost.host_available = !from_disk;
@@ -276,32 +162,42 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
 }
 
 void MoeEngine::reset() {
-  impl_->lockstep = KvCache(impl_->w.config.num_layers);
-  impl_->batch = 0;
+  for (int id : impl_->lockstep) impl_->sequences.erase(id);
+  impl_->lockstep.clear();
 }
 
-int MoeEngine::open_sequence() {
-  const int id = impl_->next_sequence++;
-  impl_->sequences.emplace(id, KvCache(impl_->w.config.num_layers));
+int MoeEngine::open_sequence(const SequenceOptions& options) {
+  const int id = impl_->next_sequence;
+  impl_->sequences.emplace(id, Sequence{KvCache(impl_->w.config, options.max_positions), options.routing_offset});
+  ++impl_->next_sequence;
   return id;
 }
 
 void MoeEngine::close_sequence(int sequence) {
+  FERRY_REQUIRE(std::find(impl_->lockstep.begin(), impl_->lockstep.end(), sequence) == impl_->lockstep.end(),
+                "close_sequence: sequence ", sequence, " belongs to forward()'s batch (reset() closes it)");
   FERRY_REQUIRE(impl_->sequences.erase(sequence) == 1, "close_sequence: unknown sequence ", sequence);
 }
 
-std::int64_t MoeEngine::sequence_position(int sequence) const {
-  auto it = impl_->sequences.find(sequence);
-  FERRY_REQUIRE(it != impl_->sequences.end(), "unknown sequence ", sequence);
-  return it->second.pos;
+Sequence& MoeEngine::Impl::sequence(int id) {
+  auto it = sequences.find(id);
+  FERRY_REQUIRE(it != sequences.end(), "unknown sequence ", id);
+  return it->second;
 }
+
+std::int64_t MoeEngine::sequence_position(int sequence) const { return impl_->sequence(sequence).kv.pos(); }
 
 const MoeConfig& MoeEngine::config() const { return impl_->w.config; }
 std::uint64_t MoeEngine::expert_bytes() const { return impl_->pool->layout().bytes(); }
 std::uint64_t MoeEngine::total_expert_bytes() const { return impl_->pool->total_bytes(); }
 std::int64_t MoeEngine::kv_cached_positions() const {
-  std::int64_t n = impl_->lockstep.cached_positions();
-  for (const auto& [id, kv] : impl_->sequences) n += kv.cached_positions();
+  std::int64_t n = 0;
+  for (const auto& [id, seq] : impl_->sequences) n += seq.kv.cached_positions();
+  return n;
+}
+std::uint64_t MoeEngine::kv_bytes() const {
+  std::uint64_t n = 0;
+  for (const auto& [id, seq] : impl_->sequences) n += seq.kv.bytes();
   return n;
 }
 const CostModel& MoeEngine::cost_model() const { return impl_->cost; }
@@ -339,30 +235,9 @@ std::string MoeEngine::describe() const {
   return s.str();
 }
 
-void MoeEngine::Impl::ensure_cache(KvCache& kv, std::int64_t B, std::int64_t T) {
-  const MoeConfig& c = w.config;
-  for (int l = 0; l < c.num_layers; ++l) {
-    auto &k_cache = kv.k, &v_cache = kv.v;
-    const std::int64_t need = kv.pos - keep_from(kv, l) + T;
-    std::int64_t cap = k_cache[l].defined() ? k_cache[l].size(2) : 0;
-    if (cap >= need) continue;
-    std::int64_t ncap = std::max<std::int64_t>(need, std::max<std::int64_t>(64, cap * 2));
-    ncap = std::min<std::int64_t>(ncap, c.max_position_embeddings);
-    auto nk = torch::zeros({B, c.num_kv_heads, ncap, c.head_dim});
-    auto nv = torch::zeros({B, c.num_kv_heads, ncap, c.head_dim});
-    if (cap > 0) {
-      nk.slice(2, 0, cap).copy_(k_cache[l]);
-      nv.slice(2, 0, cap).copy_(v_cache[l]);
-    }
-    k_cache[l] = nk;
-    v_cache[l] = nv;
-  }
-}
-
 void MoeEngine::Impl::attention(int l, torch::Tensor& x, KvCache& kv) {
   const MoeConfig& c = w.config;
-  const std::int64_t B = x.size(0), T = x.size(1), pos = kv.pos;
-  auto &k_cache = kv.k, &v_cache = kv.v;
+  const std::int64_t B = x.size(0), T = x.size(1), pos = kv.pos();
   const LayerWeights& lw = w.layers[l];
   const std::int64_t D = c.head_dim, nh = c.num_heads, kvh = c.num_kv_heads;
   auto [q, k, v] = project_qkv(rms_norm(x, lw.attn_norm, c.rms_norm_eps), lw, c);
@@ -373,18 +248,8 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, KvCache& kv) {
   };
   q = rot(q);
   k = rot(k);
-  std::int64_t& start = kv.start[l];
-  if (const std::int64_t from = keep_from(kv, l); from > start) {  // slide the window's keys to index 0
-    const std::int64_t n = pos - from;
-    k_cache[l].slice(2, 0, n).copy_(k_cache[l].slice(2, from - start, pos - start).clone());
-    v_cache[l].slice(2, 0, n).copy_(v_cache[l].slice(2, from - start, pos - start).clone());
-    start = from;
-  }
-  const std::int64_t at = pos - start;  // the cache index of position pos
-  k_cache[l].slice(2, at, at + T).copy_(k);
-  v_cache[l].slice(2, at, at + T).copy_(v);
-  const std::int64_t S = at + T;  // cached positions start .. pos + T - 1
-  auto kk = k_cache[l].slice(2, 0, S), vv = v_cache[l].slice(2, 0, S);
+  auto [kk, vv] = kv.append(l, k, v);  // positions start .. pos + T - 1
+  const std::int64_t start = kv.start(l), S = kk.size(2);
   if (nh != kvh) {
     kk = kk.repeat_interleave(nh / kvh, 1);
     vv = vv.repeat_interleave(nh / kvh, 1);
@@ -403,18 +268,6 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, KvCache& kv) {
   x = x + project_out(out, lw);
 }
 
-torch::Tensor MoeEngine::Impl::run_expert(const float* base, const torch::Tensor& m, const ExpertWork& work) const {
-  const auto& L = pool->layout();
-  float* p = const_cast<float*>(base);  // from_blob wants non-const; the views are only read
-  auto w1 = torch::from_blob(p + L.w1_offset(), {L.intermediate, L.hidden});
-  auto w3 = torch::from_blob(p + L.w3_offset(), {L.intermediate, L.hidden});
-  auto w2 = torch::from_blob(p + L.w2_offset(), {L.hidden, L.intermediate});
-  const auto n = static_cast<std::int64_t>(work.rows.size());
-  auto idx = torch::from_blob(const_cast<std::int64_t*>(work.rows.data()), {n}, torch::kInt64);
-  auto gate = torch::from_blob(const_cast<float*>(work.gates.data()), {n, 1});
-  return gated_mlp(m.index_select(0, idx), w1, w3, w2, w.config.hidden_act) * gate;
-}
-
 torch::Tensor MoeEngine::Impl::mlp(int decoder_layer, const torch::Tensor& x) {
   const MoeConfig& c = w.config;
   const LayerWeights& lw = w.layers[decoder_layer];
@@ -425,15 +278,11 @@ torch::Tensor MoeEngine::Impl::mlp(int decoder_layer, const torch::Tensor& x) {
   auto [topw, topi] = route(m, lw.router, c);
   topw = topw.contiguous();
   topi = topi.contiguous();
-  if (!forced.empty()) {  // routing replay: sequence j at position p takes stream token (floor(j N / B) + p) mod N
-    const std::size_t Ntr = forced.size();
-    const std::int64_t T = N / batch;
+  if (!forced.empty()) {  // routing replay: row t takes the trace's token forced_rows[t]
     auto* pi = topi.data_ptr<std::int64_t>();
     auto* pw = topw.data_ptr<float>();
     for (std::int64_t t = 0; t < N; ++t) {
-      const std::int64_t j = t / T, p = lockstep.pos + t % T;
-      const TraceToken& tok = *forced[(static_cast<std::size_t>(j) * Ntr / static_cast<std::size_t>(batch) +
-                                       static_cast<std::size_t>(p)) % Ntr];
+      const TraceToken& tok = *forced[forced_rows[static_cast<std::size_t>(t)]];
       const bool has_w = l < static_cast<int>(tok.weights.size()) && tok.weights[l].size() == tok.experts[l].size();
       for (int k = 0; k < c.top_k; ++k) {
         pi[t * c.top_k + k] = tok.experts[l][k];
@@ -504,7 +353,7 @@ void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::ve
     const double t0 = now_s();
     out.index_add_(0, torch::from_blob(const_cast<std::int64_t*>(work[i].rows.data()),
                                        {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
-                   run_expert(p, m, work[i]));
+                   run_expert(pool->layout(), p, m, work[i], w.config.hidden_act));
     if (profile.device_expert_s > 0) sleep_until_s(t0 + profile.device_expert_s);
     stats.device_compute_s += now_s() - t0;
     store->unpin(id);
@@ -520,7 +369,7 @@ void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::ve
     const double t0 = now_s();
     out.index_add_(0, torch::from_blob(const_cast<std::int64_t*>(work[i].rows.data()),
                                        {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
-                   run_expert(pool->expert({l, work[i].expert}), m, work[i]));
+                   run_expert(pool->layout(), pool->expert({l, work[i].expert}), m, work[i], w.config.hidden_act));
     if (profile.host_token_s > 0) sleep_until_s(t0 + profile.host_token_s * static_cast<double>(work[i].rows.size()));
     stats.host_compute_s += now_s() - t0;
     done[i] = 1;
@@ -546,71 +395,30 @@ torch::Tensor MoeEngine::Impl::embed(const std::vector<std::int64_t>& ids) const
                                                   {static_cast<std::int64_t>(ids.size())}, torch::kInt64));
 }
 
-std::vector<float> MoeEngine::Impl::logits(const torch::Tensor& x) {
-  auto h = rms_norm(x, w.final_norm, w.config.rms_norm_eps);
-  auto out = torch::matmul(h, w.lm_head.t()).contiguous();
-  protocol->step_done();
-  ++stats.forwards;
-  return std::vector<float>(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
-}
-
-std::vector<float> MoeEngine::forward(const TokenBatch& tokens, bool all_positions) {
+std::vector<float> MoeEngine::Impl::run(const std::vector<MoeEngine::SequenceInput>& inputs, bool all_positions) {
   torch::NoGradGuard no_grad;
-  Impl& m = *impl_;
-  const MoeConfig& c = m.w.config;
+  const MoeConfig& c = w.config;
   const double t_start = now_s();
-  FERRY_REQUIRE(!tokens.empty() && !tokens[0].empty(), "forward needs at least one token");
-  const std::int64_t B = static_cast<std::int64_t>(tokens.size()), T = static_cast<std::int64_t>(tokens[0].size());
-  KvCache& kv = m.lockstep;
-  if (kv.pos > 0)
-    FERRY_REQUIRE(B == m.batch, "batch size changed from ", m.batch, " to ", B, " without reset()");
-  std::vector<std::int64_t> flat;
-  flat.reserve(static_cast<std::size_t>(B * T));
-  for (const auto& row : tokens) {
-    FERRY_REQUIRE(static_cast<std::int64_t>(row.size()) == T, "every row of a batch must have the same length");
-    flat.insert(flat.end(), row.begin(), row.end());
-  }
-  FERRY_REQUIRE(kv.pos + T <= c.max_position_embeddings, "sequence longer than max_position_embeddings (",
-                c.max_position_embeddings, ")");
-  const std::int64_t H = c.hidden_size;
-  auto x = m.embed(flat).view({B, T, H});
-  m.batch = B;
-  m.ensure_cache(kv, B, T);
-  for (int l = 0; l < c.num_layers; ++l) {
-    m.attention(l, x, kv);
-    x = x + m.mlp(l, x.reshape({B * T, H})).view({B, T, H});
-  }
-  kv.pos += T;
-  auto out = m.logits(all_positions ? x : x.slice(1, T - 1, T));
-  m.stats.tokens += static_cast<std::uint64_t>(B * T);
-  m.stats.forward_s += now_s() - t_start;
-  return out;
-}
-
-std::vector<float> MoeEngine::step(const std::vector<SequenceInput>& inputs) {
-  torch::NoGradGuard no_grad;
-  Impl& m = *impl_;
-  const MoeConfig& c = m.w.config;
-  const double t_start = now_s();
-  FERRY_REQUIRE(!inputs.empty(), "step needs at least one sequence");
-  FERRY_REQUIRE(m.forced.empty(), "routing replay (forced_routing) drives forward()'s lock-step batch, not step()");
+  FERRY_REQUIRE(!inputs.empty(), "a step needs at least one sequence");
   std::vector<KvCache*> kvs;
-  std::vector<std::int64_t> flat, last;  // every input's tokens; the row of each input's last token
+  std::vector<std::int64_t> flat, rows;  // every input's tokens; the rows whose logits are returned
+  forced_rows.clear();
   for (const auto& in : inputs) {
-    auto it = m.sequences.find(in.sequence);
-    FERRY_REQUIRE(it != m.sequences.end(), "step: unknown sequence ", in.sequence);
-    FERRY_REQUIRE(std::find(kvs.begin(), kvs.end(), &it->second) == kvs.end(), "step: sequence ", in.sequence,
+    Sequence& seq = sequence(in.sequence);
+    FERRY_REQUIRE(std::find(kvs.begin(), kvs.end(), &seq.kv) == kvs.end(), "step: sequence ", in.sequence,
                   " given twice");
     FERRY_REQUIRE(!in.tokens.empty(), "step: sequence ", in.sequence, " without tokens");
-    FERRY_REQUIRE(it->second.pos + static_cast<std::int64_t>(in.tokens.size()) <= c.max_position_embeddings,
-                  "sequence longer than max_position_embeddings (", c.max_position_embeddings, ")");
-    kvs.push_back(&it->second);
-    flat.insert(flat.end(), in.tokens.begin(), in.tokens.end());
-    last.push_back(static_cast<std::int64_t>(flat.size()) - 1);
+    kvs.push_back(&seq.kv);
+    for (std::size_t i = 0; i < in.tokens.size(); ++i) {
+      if (all_positions || i + 1 == in.tokens.size()) rows.push_back(static_cast<std::int64_t>(flat.size()));
+      flat.push_back(in.tokens[i]);
+      if (!forced.empty())
+        forced_rows.push_back((seq.routing_offset + static_cast<std::size_t>(seq.kv.pos()) + i) % forced.size());
+    }
   }
+  auto x = embed(flat);  // [N, H]: the inputs' tokens one after the other; checks the ids
+  for (std::size_t i = 0; i < inputs.size(); ++i) kvs[i]->reserve(static_cast<std::int64_t>(inputs[i].tokens.size()));
   const std::int64_t H = c.hidden_size, N = static_cast<std::int64_t>(flat.size());
-  auto x = m.embed(flat);  // [N, H]: the inputs' tokens one after the other
-  for (std::size_t i = 0; i < inputs.size(); ++i) m.ensure_cache(*kvs[i], 1, static_cast<std::int64_t>(inputs[i].tokens.size()));
   for (int l = 0; l < c.num_layers; ++l) {
     // Attention per sequence (its own cache and position), the MLP over every token at once.
     std::vector<torch::Tensor> parts;
@@ -618,18 +426,43 @@ std::vector<float> MoeEngine::step(const std::vector<SequenceInput>& inputs) {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const auto T = static_cast<std::int64_t>(inputs[i].tokens.size());
       auto xi = x.slice(0, at, at + T).view({1, T, H});
-      m.attention(l, xi, *kvs[i]);
+      attention(l, xi, *kvs[i]);
       parts.push_back(xi.view({T, H}));
       at += T;
     }
     x = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
-    x = x + m.mlp(l, x);
+    x = x + mlp(l, x);
   }
-  for (std::size_t i = 0; i < inputs.size(); ++i) kvs[i]->pos += static_cast<std::int64_t>(inputs[i].tokens.size());
-  auto out = m.logits(x.index_select(0, torch::from_blob(last.data(), {static_cast<std::int64_t>(last.size())}, torch::kInt64)));
-  m.stats.tokens += static_cast<std::uint64_t>(N);
-  m.stats.forward_s += now_s() - t_start;
-  return out;
+  for (std::size_t i = 0; i < inputs.size(); ++i) kvs[i]->advance(static_cast<std::int64_t>(inputs[i].tokens.size()));
+  auto h = rms_norm(x.index_select(0, torch::from_blob(rows.data(), {static_cast<std::int64_t>(rows.size())},
+                                                        torch::kInt64)),
+                    w.final_norm, c.rms_norm_eps);
+  auto out = torch::matmul(h, w.lm_head.t()).contiguous();
+  protocol->step_done();
+  ++stats.forwards;
+  stats.tokens += static_cast<std::uint64_t>(N);
+  stats.forward_s += now_s() - t_start;
+  return std::vector<float>(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
+}
+
+std::vector<float> MoeEngine::step(const std::vector<SequenceInput>& inputs) { return impl_->run(inputs, false); }
+
+std::vector<float> MoeEngine::forward(const TokenBatch& tokens, bool all_positions) {
+  Impl& m = *impl_;
+  FERRY_REQUIRE(!tokens.empty() && !tokens[0].empty(), "forward needs at least one token");
+  const std::size_t B = tokens.size(), T = tokens[0].size();
+  for (const auto& row : tokens)
+    FERRY_REQUIRE(row.size() == T, "every row of a batch must have the same length");
+  if (!m.lockstep.empty() && B != m.lockstep.size() && m.sequence(m.lockstep[0]).kv.pos() == 0) reset();
+  if (m.lockstep.empty()) {
+    for (std::size_t j = 0; j < B; ++j)  // row j walks a replayed trace from token floor(j N / B)
+      m.lockstep.push_back(open_sequence({0, j * m.forced.size() / B}));
+  }
+  FERRY_REQUIRE(B == m.lockstep.size(), "batch size changed from ", m.lockstep.size(), " to ", B,
+                " without reset()");
+  std::vector<SequenceInput> inputs;
+  for (std::size_t j = 0; j < B; ++j) inputs.push_back({m.lockstep[j], tokens[j]});
+  return m.run(inputs, all_positions);
 }
 
 }  // namespace ferry::moe

@@ -10,28 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "moe/engine/engine_specs.h"
 #include "moe/model/language_model.h"
 #include "moe/sched/policy.h"
 #include "moe/trace/routing_trace.h"
 #include "moe/store/expert_store.h"
 
 namespace ferry::moe {
-
-// How long compute takes on the emulated device and on the host. Compute runs on this CPU either
-// way; a profile pads each expert call to at least the profiled time, so that placement decisions
-// are judged as on the real machine.
-struct ComputeProfile {
-  std::string name = "none";   // "none": no padding (real CPU times)
-  double device_expert_s = 0;  // device time of one expert call (memory-bound: flat in tokens for small batches)
-  double host_token_s = 0;     // host time per token routed to one expert
-};
-
-// "none"; "a100": device expert 100 us, host 1 ms per token (10x: host memory bandwidth vs HBM, see
-// docs/moe.md); or "DEVICE,HOST_PER_TOKEN" such as "100us,1ms". Throws InvalidArgument.
-ComputeProfile parse_compute_profile(const std::string& text);
-
-// "256MiB" (bytes) or "30%" (of all routed-expert bytes). Throws InvalidArgument naming the text.
-std::uint64_t parse_device_mem(const std::string& text, std::uint64_t total_expert_bytes);
 
 struct EngineOptions {
   std::string policy = "lru";      // a policy spec (make_policy(): "lru", "prescope:window=2", ...)
@@ -42,21 +27,22 @@ struct EngineOptions {
   std::uint64_t chunk_bytes = 1u << 20;  // transfer chunk (cancellation granularity)
   bool preload = false;            // fill the device budget before the first step (all-resident runs)
   // Routing replay (tests: the engine against the simulator): when set, each layer's top-k is the
-  // trace's instead of the router's. Sequence j of a batch of B walks the trace's decode tokens from
-  // token floor(j N / B), cyclically, one per position (as form_batches() forms batches), so decode
-  // steps after reset() see exactly the routing the simulator sees for the same batch. Weights
-  // come from the trace (1/top_k when it has none). The trace must match the model's layers,
-  // experts and top_k; it outlives the engine.
+  // trace's instead of the router's. A sequence walks the trace's N decode tokens cyclically, one per
+  // position, from its routing_offset (SequenceOptions); sequence j of a lock-step batch of B starts
+  // at token floor(j N / B) (as form_batches() forms batches), so decode steps after reset() see
+  // exactly the routing the simulator sees for the same batch. Weights come from the trace (1/top_k
+  // when it has none). The trace must match the model's layers, experts and top_k; it outlives the
+  // engine.
   const RoutingTrace* forced_routing = nullptr;
 };
 
 struct EngineStats {
-  std::uint64_t forwards = 0;         // forward() calls
+  std::uint64_t forwards = 0;         // forward() and step() calls
   std::uint64_t tokens = 0;           // positions processed (batch x length)
   std::uint64_t expert_accesses = 0;  // (layer, expert) activations, once per forward and layer
   std::uint64_t hits = 0;             // device-placed experts already resident or on their way
   std::uint64_t host_execs = 0;       // experts executed on the host
-  double forward_s = 0;               // wall time inside forward()
+  double forward_s = 0;               // wall time inside forward() and step()
   double host_compute_s = 0;          // time in host expert calls (padded)
   double device_compute_s = 0;        // time in device expert calls (padded)
   double policy_s = 0;                // steady-clock time in the policy: its callbacks and victim choices
@@ -72,6 +58,16 @@ struct EngineStats {
 using RouteObserver = std::function<void(int layer, int num_tokens, int top_k, const std::int64_t* experts,
                                          const float* weights, const float* hidden, int hidden_size)>;
 
+// How a sequence of MoeEngine::step() is opened.
+struct SequenceOptions {
+  // > 0: the sequence is refused beyond this many positions, and its KV cache never holds more
+  // than kv_cache_bytes() of them; 0: max_position_embeddings.
+  std::int64_t max_positions = 0;
+  // Routing replay (EngineOptions::forced_routing): the first of the trace's decode tokens this
+  // sequence takes (modulo their number).
+  std::size_t routing_offset = 0;
+};
+
 class MoeEngine : public LanguageModel {
  public:
   // Opens the checkpoint in `model_dir` and builds store, link and policy. Throws InvalidArgument
@@ -79,28 +75,32 @@ class MoeEngine : public LanguageModel {
   static std::unique_ptr<MoeEngine> open(const std::string& model_dir, const EngineOptions& options);
   ~MoeEngine() override;
 
-  // Lock-step batches (LanguageModel): every row of `tokens` at the same position.
-  std::vector<float> forward(const TokenBatch& tokens, bool all_positions = false) override;
-  void reset() override;
-
-  // Continuous batching (iteration-level scheduling, as Orca and vLLM do): sequences with their own
-  // KV caches and positions share one forward. A step takes any number of tokens per sequence (a
-  // prompt chunk or one decode token); their routed tokens meet in the same expert calls, so the
-  // policy sees the mixed batch. Independent of forward()'s lock-step batch.
+  // Sequences with their own KV caches and positions share each forward (iteration-level
+  // scheduling, as Orca and vLLM do): a step takes any number of tokens per sequence (a prompt chunk
+  // or one decode token); their routed tokens meet in the same expert calls, so the policy sees the
+  // mixed batch. forward() is the same path: its B rows are B sequences that joined together and
+  // advance in lock step until reset().
   struct SequenceInput {
     int sequence = 0;                     // from open_sequence()
     std::vector<std::int32_t> tokens;     // at least one; continue the sequence from its position
   };
-  // A new, empty sequence; its id stays valid until close_sequence().
-  int open_sequence();
+  // A new, empty sequence; its id stays valid until close_sequence(). InvalidArgument for a limit
+  // outside 0 .. max_position_embeddings.
+  int open_sequence(const SequenceOptions& options = {});
   // Frees the sequence's KV cache. InvalidArgument for an unknown id.
   void close_sequence(int sequence);
   // One forward over every input; returns the logits of each input's last position, [inputs x V].
   // InvalidArgument for an unknown or repeated sequence, an empty input, a token outside the
-  // vocabulary or a sequence past max_position_embeddings (nothing is changed then).
+  // vocabulary or a sequence past its limit or max_position_embeddings (nothing is changed then).
   std::vector<float> step(const std::vector<SequenceInput>& inputs);
   // The position (tokens so far) of an open sequence.
   std::int64_t sequence_position(int sequence) const;
+
+  // Lock-step batches (LanguageModel): row b of `tokens` continues sequence b of the batch that
+  // the first forward() after reset() opened; every row has the same length.
+  std::vector<float> forward(const TokenBatch& tokens, bool all_positions = false) override;
+  // Closes forward()'s sequences (step()'s stay open).
+  void reset() override;
   const MoeConfig& config() const override;
 
   EngineStats stats() const;
@@ -110,8 +110,11 @@ class MoeEngine : public LanguageModel {
   std::string describe() const;
   std::uint64_t expert_bytes() const;
   std::uint64_t total_expert_bytes() const;
-  // Positions the KV cache holds now, summed over layers (a windowed layer keeps at most W - 1 + T).
+  // Positions the KV caches of every open sequence hold now, summed over layers (a windowed layer
+  // keeps at most W - 1 + T).
   std::int64_t kv_cached_positions() const;
+  // Bytes the KV caches of every open sequence have allocated now.
+  std::uint64_t kv_bytes() const;
   const CostModel& cost_model() const;
 
  private:

@@ -1,0 +1,44 @@
+#include "moe/engine/engine_specs.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace ferry::moe {
+
+ComputeProfile parse_compute_profile(const std::string& text) {
+  ComputeProfile p;
+  p.name = text;
+  if (text == "none" || text.empty()) return p;
+  if (text == "a100") {
+    p.device_expert_s = 100e-6;
+    p.host_token_s = 1e-3;
+    return p;
+  }
+  auto comma = text.find(',');
+  if (comma == std::string::npos)
+    FERRY_THROW(InvalidArgument, "invalid --compute '", text, "': expected none, a100 or DEVICE,HOST_PER_TOKEN (100us,1ms)");
+  p.device_expert_s = parse_duration_s(text.substr(0, comma));
+  p.host_token_s = parse_duration_s(text.substr(comma + 1));
+  return p;
+}
+
+std::uint64_t parse_device_mem(const std::string& text, std::uint64_t total_expert_bytes) {
+  if (!text.empty() && text.back() == '%') {
+    double pct = 0;
+    try {
+      std::size_t used = 0;
+      pct = std::stod(text.substr(0, text.size() - 1), &used);
+      if (used != text.size() - 1) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      FERRY_THROW(InvalidArgument, "invalid --device-mem '", text, "': expected a percentage such as 30%");
+    }
+    FERRY_REQUIRE(pct > 0 && pct <= 100, "invalid --device-mem '", text, "': percentage must be in (0, 100]");
+    return static_cast<std::uint64_t>(std::llround(pct / 100.0 * static_cast<double>(total_expert_bytes)));
+  }
+  return parse_bytes(text);
+}
+
+}  // namespace ferry::moe

@@ -1,0 +1,30 @@
+// One routed expert applied to the tokens routed to it, from its bytes in the store's layout, and
+// the measured time of such a call at batch 1 (the cost model when no compute profile is given).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "moe/store/host_pool.h"
+
+namespace ferry::moe {
+
+// Tokens routed to one expert in one layer: their rows in the layer's input and their gate weights.
+struct ExpertWork {
+  int expert = 0;
+  std::vector<std::int64_t> rows;
+  std::vector<float> gates;
+};
+
+// gate * expert(m[rows]) -> [rows, H], the expert's weights read in place at `base` (`layout`).
+torch::Tensor run_expert(const ExpertLayout& layout, const float* base, const torch::Tensor& m, const ExpertWork& work,
+                         const std::string& hidden_act);
+
+// Median wall time of run_expert for one token on this CPU (an expert's shape; its values do not
+// change the cost).
+double measure_expert_call_s(const ExpertLayout& layout, const std::string& hidden_act);
+
+}  // namespace ferry::moe
