@@ -1,62 +1,48 @@
 #include "moe/sched/trace_replay.h"
 
 #include <algorithm>
-#include <map>
-#include <set>
 
 #include "core/error.h"
 #include "moe/sched/layer_protocol.h"
+#include "moe/store/device_slots.h"
 
 namespace ferry::moe {
 namespace {
 
-// The device cache as bookkeeping: every expert is one byte, transfers complete at once.
-class ReplayCache : public ExpertCache {
+// The device cache as bookkeeping, in the ExpertStore's slots (DeviceSlots): transfers complete at
+// once (an expert has arrived as soon as it is reserved; leaving stops nothing), and a slot counts
+// as one byte: sizes are in experts.
+class ReplayCache : public ExpertCache, private SlotTransfers {
  public:
-  explicit ReplayCache(std::uint64_t capacity) : capacity_(capacity) {}
-  bool contains(ExpertId id) const override { return pins_.count(id) > 0; }
+  explicit ReplayCache(std::uint64_t capacity) : slots_({capacity, 1}, this) {}
+  bool contains(ExpertId id) const override { return slots_.contains(id); }
   bool prefetch(ExpertId id, int) override {
-    if (contains(id) || pins_.size() >= capacity_) return false;
-    pins_[id] = 0;
+    if (contains(id) || slots_.reserve(id, true) < 0) return false;
     ++prefetches;
-    peak = std::max<std::uint64_t>(peak, pins_.size());
     return true;
   }
-  bool evict(ExpertId id) override {
-    auto it = pins_.find(id);
-    if (it == pins_.end() || it->second > 0) return false;
-    pins_.erase(it);
-    return true;
-  }
-  std::vector<ExpertId> evictable() const override {
-    std::vector<ExpertId> out;
-    for (const auto& [id, p] : pins_)
-      if (p == 0) out.push_back(id);
-    return out;
-  }
-  std::uint64_t budget_bytes() const override { return capacity_; }
-  std::uint64_t used_bytes() const override { return pins_.size(); }
-  std::uint64_t expert_bytes() const override { return 1; }
+  bool evict(ExpertId id) override { return slots_.evict(id); }
+  std::vector<ExpertId> evictable() const override { return slots_.evictable(); }
+  std::uint64_t budget_bytes() const override { return slots_.budget_bytes(); }
+  std::uint64_t used_bytes() const override { return slots_.used_bytes(); }
+  std::uint64_t expert_bytes() const override { return slots_.slot_bytes(); }
 
   bool load(ExpertId id, EvictionAdvisor& advisor) {
-    while (pins_.size() >= capacity_) {
-      auto c = evictable();
-      if (c.empty()) return false;
-      ExpertId v = advisor.choose_victim(c, id);
-      FERRY_CHECK(evict(v), "policy chose a victim outside the candidates");
-    }
-    pins_[id] = 0;
-    peak = std::max<std::uint64_t>(peak, pins_.size());
+    if (!slots_.make_room(id, &advisor)) return false;
+    slots_.reserve(id, false);
     return true;
   }
-  void pin(ExpertId id) { ++pins_.at(id); }
-  void unpin(ExpertId id) { --pins_.at(id); }
+  void pin(ExpertId id) { slots_.pin(id); }
+  void unpin(ExpertId id) { slots_.unpin(id); }
+  std::uint64_t peak() const { return slots_.peak(); }
 
-  std::uint64_t prefetches = 0, peak = 0;
+  std::uint64_t prefetches = 0;
 
  private:
-  std::uint64_t capacity_;
-  std::map<ExpertId, int> pins_;  // resident expert -> pin count
+  bool arrived(ExpertId, int) const override { return true; }
+  void release(ExpertId, int) override {}
+
+  DeviceSlots slots_;
 };
 
 // The replay's side of the layer protocol: transfers complete at once, compute takes no time.
@@ -108,7 +94,7 @@ ReplayResult replay_trace(const RoutingTrace& trace, Policy& policy, const Repla
   r.loads = protocol.counts().loads;
   r.host_execs = protocol.counts().host_placed;
   r.prefetches = cache.prefetches;
-  r.peak_experts = cache.peak;
+  r.peak_experts = cache.peak();
   return r;
 }
 

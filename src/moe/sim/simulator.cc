@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <map>
 
 #include "core/error.h"
 #include "moe/sched/layer_protocol.h"
+#include "moe/store/device_slots.h"
 
 namespace ferry::moe {
 
@@ -47,66 +47,45 @@ FutureRouting form_batches(const RoutingTrace& trace, int batch, bool include_pr
 
 namespace {
 
-// The device cache and the link, in simulated time. Slots are reserved when a transfer is queued
-// (as the ExpertStore does); the link serves queued transfers one at a time, lowest priority value
-// first, FIFO among equals. A demand load pre-empts a running prefetch at its next chunk boundary
-// (the prefetch is queued again with what it has left), so it waits at most one chunk for it, as
-// the AsyncIO thread does. Jobs start lazily: the queue only changes in policy callbacks, so
-// starting them when time is advanced gives the same order.
-class SimCache : public ExpertCache {
+// The device cache and the link, in simulated time. The slots and the victim rule are the
+// ExpertStore's own (DeviceSlots): an expert has arrived when its job has ended by now, and leaving
+// cancels its job. The link serves queued transfers one at a time, lowest priority value first,
+// FIFO among equals. A demand load pre-empts a running prefetch at its next chunk boundary (the
+// prefetch is queued again with what it has left), so it waits at most one chunk for it, as the
+// AsyncIO thread does. Jobs start lazily: the queue only changes in policy callbacks, so starting
+// them when time is advanced gives the same order.
+class SimCache : public ExpertCache, private SlotTransfers {
  public:
   SimCache(std::uint64_t capacity, std::uint64_t expert_bytes, double transfer_s, double chunk_s)
-      : capacity_(capacity), expert_bytes_(expert_bytes), T_(transfer_s), chunk_s_(chunk_s) {}
+      : slots_({capacity, expert_bytes}, this), job_of_slot_(capacity), T_(transfer_s), chunk_s_(chunk_s) {}
 
-  bool contains(ExpertId id) const override { return entries_.count(id) > 0; }
+  bool contains(ExpertId id) const override { return slots_.contains(id); }
   bool prefetch(ExpertId id, int priority) override {
-    if (contains(id) || entries_.size() >= capacity_) return false;
-    add(id, priority, true);
+    if (contains(id) || !add(id, priority, true)) return false;
     ++prefetches;
     return true;
   }
-  bool evict(ExpertId id) override {
-    auto it = entries_.find(id);
-    if (it == entries_.end() || it->second.pins > 0) return false;
-    cancel(jobs_[it->second.job]);
-    entries_.erase(it);
-    return true;
-  }
-  std::vector<ExpertId> evictable() const override {
-    std::vector<ExpertId> out;
-    for (const auto& [id, e] : entries_)
-      if (e.pins == 0) out.push_back(id);
-    return out;  // std::map: sorted, as the ExpertStore returns them
-  }
-  std::uint64_t budget_bytes() const override { return capacity_ * expert_bytes_; }
-  std::uint64_t used_bytes() const override { return entries_.size() * expert_bytes_; }
-  std::uint64_t expert_bytes() const override { return expert_bytes_; }
+  bool evict(ExpertId id) override { return slots_.evict(id); }
+  std::vector<ExpertId> evictable() const override { return slots_.evictable(); }
+  std::uint64_t budget_bytes() const override { return slots_.budget_bytes(); }
+  std::uint64_t used_bytes() const override { return slots_.used_bytes(); }
+  std::uint64_t expert_bytes() const override { return slots_.slot_bytes(); }
 
   // Moves simulated time to t: transfers the link could start by then start.
   void set_now(double t) {
     while (link_free_ <= t && !queue_.empty()) run_next();
     now_ = t;
   }
-  // Demand load: raises a queued transfer to demand priority, or makes room (resident victims first,
-  // then unpinned transfers) and queues one. False when every slot is pinned.
+  // Demand load: raises a queued transfer to demand priority, or makes room (DeviceSlots::make_room)
+  // and queues one. False when every slot is pinned.
   bool request(ExpertId id, EvictionAdvisor& advisor) {
-    auto it = entries_.find(id);
-    if (it != entries_.end()) {
-      Job& j = jobs_[it->second.job];
+    if (const int slot = slots_.slot(id); slot >= 0) {
+      Job& j = jobs_[job_of_slot_[slot]];
       if (j.state == State::kQueued && j.priority != kPriorityDemand)
         j.priority = kPriorityDemand, j.demand_s = now_, preempt_prefetch();
       return true;
     }
-    while (entries_.size() >= capacity_) {
-      std::vector<ExpertId> done, moving;
-      for (const auto& [eid, e] : entries_)
-        if (e.pins == 0) (done_by(jobs_[e.job], now_) ? done : moving).push_back(eid);
-      if (done.empty() && moving.empty()) return false;
-      auto& pool = done.empty() ? moving : done;
-      const ExpertId victim = advisor.choose_victim(pool, id);
-      FERRY_CHECK(std::find(pool.begin(), pool.end(), victim) != pool.end(), "policy chose a victim outside the candidates");
-      evict(victim);
-    }
+    if (!slots_.make_room(id, &advisor)) return false;
     add(id, kPriorityDemand, false);
     ++loads;
     preempt_prefetch();
@@ -114,24 +93,21 @@ class SimCache : public ExpertCache {
   }
   // When the expert's bytes are in place (runs the link as far as needed).
   double ready_s(ExpertId id) {
-    const std::size_t j = entries_.at(id).job;
+    const int slot = slots_.slot(id);
+    FERRY_CHECK(slot >= 0, "ready_s of an absent expert ", id.layer, "/", id.expert);
+    const std::size_t j = job_of_slot_[slot];
     while (jobs_[j].state == State::kQueued) run_next();
     return jobs_[j].end_s;
   }
-  void pin(ExpertId id) { ++entries_.at(id).pins; }
-  void unpin(ExpertId id) { --entries_.at(id).pins; }
+  void pin(ExpertId id) { slots_.pin(id); }
+  void unpin(ExpertId id) { slots_.unpin(id); }
   // True the first time a prefetched expert is used.
-  bool take_prefetched(ExpertId id) {
-    auto& e = entries_.at(id);
-    const bool was = e.unused_prefetch;
-    e.unused_prefetch = false;
-    return was;
-  }
+  bool take_prefetched(ExpertId id) { return slots_.take_speculative(id); }
   // Everything queued is in place at time 0 and not counted (the start-up fill of static placements).
   void complete_all_at_zero() {
     for (std::size_t j : queue_) jobs_[j].state = State::kStarted, jobs_[j].start_s = jobs_[j].end_s = 0;
     queue_.clear();
-    for (auto& [id, e] : entries_) e.unused_prefetch = false;
+    slots_.clear_speculative();
     prefetches = 0;
   }
 
@@ -152,17 +128,21 @@ class SimCache : public ExpertCache {
     double demand_s = 0;  // when it became a demand load
     State state = State::kQueued;
   };
-  struct Entry {
-    int pins = 0;
-    std::size_t job = 0;
-    bool unused_prefetch = false;
-  };
-  static bool done_by(const Job& j, double t) { return j.state == State::kStarted && j.end_s <= t; }
+  // SlotTransfers: arrived when its job has ended by now; leaving cancels the job.
+  bool arrived(ExpertId, int slot) const override {
+    const Job& j = jobs_[job_of_slot_[slot]];
+    return j.state == State::kStarted && j.end_s <= now_;
+  }
+  void release(ExpertId, int slot) override { cancel(jobs_[job_of_slot_[slot]]); }
 
-  void add(ExpertId id, int priority, bool prefetched) {
-    jobs_.push_back(Job{id, priority, jobs_.size(), now_, 0, 0, T_, expert_bytes_, now_, State::kQueued});
+  // Reserves a slot and queues its transfer; false when every slot is taken.
+  bool add(ExpertId id, int priority, bool prefetched) {
+    const int slot = slots_.reserve(id, prefetched);
+    if (slot < 0) return false;
+    jobs_.push_back(Job{id, priority, jobs_.size(), now_, 0, 0, T_, expert_bytes(), now_, State::kQueued});
     queue_.push_back(jobs_.size() - 1);
-    entries_[id] = Entry{0, jobs_.size() - 1, prefetched};
+    job_of_slot_[slot] = jobs_.size() - 1;
+    return true;
   }
   void run_next() {
     auto best = std::min_element(queue_.begin(), queue_.end(), [&](std::size_t a, std::size_t b) {
@@ -207,7 +187,7 @@ class SimCache : public ExpertCache {
     const std::uint64_t undone =
         stop <= j.start_s ? j.left_bytes
                           : std::min(j.left_bytes, static_cast<std::uint64_t>(std::llround(
-                                                       (j.end_s - stop) / T_ * static_cast<double>(expert_bytes_))));
+                                                       (j.end_s - stop) / T_ * static_cast<double>(expert_bytes()))));
     busy_s -= j.end_s - stop;
     bytes_moved -= undone;
     j.left_s = j.end_s - stop;
@@ -228,14 +208,14 @@ class SimCache : public ExpertCache {
     }
   }
 
-  std::uint64_t capacity_, expert_bytes_;
+  DeviceSlots slots_;
+  std::vector<std::size_t> job_of_slot_;  // per slot: its transfer's job (jobs_ index)
   double T_, chunk_s_;
   double now_ = 0, link_free_ = 0;
   double last_demand_end_ = 0;        // when the last demand transfer started so far ends
   std::size_t running_ = SIZE_MAX;  // the job the link started last (it runs until link_free_)
   std::vector<Job> jobs_;
   std::vector<std::size_t> queue_;
-  std::map<ExpertId, Entry> entries_;
 };
 
 // The simulator's side of the layer protocol: the SimCache, and time on three resources. The

@@ -1,10 +1,11 @@
 // Trace-driven simulator of MoE offloading: a discrete-event model of the GPU, the host CPU and the
 // PCIe link (time_model.h) that runs the very policies and predictors of the engine on recorded
 // routing, through the engine's own per-layer protocol (sched/layer_protocol.h: route, pin hits,
-// access, demand loads, dispatched, compute, layer done). The device cache is simulated with the
-// ExpertStore's rules (slots reserved when a transfer is queued, demand loads overtake queued
-// prefetches, a running transfer finishes — or stops at its next chunk when evicted — victims
-// chosen by the policy among resident experts first).
+// access, demand loads, dispatched, compute, layer done). The device cache is the ExpertStore's
+// own slots (store/device_slots.h: slots reserved when a transfer is queued, victims chosen by the
+// policy among resident experts first) with the AsyncIO thread's rules in simulated time (demand
+// loads overtake queued prefetches, a running transfer finishes — or stops at its next chunk when
+// evicted).
 #pragma once
 
 #include <cstdint>

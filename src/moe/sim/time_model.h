@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "moe/sched/cost_model.h"
+#include "moe/store/expert_layout.h"
 
 namespace ferry::moe {
 
@@ -31,8 +32,8 @@ struct ModelShape {
   int hidden = 0, ffn = 0;              // model width, expert FFN width
   int heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
   double bytes_per_param = 2;           // bf16
-  double expert_params() const { return 3.0 * hidden * ffn; }  // w1, w2, w3
-  double expert_bytes() const { return expert_params() * bytes_per_param; }
+  double expert_params() const { return static_cast<double>(moe::expert_params(hidden, ffn)); }  // w1, w2, w3
+  double expert_bytes() const { return static_cast<double>(moe::expert_bytes(hidden, ffn, bytes_per_param)); }
   // Attention (q, k, v, o) and router of one layer.
   double dense_layer_params() const {
     const double kv = static_cast<double>(kv_heads) * head_dim;

@@ -1,6 +1,7 @@
 // What a policy sees of the device cache. Implemented by the engine's ExpertStore (real copies
-// over a Link) and by the trace-replay cache (bookkeeping only), so that one policy code path
-// runs in both.
+// over a Link), the simulator's cache (simulated time) and the trace-replay cache (bookkeeping
+// only), all three on the same DeviceSlots (device_slots.h), so that one policy code path runs in
+// each and meets the same victim rule.
 #pragma once
 
 #include <cstdint>

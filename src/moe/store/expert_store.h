@@ -1,15 +1,15 @@
 // The tiered expert store: every expert in the host pool; a device cache holding at most
-// `budget_bytes` of experts (slots of one expert each; reservations are made before a transfer
-// starts, so the budget holds at every instant; the peak is tracked); transfers run on the
-// AsyncIO thread through a Link. Single-threaded API (the compute thread); only the IoExecutor
-// runs concurrently.
+// `budget_bytes` of experts in DeviceSlots (device_slots.h: slots reserved before a transfer
+// starts, so the budget holds at every instant; the peak; the victim rule), whose transfers run on
+// the AsyncIO thread through a Link: an expert has arrived when its I/O ticket is ready.
+// Single-threaded API (the compute thread); only the IoExecutor runs concurrently.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
+#include "moe/store/device_slots.h"
 #include "moe/store/expert_cache.h"
 #include "moe/store/host_pool.h"
 #include "moe/store/io_executor.h"
@@ -33,9 +33,10 @@ struct StoreStats {
   double link_busy_s = 0;               // time the link was transferring
 };
 
-class ExpertStore : public ExpertCache {
+class ExpertStore : public ExpertCache, private SlotTransfers {
  public:
-  // `pool` must outlive the store. Throws InvalidArgument if the budget holds no expert.
+  // `pool` gives the experts' size and count (the link reads their bytes). Throws InvalidArgument
+  // if the budget holds no expert.
   ExpertStore(const HostPool* pool, std::unique_ptr<Link> link, ExpertStoreOptions options);
   ~ExpertStore() override;
 
@@ -43,22 +44,21 @@ class ExpertStore : public ExpertCache {
   void set_advisor(EvictionAdvisor* advisor) { advisor_ = advisor; }
 
   // ExpertCache
-  bool contains(ExpertId id) const override { return entries_.count(id) > 0; }
+  bool contains(ExpertId id) const override { return slots_.contains(id); }
   bool prefetch(ExpertId id, int priority) override;
-  bool evict(ExpertId id) override;
-  std::vector<ExpertId> evictable() const override;
+  bool evict(ExpertId id) override { return slots_.evict(id); }
+  std::vector<ExpertId> evictable() const override { return slots_.evictable(); }
   std::uint64_t budget_bytes() const override { return options_.budget_bytes; }
-  std::uint64_t used_bytes() const override { return entries_.size() * expert_bytes_; }
-  std::uint64_t expert_bytes() const override { return expert_bytes_; }
+  std::uint64_t used_bytes() const override { return slots_.used_bytes(); }
+  std::uint64_t expert_bytes() const override { return slots_.slot_bytes(); }
 
-  // Demand load: resident or queued → raises priority; otherwise makes room (asking the advisor,
-  // among unpinned experts; cancelling unpinned transfers if needed) and starts the transfer.
-  // Returns false when everything is pinned.
+  // Demand load: resident or queued → raises priority; otherwise makes room (DeviceSlots::make_room,
+  // asking the advisor) and starts the transfer. Returns false when everything is pinned.
   bool request(ExpertId id);
   bool resident(ExpertId id) const;  // bytes in place (transfer done)
   // Pinned experts are never evicted (the current layer's experts until computed).
-  void pin(ExpertId id);
-  void unpin(ExpertId id);
+  void pin(ExpertId id) { slots_.pin(id); }
+  void unpin(ExpertId id) { slots_.unpin(id); }
   // Waits for the expert's bytes (time counted as io_wait) and returns the device copy.
   const float* acquire(ExpertId id);
   // Synchronously loads experts in order until the budget is full (the all-resident setup).
@@ -69,22 +69,17 @@ class ExpertStore : public ExpertCache {
   void reset_stats();
 
  private:
-  struct Entry {
-    int slot = -1;
-    int pins = 0;
-    bool prefetched = false;  // came in speculatively and not used yet
-    IoTicket ticket;
-  };
   bool start_transfer(ExpertId id, int priority, bool prefetched);
-  void release(ExpertId id, Entry& e);
+  std::byte* slot_memory(int slot) const { return device_.get() + static_cast<std::uint64_t>(slot) * expert_bytes(); }
+  // SlotTransfers: an expert has arrived when its ticket is ready; leaving cancels its transfer.
+  bool arrived(ExpertId id, int slot) const override;
+  void release(ExpertId id, int slot) override;
 
-  const HostPool* pool_;  // owned by the engine, outlives the store
   std::unique_ptr<Link> link_;
   ExpertStoreOptions options_;
-  std::uint64_t expert_bytes_;
+  DeviceSlots slots_;
   std::unique_ptr<std::byte[]> device_;  // the emulated device memory: slots x expert_bytes
-  std::vector<int> free_slots_;
-  std::unordered_map<ExpertId, Entry, ExpertIdHash> entries_;
+  std::vector<IoTicket> tickets_;        // per slot: the transfer into it (invalid when free)
   EvictionAdvisor* advisor_ = nullptr;  // the engine's policy; outlives the store's use
   StoreStats stats_;
   std::uint64_t base_bytes_moved_ = 0;  // io_ counters at the last reset_stats()

@@ -1,5 +1,5 @@
 // The host pool: every routed expert in host memory, float32, one contiguous block per expert
-// laid out [w1 (I x H) | w3 (I x H) | w2 (H x I)] so that moving an expert is one byte span.
+// (ExpertLayout, expert_layout.h).
 // Without data (experts that stream from disk) it only describes the layout and the count.
 #pragma once
 
@@ -10,18 +10,9 @@
 #include "core/error.h"
 #include "moe/model/checkpoint.h"
 #include "moe/store/expert_cache.h"
+#include "moe/store/expert_layout.h"
 
 namespace ferry::moe {
-
-struct ExpertLayout {
-  std::int64_t hidden = 0;        // H
-  std::int64_t intermediate = 0;  // I
-  std::int64_t w1_offset() const { return 0; }  // in floats
-  std::int64_t w3_offset() const { return intermediate * hidden; }
-  std::int64_t w2_offset() const { return 2 * intermediate * hidden; }
-  std::int64_t floats() const { return 3 * intermediate * hidden; }
-  std::uint64_t bytes() const { return static_cast<std::uint64_t>(floats()) * 4; }
-};
 
 class HostPool {
  public:
