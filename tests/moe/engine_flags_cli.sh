@@ -9,14 +9,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/../cli_expect.sh"
 
+for cmd in generate logits serve bench; do "$ferry" moe "$cmd" --help >"$tmp/$cmd.help"; done
 # The help text of FLAG in `ferry moe CMD --help`. CLI11 starts it at column 31, or at column 31 of
 # the next line when the flag's name, type and default fill the first 30 columns.
 help_of() {
-  "$ferry" moe "$1" --help | awk -v flag="$2" '
+  awk -v flag="$2" '
     function emit(line) { print substr(line, 31); found = 1; exit }
     seen { emit(substr($0, 1, 30) ~ /^ *$/ && substr($0, 31, 1) != " " ? $0 : seen) }
     index($0, "  " flag " ") == 1 { seen = $0 }
-    END { if (seen && !found) print substr(seen, 31) }'
+    END { if (seen && !found) print substr(seen, 31) }' "$tmp/$1.help"
 }
 # check WHAT OK: counts a failure unless OK is 0.
 check() {
@@ -42,17 +43,21 @@ for pair in --policies:--policy --device-mem:--device-mem; do
   check "moe bench ${pair%%:*}: '$got' extends generate's '$want'" $?
 done
 
-# Bad values: the same line from every command, before the (missing) model is opened.
+# Bad values: the same line from every command, before the (missing) model is opened; every value
+# on generate, the policy and the link on the others.
 echo '[[1, 2]]' >"$tmp/tokens.json"
+bad() {  # bad CMD FLAG VALUE WANT
+  local args=(moe "$1" --model "$tmp/none")
+  [ "$1" = logits ] && args+=(--tokens "$tmp/tokens.json" --out "$tmp/out.npy")
+  expect_cli_error "$4" "$ferry" "${args[@]}" "$2" "$3"
+}
 for cmd in generate logits serve; do
-  args=(moe "$cmd" --model "$tmp/none")
-  [ "$cmd" = logits ] && args+=(--tokens "$tmp/tokens.json" --out "$tmp/out.npy")
-  expect_cli_error "--policy oracle needs the recorded future routing" "$ferry" "${args[@]}" --policy oracle
-  expect_cli_error "unknown policy 'magic'" "$ferry" "${args[@]}" --policy magic
-  expect_cli_error "invalid --device-mem '150%'" "$ferry" "${args[@]}" --device-mem 150%
-  expect_cli_error "invalid --link 'warp'" "$ferry" "${args[@]}" --link warp
-  expect_cli_error "invalid --compute 'fast'" "$ferry" "${args[@]}" --compute fast
+  bad "$cmd" --policy oracle "--policy oracle needs the recorded future routing"
+  bad "$cmd" --link warp "invalid --link 'warp'"
 done
+bad generate --policy magic "unknown policy 'magic'"
+bad generate --device-mem 150% "invalid --device-mem '150%'"
+bad generate --compute fast "invalid --compute 'fast'"
 bench=(moe bench --model "$tmp/none" --out "$tmp/bench")
 expect_cli_error "--policies: oracle needs the recorded future routing" "$ferry" "${bench[@]}" --policies lru,oracle
 expect_cli_error "unknown policy 'magic'" "$ferry" "${bench[@]}" --policies lru,magic
