@@ -16,8 +16,9 @@
 namespace ferry::apps {
 namespace {
 
-// One help text per flag; a sweep's says that it takes a list.
-// Every policy is listed; those that read the recorded future are marked as the simulator's.
+// One help text per flag; a sweep's adds that it takes a list (sweep()).
+
+// Every policy is listed (help_test checks it); those that read the recorded future are marked.
 std::string policy_help() {
   std::vector<std::string> engine, simulator;
   for (const auto& name : moe::policy_names()) (moe::find_policy(name)->needs_future ? simulator : engine).push_back(name);
@@ -40,7 +41,7 @@ void add_hardware_flags(CLI::App& app, std::string& link, std::string& compute) 
 void check_policy(const char* flag, const std::string& spec) {
   // Capabilities are data: a policy that reads the recorded future says so in its entry.
   FERRY_REQUIRE(!moe::policy_entry(spec).needs_future, flag, " ", spec,
-                " needs the recorded future routing (a bound): it runs in the simulator (ferry moe simulate)");
+                " needs the recorded future routing: it runs in the simulator (ferry moe simulate)");
   moe::make_policy(spec);  // a bad spec fails before the model loads
 }
 
