@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include <ATen/Parallel.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <torch/types.h>
-#include <torch/utils.h>
 
 #include "apps/cli.h"
+#include "apps/engine_flags.h"
 #include "apps/moe_subcommands.h"
 #include "core/atomic_write.h"
 #include "core/error.h"
@@ -88,7 +88,7 @@ std::string npy_bytes(const std::vector<float>& data, std::size_t b, std::size_t
 }
 
 int run_logits(const LogitsFlags& f) {
-  torch::set_num_threads(f.threads);
+  at::set_num_threads(f.threads);
   auto eng = MoeEngine::open(f.model, f.engine);
   const int V = eng->config().vocab_size;
   const TokenBatch seqs = read_sequences(f.tokens, V);
@@ -128,11 +128,7 @@ MoeSubcommand add_logits_command(CLI::App& moe) {
   c->add_option("--tokens", f.tokens, "JSON file: [[id, ...], ...], sequences of equal length")->required();
   c->add_option("--out", f.out, ".npy file of float32 [sequences, tokens, vocab]")->required();
   c->add_option("--prompt", f.prompt, "tokens of the prefill; the rest are decode steps")->capture_default_str();
-  c->add_option("--policy", f.engine.policy, "offloading policy")->capture_default_str();
-  c->add_option("--device-mem", f.engine.device_mem, "device budget for experts: bytes or % of all experts")
-      ->capture_default_str();
-  c->add_option("--link", f.engine.link, "pcie4, BW,LAT, file, none")->capture_default_str();
-  c->add_option("--compute", f.engine.compute, "none, a100 or DEVICE,HOST_PER_TOKEN")->capture_default_str();
+  add_engine_flags(*c, f.engine);
   c->add_option("--threads", f.threads, "libtorch threads")->check(thread_count())->capture_default_str();
   return MoeSubcommand{c, [flags] { return run_logits(*flags); }};
 }

@@ -10,17 +10,16 @@
 #include <string>
 #include <thread>
 
+#include <ATen/Parallel.h>
 #include <CLI/CLI.hpp>
-#include <torch/types.h>
-#include <torch/utils.h>
 
 #include "apps/cli.h"
+#include "apps/engine_flags.h"
 #include "apps/moe_subcommands.h"
 #include "core/error.h"
 #include "moe/engine/bench.h"
 #include "core/corpus.h"
 #include "moe/model/tokenizer.h"
-#include "moe/sched/policy.h"
 #include "moe/serve/chat_template.h"
 #include "moe/serve/server.h"
 
@@ -30,7 +29,15 @@ namespace {
 using namespace ferry::moe;
 
 struct ServeFlags {
-  std::string model, policy = "prescope", device_mem = "50%", link = "mixtral-a100", compute = "a100";
+  std::string model;
+  EngineOptions engine = [] {
+    EngineOptions e;
+    e.policy = "prescope";
+    e.device_mem = "50%";
+    e.link = "mixtral-a100";
+    e.compute = "a100";
+    return e;
+  }();
   std::string calibration = "default";  // corpus of the static placements' routing counts
   std::string chat_template;            // "" = the family's
   ServeOptions serve;
@@ -38,9 +45,7 @@ struct ServeFlags {
 };
 
 int run_serve(ServeFlags& f) {
-  torch::set_num_threads(f.threads);
-  FERRY_REQUIRE(!policy_entry(f.policy).needs_future, "--policy ", f.policy,
-                " needs the future routing (a bound for the simulator); a server cannot know it");
+  at::set_num_threads(f.threads);
   // Signals go to one thread that waits for them, so that the server's threads never see one.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -48,12 +53,7 @@ int run_serve(ServeFlags& f) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  EngineOptions eo;
-  eo.policy = f.policy;
-  eo.device_mem = f.device_mem;
-  eo.link = f.link;
-  eo.compute = f.compute;
-  make_policy(f.policy);  // a bad spec fails before the model loads
+  EngineOptions& eo = f.engine;
   const std::string corpus = f.calibration == "default" ? default_corpus_path() : f.calibration;
   eo.policy_options.expert_counts = calibration_counts(f.model, corpus, 512, 99);
   auto engine = MoeEngine::open(f.model, eo);
@@ -92,11 +92,7 @@ MoeSubcommand add_serve_command(CLI::App& moe) {
   auto& f = *flags;
   auto* c = moe.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat) with continuous batching");
   c->add_option("--model", f.model, "model directory")->required();
-  c->add_option("--policy", f.policy, "offloading policy: " + choices(policy_names()))->capture_default_str();
-  c->add_option("--device-mem", f.device_mem, "device budget for experts: bytes (256MiB) or % of all experts")
-      ->capture_default_str();
-  c->add_option("--link", f.link, "pcie3, pcie4, BW,LAT (12GBps,10us), mixtral-a100, file, none")->capture_default_str();
-  c->add_option("--compute", f.compute, "none, a100 or DEVICE,HOST_PER_TOKEN (100us,1ms)")->capture_default_str();
+  add_engine_flags(*c, f.engine);
   c->add_option("--host", f.serve.host, "address to listen on (loopback by default)")->capture_default_str();
   c->add_option("--port", f.serve.port, "TCP port (0 = any free port)")->check(CLI::Range(0, 65535))->capture_default_str();
   c->add_option("--max-batch", f.serve.batcher.max_batch, "sequences decoded together")->check(CLI::Range(1, 4096))

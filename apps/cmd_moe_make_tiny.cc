@@ -1,0 +1,82 @@
+// `ferry moe make-tiny`: a random-weight model of a Hugging Face MoE family, in its layout and
+// tensor names, for tests and demos.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "apps/model_flags.h"
+#include "apps/moe_subcommands.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "moe/model/config.h"
+#include "moe/model/pretrain.h"
+#include "moe/model/tiny_model.h"
+
+namespace ferry::apps {
+namespace {
+
+using namespace ferry::moe;
+
+struct MakeTinyFlags {
+  TinyModelOptions tiny = [] {
+    TinyModelOptions t;
+    t.config = pretrain_default_config();
+    return t;
+  }();
+  std::string out, dtype = "f32";
+};
+
+int run_make_tiny(TinyModelOptions& o, const std::string& out, const std::string& dtype) {
+  o.write.dtype = dtype_flag(dtype);
+  MoeConfig& c = o.config;
+  const std::string& f = c.model_type;
+  FERRY_REQUIRE(f == "mixtral" || f == "qwen2_moe" || f == "qwen3_moe" || f == "olmoe" || f == "deepseek", "--family '",
+                f, "' is not one of mixtral, qwen2_moe, qwen3_moe, olmoe, deepseek");
+  FERRY_REQUIRE(c.shared_expert_intermediate_size == 0 || f == "qwen2_moe" || f == "deepseek",
+                "--shared-expert needs --family qwen2_moe or deepseek (", f, " has no shared expert)");
+  FERRY_REQUIRE(c.dense_layers.empty() || f == "qwen2_moe" || f == "qwen3_moe" || f == "deepseek",
+                "--dense-layers needs --family qwen2_moe, qwen3_moe or deepseek (", f, " has none)");
+  FERRY_REQUIRE(f != "deepseek" || c.head_dim * c.num_heads == c.hidden_size,
+                "--head-dim: DeepSeek's heads are --hidden / --heads wide");
+  std::sort(c.dense_layers.begin(), c.dense_layers.end());
+  if (c.dense_intermediate_size == 0) c.dense_intermediate_size = 2 * c.intermediate_size;
+  if (f != "mixtral") c.norm_topk_prob = false;  // HF's default outside Mixtral
+  make_tiny_model(out, o);
+  auto w = load_config(out);
+  std::printf("wrote %s: %s, %d layers (%d with experts) x %d experts (top-%d), hidden %d, expert %s, all experts %s\n",
+              out.c_str(), w.model_type.c_str(), w.num_layers, w.num_moe_layers(), w.num_experts, w.top_k,
+              w.hidden_size, format_bytes(w.expert_params() * 4.0).c_str(),
+              format_bytes(w.expert_params() * 4.0 * w.num_moe_layers() * w.num_experts).c_str());
+  return 0;
+}
+
+}  // namespace
+
+MoeSubcommand add_make_tiny_command(CLI::App& moe) {
+  auto flags = std::make_shared<MakeTinyFlags>();
+  auto& f = *flags;
+  MoeConfig& c = f.tiny.config;
+  auto* mk = moe.add_subcommand("make-tiny", "write a random-weight model of a Hugging Face MoE family");
+  mk->add_option("--out", f.out, "model directory to write")->required();
+  add_shape_flags(*mk, c);
+  mk->add_option("--vocab", c.vocab_size, "vocabulary (256 = byte tokens)")->capture_default_str();
+  mk->add_option("--family", c.model_type,
+                 "mixtral, qwen2_moe, qwen3_moe, olmoe or deepseek (Hugging Face's layout and names)")
+      ->capture_default_str();
+  mk->add_option("--shared-expert", c.shared_expert_intermediate_size,
+                 "width of the shared expert (0 = none; qwen2_moe; deepseek: a multiple of --intermediate)");
+  mk->add_option("--dense-layers", c.dense_layers,
+                 "decoder layers with a dense MLP instead of experts (qwen2_moe, qwen3_moe; deepseek: the first ones)")
+      ->delimiter(',');
+  mk->add_option("--dense-intermediate", c.dense_intermediate_size,
+                 "the dense layers' MLP width (default 2 x --intermediate)");
+  mk->add_option("--dtype", f.dtype, "f32, bf16 or f16")->capture_default_str();
+  mk->add_option("--shards", f.tiny.write.shards, "safetensors shards")->capture_default_str();
+  mk->add_option("--seed", f.tiny.seed, "weight seed")->capture_default_str();
+  return MoeSubcommand{mk, [flags] { return run_make_tiny(flags->tiny, flags->out, flags->dtype); }};
+}
+
+}  // namespace ferry::apps

@@ -1,0 +1,87 @@
+#include "apps/engine_flags.h"
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "apps/cli.h"
+#include "core/error.h"
+#include "core/spec.h"
+#include "moe/engine/bench.h"
+#include "moe/engine/engine.h"
+#include "moe/sched/policy.h"
+#include "moe/store/link.h"
+
+namespace ferry::apps {
+namespace {
+
+// One help text per flag; a sweep's adds that it takes a list (sweep()).
+
+// Every policy is listed (help_test checks it); those that read the recorded future are marked.
+std::string policy_help() {
+  std::vector<std::string> engine, simulator;
+  for (const auto& name : moe::policy_names()) (moe::find_policy(name)->needs_future ? simulator : engine).push_back(name);
+  std::string help = "offloading policy NAME[:ARGS]: " + choices(engine);
+  if (!simulator.empty()) help += " (in the simulator only: " + choices(simulator) + ")";
+  return help;
+}
+constexpr const char* kDeviceMemHelp = "device budget for routed experts: bytes (256MiB) or % of all experts";
+constexpr const char* kLinkHelp =
+    "host-to-device link: pcie3, pcie4, BW,LAT (12GBps,10us), mixtral-a100 (the Mixtral/A100 transfer:compute "
+    "ratio), file (experts read from disk) or none";
+constexpr const char* kComputeHelp = "compute profile: none, a100 or DEVICE,HOST_PER_TOKEN (100us,1ms)";
+std::string sweep(const std::string& help) { return help + "; comma-separated, one run each"; }
+
+void add_hardware_flags(CLI::App& app, std::string& link, std::string& compute) {
+  app.add_option("--link", link, kLinkHelp)->capture_default_str();
+  app.add_option("--compute", compute, kComputeHelp)->capture_default_str();
+}
+
+void check_policy(const char* flag, const std::string& spec) {
+  // Capabilities are data: a policy that reads the recorded future says so in its entry.
+  FERRY_REQUIRE(!moe::policy_entry(spec).needs_future, flag, " ", spec,
+                " needs the recorded future routing: it runs in the simulator (ferry moe simulate)");
+  moe::make_policy(spec);  // a bad spec fails before the model loads
+}
+
+void check_hardware(const std::string& link, const std::string& compute) {
+  moe::parse_link_spec(link);
+  moe::parse_compute_profile(compute);
+}
+
+// The budget's form only: a percentage of one byte parses as a percentage of any model.
+void check_device_mem(const std::string& text) { moe::parse_device_mem(text, /*total_expert_bytes=*/1); }
+
+}  // namespace
+
+void add_engine_flags(CLI::App& app, moe::EngineOptions& o) {
+  app.add_option("--policy", o.policy, policy_help())->capture_default_str();
+  app.add_option("--device-mem", o.device_mem, kDeviceMemHelp)->capture_default_str();
+  add_hardware_flags(app, o.link, o.compute);
+  app.callback([&o] { check_engine_flags(o); });
+}
+
+void add_engine_sweep_flags(CLI::App& app, moe::BenchOptions& o) {
+  app.add_option("--policies", o.policies, sweep(policy_help()))->delimiter(',')->capture_default_str();
+  app.add_option("--device-mem", o.budgets, sweep(kDeviceMemHelp))->delimiter(',')->capture_default_str();
+  add_hardware_flags(app, o.link, o.compute);
+  app.callback([&o] { check_engine_sweep_flags(o); });
+}
+
+void check_engine_flags(const moe::EngineOptions& o) {
+  check_policy("--policy", o.policy);
+  check_device_mem(o.device_mem);
+  check_hardware(o.link, o.compute);
+}
+
+void check_engine_sweep_flags(const moe::BenchOptions& o) {
+  FERRY_REQUIRE(!o.policies.empty(), "--policies is empty");
+  FERRY_REQUIRE(!o.budgets.empty(), "--device-mem is empty");
+  // The list was split on every ',', a spec's own keys too ("prescope:window=2,predictor=...").
+  for (const auto& p : join_spec_items(o.policies)) check_policy("--policies:", p);
+  for (const auto& b : o.budgets) check_device_mem(b);
+  check_hardware(o.link, o.compute);
+}
+
+}  // namespace ferry::apps
