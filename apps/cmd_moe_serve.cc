@@ -17,6 +17,7 @@
 #include "apps/engine_flags.h"
 #include "apps/moe_subcommands.h"
 #include "core/error.h"
+#include "core/units.h"
 #include "moe/engine/bench.h"
 #include "core/corpus.h"
 #include "moe/model/tokenizer.h"
@@ -40,6 +41,7 @@ struct ServeFlags {
   }();
   std::string calibration = "default";  // corpus of the static placements' routing counts
   std::string chat_template;            // "" = the family's
+  std::string kv_mem = "0";             // KV cache bound of the running sequences (bytes; 0: none)
   ServeOptions serve;
   int threads = 1;
 };
@@ -53,6 +55,7 @@ int run_serve(ServeFlags& f) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  f.serve.batcher.kv_bytes = parse_bytes(f.kv_mem);
   EngineOptions& eo = f.engine;
   const std::string corpus = f.calibration == "default" ? default_corpus_path() : f.calibration;
   eo.policy_options.expert_counts = calibration_counts(f.model, corpus, 512, 99);
@@ -101,6 +104,17 @@ MoeSubcommand add_serve_command(CLI::App& moe) {
       ->check(CLI::Range(0, 1 << 16))->capture_default_str();
   c->add_option("--prefill-chunk", f.serve.batcher.prefill_chunk, "prompt tokens per step (bounds a decode's stall)")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  c->add_option("--kv-mem", f.kv_mem, "KV cache memory of the running sequences together (512MiB; 0: no bound); "
+                                      "a request waits until its cache fits, one larger alone gets 400")
+      ->check([](const std::string& text) -> std::string {
+        try {
+          parse_bytes(text);
+          return "";
+        } catch (const std::exception& e) {
+          return e.what();
+        }
+      })
+      ->capture_default_str();
   c->add_option("--max-tokens", f.serve.max_tokens, "most tokens a request may ask for")->check(CLI::Range(1, 1 << 24))
       ->capture_default_str();
   c->add_option("--max-body", f.serve.max_body_bytes, "largest request body in bytes (413 above)")

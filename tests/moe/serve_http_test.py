@@ -349,6 +349,21 @@ def test_full_queue_answers_429(server_factory):
     assert s.stop() == 0
 
 
+def test_kv_bound_refuses_a_request_larger_than_it(server_factory, model):
+    # The tiny model's KV cache: 2 x layers x KV heads x head_dim x 4 bytes per position. A bound of
+    # 64 positions admits a short request and answers 400 (naming the bound) for one that may reach 200.
+    with open(os.path.join(model, "config.json")) as f:
+        c = json.load(f)
+    heads = c["num_attention_heads"]
+    head_dim = c.get("head_dim") or c["hidden_size"] // heads
+    per_position = 2 * c["num_hidden_layers"] * c.get("num_key_value_heads", heads) * head_dim * 4
+    s = server_factory("--policy", "lru", "--kv-mem", str(64 * per_position))
+    status, r = s.post("/v1/completions", {"prompt": "a", "max_tokens": 200})
+    assert status == 400 and "KV cache" in r["error"]["message"], r
+    assert s.post("/v1/completions", {"prompt": "a", "max_tokens": 8})[0] == 200
+    assert s.stop() == 0
+
+
 def test_disconnect_mid_stream_frees_the_slot(server_factory):
     s = server_factory(*slow("--max-batch", "1", "--max-queue", "4"))
     c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
