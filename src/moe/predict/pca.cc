@@ -2,8 +2,8 @@
 
 #include <cmath>
 
+#include <torch/types.h>  // first: torch/linalg.h does not include what it uses
 #include <torch/linalg.h>
-#include <torch/types.h>
 #include <torch/utils.h>
 
 #include "core/error.h"
