@@ -22,8 +22,10 @@ ComputeProfile parse_compute_profile(const std::string& text) {
   p.name = text;
   if (text == "none" || text.empty()) return p;
   if (text == "a100") {
+    // 100 us: the emulated device's expert call, a scale (a tiny model's expert is not Mixtral's);
+    // the host is as many times slower per token as on the A100 deployment (core/hardware.h).
     p.device_expert_s = 100e-6;
-    p.host_token_s = 1e-3;
+    p.host_token_s = p.device_expert_s * hardware::kA100HostRatio;
     return p;
   }
   auto comma = text.find(',');
@@ -215,7 +217,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   // A link that reads the checkpoint itself (file) leaves no host copy: the experts stream from
   // disk into the device budget (the whole point when they do not fit in memory), and none can
   // run on the host, whatever the policy would choose.
-  const bool from_disk = parse_link_spec(options.link).kind == "file";
+  const bool from_disk = !link_entry(parse_link_spec(options.link).kind).keeps_host_copy;
   m.pool = HostPool::load(*m.ck, !from_disk);
   const std::uint64_t eb = m.pool->layout().bytes();
   m.budget = parse_device_mem(options.device_mem, m.pool->total_bytes());
