@@ -1,6 +1,5 @@
 // `ferry moe make-tiny`: a random-weight model of a Hugging Face MoE family, in its layout and
 // tensor names, for tests and demos.
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -12,6 +11,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "moe/model/config.h"
+#include "moe/model/family.h"
 #include "moe/model/pretrain.h"
 #include "moe/model/tiny_model.h"
 
@@ -31,19 +31,7 @@ struct MakeTinyFlags {
 
 int run_make_tiny(TinyModelOptions& o, const std::string& out, const std::string& dtype) {
   o.write.dtype = dtype_flag(dtype);
-  MoeConfig& c = o.config;
-  const std::string& f = c.model_type;
-  FERRY_REQUIRE(f == "mixtral" || f == "qwen2_moe" || f == "qwen3_moe" || f == "olmoe" || f == "deepseek", "--family '",
-                f, "' is not one of mixtral, qwen2_moe, qwen3_moe, olmoe, deepseek");
-  FERRY_REQUIRE(c.shared_expert_intermediate_size == 0 || f == "qwen2_moe" || f == "deepseek",
-                "--shared-expert needs --family qwen2_moe or deepseek (", f, " has no shared expert)");
-  FERRY_REQUIRE(c.dense_layers.empty() || f == "qwen2_moe" || f == "qwen3_moe" || f == "deepseek",
-                "--dense-layers needs --family qwen2_moe, qwen3_moe or deepseek (", f, " has none)");
-  FERRY_REQUIRE(f != "deepseek" || c.head_dim * c.num_heads == c.hidden_size,
-                "--head-dim: DeepSeek's heads are --hidden / --heads wide");
-  std::sort(c.dense_layers.begin(), c.dense_layers.end());
-  if (c.dense_intermediate_size == 0) c.dense_intermediate_size = 2 * c.intermediate_size;
-  if (f != "mixtral") c.norm_topk_prob = false;  // HF's default outside Mixtral
+  prepare_tiny_config(o.config);
   make_tiny_model(out, o);
   auto w = load_config(out);
   std::printf("wrote %s: %s, %d layers (%d with experts) x %d experts (top-%d), hidden %d, expert %s, all experts %s\n",
@@ -63,9 +51,9 @@ MoeSubcommand add_make_tiny_command(CLI::App& moe) {
   mk->add_option("--out", f.out, "model directory to write")->required();
   add_shape_flags(*mk, c);
   mk->add_option("--vocab", c.vocab_size, "vocabulary (256 = byte tokens)")->capture_default_str();
-  mk->add_option("--family", c.model_type,
-                 "mixtral, qwen2_moe, qwen3_moe, olmoe or deepseek (Hugging Face's layout and names)")
-      ->capture_default_str();
+  std::string families;
+  for (const std::string& name : model_family_names()) families += (families.empty() ? "" : ", ") + name;
+  mk->add_option("--family", c.model_type, families + " (Hugging Face's layout and names)")->capture_default_str();
   mk->add_option("--shared-expert", c.shared_expert_intermediate_size,
                  "width of the shared expert (0 = none; qwen2_moe; deepseek: a multiple of --intermediate)");
   mk->add_option("--dense-layers", c.dense_layers,

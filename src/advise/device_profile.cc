@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/hardware.h"
 #include "core/registry.h"
 
 namespace ferry::advise {
@@ -17,24 +18,27 @@ namespace {
 // about 370 images/s x 3 x 8.2 GFLOP per image (forward 4.1 GMAC; backward twice the forward)
 // = 9.1 TFLOP/s of its 15.7 peak (NVIDIA DeepLearningExamples, ResNet-50 v1.5 training
 // performance tables, fp32, batch 256; not re-measured here). The same fraction is assumed for
-// the other GPUs. Staging: PCIe 3.0 x16 moves about 12 GB/s in practice (15.75 GB/s raw).
+// the other GPUs. Peaks and staging links are those of the hardware table (core/hardware.h).
 constexpr double kSustainedFraction = 0.58;
+
+// An accelerator per worker: `gpu` of the hardware table, staged over its host link.
+DeviceProfile accelerator(const char* name, const char* summary, std::string_view gpu_name) {
+  const hardware::Gpu* gpu = hardware::find_gpu(gpu_name);
+  const hardware::HostLink* link = hardware::find_host_link(gpu->host_link);
+  return {name, summary, gpu->fp32_flops / 1e12 * kSustainedFraction, false, link->bandwidth_bytes_per_s,
+          std::string(gpu->source) + "; " + std::string(link->source)};
+}
 
 Registry<DeviceProfile>& registry() {
   static Registry<DeviceProfile>* r = [] {
     auto* reg = new Registry<DeviceProfile>("--device");
     reg->add({"local", "this machine's CPU cores, shared by every rank (calibrated contention)", 0, true, 0,
               "measured: the profile run's GEMM and training iterations on this machine"});
-    reg->add({"k80", "NVIDIA Tesla K80, one GK210 die per worker, PCIe 3.0", 4.37 / 2 * kSustainedFraction, false,
-              12e9, "NVIDIA K80 datasheet: 8.73 TFLOP/s fp32 peak with boost per board of two GK210 (4.37 per die)"});
-    reg->add({"p100", "NVIDIA Tesla P100 PCIe 16GB, PCIe 3.0", 9.3 * kSustainedFraction, false, 12e9,
-              "NVIDIA P100 datasheet: 9.3 TFLOP/s fp32 peak (PCIe)"});
-    reg->add({"titan-xp", "NVIDIA Titan Xp, PCIe 3.0", 12.1 * kSustainedFraction, false, 12e9,
-              "NVIDIA Titan Xp specifications: 12.1 TFLOP/s fp32 peak"});
-    reg->add({"v100", "NVIDIA Tesla V100 SXM2 16GB, PCIe 3.0 to the host", 15.7 * kSustainedFraction, false, 12e9,
-              "NVIDIA V100 datasheet: 15.7 TFLOP/s fp32 peak (SXM2); ResNet-50 fp32 training ~370 images/s"});
-    reg->add({"a100", "NVIDIA A100 SXM4 40GB, PCIe 4.0 to the host", 19.5 * kSustainedFraction, false, 24e9,
-              "NVIDIA A100 datasheet: 19.5 TFLOP/s fp32 peak (non-tensor-core); PCIe 4.0 x16 ~24 GB/s"});
+    reg->add(accelerator("k80", "NVIDIA Tesla K80, one GK210 die per worker, PCIe 3.0", "k80"));
+    reg->add(accelerator("p100", "NVIDIA Tesla P100 PCIe 16GB, PCIe 3.0", "p100-pcie-16gb"));
+    reg->add(accelerator("titan-xp", "NVIDIA Titan Xp, PCIe 3.0", "titan-xp"));
+    reg->add(accelerator("v100", "NVIDIA Tesla V100 SXM2 16GB, PCIe 3.0 to the host", "v100-sxm2-16gb"));
+    reg->add(accelerator("a100", "NVIDIA A100 SXM4 40GB, PCIe 4.0 to the host", "a100-40gb"));
     return reg;
   }();
   return *r;

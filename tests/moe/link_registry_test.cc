@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
+#include "core/hardware.h"
+#include "moe/engine/engine.h"
+#include "moe/sim/time_model.h"
 #include "moe/store/link.h"
 
 namespace ferry::moe {
@@ -58,6 +62,66 @@ TEST(LinkRegistry, ScaledLinksResolveAndUnavailableKindsAreRefused) {
     }
   }
   EXPECT_THROW(register_link({"emulated", "again", "", nullptr}), InvalidArgument);
+}
+
+// --link is a spec of the link registry: the key form, the positional form and the bare rate are
+// one link; the shorthands read as emulated links at the hardware table's figures.
+TEST(LinkRegistry, SpecFormsAndShorthandsAreOneGrammar) {
+  for (const char* text : {"emulated:bandwidth=12GBps,latency=10us", "emulated:12GBps,10us", "12GBps,10us",
+                           "EMULATED:bandwidth=12GBps, latency=10us"}) {
+    const LinkSpec s = parse_link_spec(text);
+    EXPECT_EQ(s.kind, "emulated") << text;
+    EXPECT_DOUBLE_EQ(s.bandwidth_bytes_per_s, 12e9) << text;
+    EXPECT_DOUBLE_EQ(s.latency_s, 10e-6) << text;
+    EXPECT_EQ(s.text, text);
+  }
+  const LinkSpec file = parse_link_spec("file:bandwidth=2GBps,latency=50us");
+  EXPECT_EQ(file.kind, "file");
+  EXPECT_DOUBLE_EQ(file.latency_s, 50e-6);
+  EXPECT_DOUBLE_EQ(parse_link_spec("file").bandwidth_bytes_per_s, 0);  // unpaced unless asked
+  for (const hardware::HostLink& link : hardware::kHostLinks) {
+    const LinkSpec s = parse_link_spec(std::string(link.name));
+    EXPECT_EQ(s.kind, "emulated") << link.name;
+    EXPECT_EQ(s.bandwidth_bytes_per_s, link.bandwidth_bytes_per_s) << link.name;
+    EXPECT_EQ(s.latency_s, link.latency_s) << link.name;
+  }
+  EXPECT_EQ(parse_link_spec("mixtral-a100").scaled_ratio, parse_link_spec("scaled:62").scaled_ratio);
+  EXPECT_EQ(parse_link_spec("scaled:ratio=10").scaled_ratio, 10);
+  for (const char* bad : {"none:rate=1GBps", "pcie4:latency=1us", "emulated:bandwidth=1GBps,rate=2GBps",
+                          "emulated:latency=10us", "file:speed=1GBps", "scaled"})
+    EXPECT_THROW(parse_link_spec(bad), InvalidArgument) << bad;
+  try {
+    parse_link_spec("warp");
+    ADD_FAILURE() << "warp accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown --link 'warp'"), std::string::npos) << e.what();
+  }
+}
+
+// Whether the engine keeps a host copy is the entry's capability, not its name.
+TEST(LinkRegistry, KeepingAHostCopyIsACapability) {
+  register_builtin_links();
+  EXPECT_FALSE(link_entry(parse_link_spec("file:2GBps").kind).keeps_host_copy);
+  for (const char* text : {"pcie4", "none", "12GBps,10us", "mixtral-a100", "cuda"})
+    EXPECT_TRUE(link_entry(parse_link_spec(text).kind).keeps_host_copy) << text;
+}
+
+// One hardware table: the simulator's profiles, the links' shorthands and the engine's a100
+// compute profile read the same figures.
+TEST(LinkRegistry, HardwareFiguresAgreeAcrossLinksSimulatorAndEngine) {
+  const auto profiles = builtin_hardware_profiles();
+  EXPECT_EQ(find_profile(profiles, "a100-pcie4").link_Bps, parse_link_spec("pcie4").bandwidth_bytes_per_s);
+  EXPECT_EQ(find_profile(profiles, "a100-pcie4").link_latency_s, parse_link_spec("pcie4").latency_s);
+  EXPECT_EQ(find_profile(profiles, "v100-pcie3").link_Bps, parse_link_spec("pcie3").bandwidth_bytes_per_s);
+  EXPECT_EQ(find_profile(profiles, "rtx4090-pcie4").link_Bps, parse_link_spec("pcie4").bandwidth_bytes_per_s);
+  const HardwareProfile& a100 = find_profile(profiles, "a100-pcie4");
+  // The scaled link's ratio and the compute profile's host/device ratio are the A100 profile's
+  // bandwidth ratios, rounded.
+  EXPECT_EQ(kMixtralA100TransferRatio, std::round(a100.hbm_Bps / a100.link_Bps));
+  const ComputeProfile c = parse_compute_profile("a100");
+  EXPECT_DOUBLE_EQ(c.host_token_s / c.device_expert_s, std::round(a100.hbm_Bps / a100.host_Bps));
+  EXPECT_EQ(kMixtralA100TransferRatio, 62);  // docs/moe.md, "The link ratio"
+  EXPECT_DOUBLE_EQ(c.host_token_s, 1e-3);
 }
 
 }  // namespace

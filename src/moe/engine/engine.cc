@@ -115,7 +115,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   // A link that reads the checkpoint itself (file) leaves no host copy: the experts stream from
   // disk into the device budget (the whole point when they do not fit in memory), and none can
   // run on the host, whatever the policy would choose.
-  const bool from_disk = parse_link_spec(options.link).kind == "file";
+  const bool from_disk = !link_entry(parse_link_spec(options.link).kind).keeps_host_copy;
   m.pool = HostPool::load(*m.ck, !from_disk);
   const std::uint64_t eb = m.pool->layout().bytes();
   m.budget = parse_device_mem(options.device_mem, m.pool->total_bytes());

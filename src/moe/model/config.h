@@ -1,5 +1,6 @@
-// The model configuration of a Hugging Face MoE checkpoint (config.json): Mixtral, Qwen2-MoE,
-// Qwen3-MoE, OLMoE and DeepSeek-MoE (V1), each read as HF's modeling code defines it.
+// The model configuration of a Hugging Face MoE checkpoint (config.json), read as HF's modeling
+// code defines it: the keys every family has here, each family's own in its registry entry
+// (moe/model/family.h: Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE and DeepSeek-MoE V1).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,8 @@ struct RopeScaling {
 };
 
 struct MoeConfig {
-  std::string model_type = "mixtral";  // mixtral, qwen2_moe, qwen3_moe, olmoe or deepseek (tensor names)
+  std::string model_type = "mixtral";  // the family (moe/model/family.h; also the default of a
+                                       // config.json without model_type)
   int vocab_size = 256;                // tokens in the embedding / LM head
   int hidden_size = 64;                // model width H
   int intermediate_size = 128;         // expert FFN width I (qwen2_moe: moe_intermediate_size)
@@ -73,11 +75,20 @@ MoeConfig load_config(const std::string& dir_or_file);
 MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin);
 nlohmann::json config_to_json(const MoeConfig& c);
 
+// How a family names the MLP tensors of a decoder layer (HF's modeling code): the module of the
+// MoE block (or the dense MLP), an expert's three projections, the shared expert's module.
+struct FamilyTensorNames {
+  std::string moe_module = "mlp.";              // under model.layers.N.
+  std::string gate = "gate_proj";               // w1
+  std::string up = "up_proj";                   // w3
+  std::string down = "down_proj";               // w2
+  std::string shared_expert = "shared_expert.";  // the shared expert's module under moe_module
+};
+
 // Tensor names of the checkpoint, read as the family names them. Layers are decoder layers.
 struct TensorNames {
-  explicit TensorNames(const MoeConfig& config)
-      : hf_mlp_(config.model_type != "mixtral"),
-        shared_(config.model_type == "deepseek" ? "shared_experts." : "shared_expert.") {}
+  // The names of config.model_type's family (moe/model/family.h); InvalidArgument for an unknown one.
+  explicit TensorNames(const MoeConfig& config);
   std::string embed() const { return "model.embed_tokens.weight"; }
   std::string final_norm() const { return "model.norm.weight"; }
   std::string lm_head() const { return "lm_head.weight"; }
@@ -95,19 +106,19 @@ struct TensorNames {
   std::string expert(int l, int e, int which) const {
     return moe(l) + "experts." + std::to_string(e) + "." + proj(which) + ".weight";
   }
-  std::string shared_expert(int l, int which) const { return moe(l) + shared_ + proj(which) + ".weight"; }
+  std::string shared_expert(int l, int which) const {
+    return moe(l) + names_.shared_expert + proj(which) + ".weight";
+  }
   // The dense MLP of a layer without experts (Qwen's mlp_only_layers, DeepSeek's first layers).
   std::string dense_mlp(int l, int which) const { return moe(l) + proj(which) + ".weight"; }
   std::string shared_expert_gate(int l) const { return moe(l) + "shared_expert_gate.weight"; }
 
  private:
-  std::string moe(int l) const { return layer(l) + (hf_mlp_ ? "mlp." : "block_sparse_moe."); }
-  std::string proj(int which) const {
-    if (hf_mlp_) return which == 1 ? "gate_proj" : which == 3 ? "up_proj" : "down_proj";
-    return "w" + std::to_string(which);
+  std::string moe(int l) const { return layer(l) + names_.moe_module; }
+  const std::string& proj(int which) const {
+    return which == 1 ? names_.gate : which == 3 ? names_.up : names_.down;
   }
-  bool hf_mlp_;         // gate_proj/up_proj/down_proj under mlp. (every family but Mixtral)
-  std::string shared_;  // the shared expert's module name
+  FamilyTensorNames names_;
 };
 
 }  // namespace ferry::moe

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/registry.h"
+#include "moe/model/family.h"
 
 namespace ferry::moe {
 
@@ -81,11 +82,11 @@ std::string render_deepseek(const std::vector<ChatMessage>& msgs) {
 
 void register_builtin_chat_templates() {
   auto& r = registry();
-  r.add_if_absent({"mistral", "[INST] user [/INST] answer</s> (Mixtral-8x7B-Instruct)", {"mixtral"}, true, render_mistral});
-  r.add_if_absent({"chatml", "<|im_start|>role ... <|im_end|> (Qwen2/3-MoE)", {"qwen2_moe", "qwen3_moe"}, false, render_chatml});
-  r.add_if_absent({"tulu", "<|user|> ... <|assistant|> (OLMoE-Instruct)", {"olmoe"}, false, render_tulu});
-  r.add_if_absent({"deepseek", "User: ... Assistant: (deepseek-moe-16b-chat)", {"deepseek"}, true, render_deepseek});
-  r.add_if_absent({"none", "no chat template: /v1/chat/completions is refused", {}, false, {}});
+  r.add_if_absent({"mistral", "[INST] user [/INST] answer</s> (Mixtral-8x7B-Instruct)", true, render_mistral});
+  r.add_if_absent({"chatml", "<|im_start|>role ... <|im_end|> (Qwen2/3-MoE)", false, render_chatml});
+  r.add_if_absent({"tulu", "<|user|> ... <|assistant|> (OLMoE-Instruct)", false, render_tulu});
+  r.add_if_absent({"deepseek", "User: ... Assistant: (deepseek-moe-16b-chat)", true, render_deepseek});
+  r.add_if_absent({"none", "no chat template: /v1/chat/completions is refused", false, {}});
 }
 
 const ChatTemplateEntry& chat_template(const std::string& name) {
@@ -94,10 +95,8 @@ const ChatTemplateEntry& chat_template(const std::string& name) {
 }
 
 std::string default_chat_template(const std::string& model_type) {
-  register_builtin_chat_templates();
-  for (const auto& e : registry().entries())
-    if (std::find(e.families.begin(), e.families.end(), model_type) != e.families.end()) return e.name;
-  return "none";
+  const ModelFamily* family = find_family(model_type);
+  return family != nullptr ? family->chat_template : "none";
 }
 
 std::vector<std::string> chat_template_names() {

@@ -19,7 +19,6 @@ struct ChatMessage {
 struct ChatTemplateEntry {
   std::string name;
   std::string summary;                  // one line: the format, and its source
-  std::vector<std::string> families;    // model_types whose default it is
   bool adds_bos = false;                // the prompt starts with the tokenizer's BOS token
   // Renders the conversation and the opening of the assistant's reply. Throws InvalidArgument for
   // a role the template has no place for.
@@ -30,7 +29,8 @@ struct ChatTemplateEntry {
 void register_builtin_chat_templates();
 // The entry of `name`; InvalidArgument listing the known ones for an unknown name.
 const ChatTemplateEntry& chat_template(const std::string& name);
-// The default template of a model family ("none" when it has none).
+// The default template of a model family (its registry entry's, moe/model/family.h; "none" for an
+// unknown model_type).
 std::string default_chat_template(const std::string& model_type);
 std::vector<std::string> chat_template_names();
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/hardware.h"
 #include "core/units.h"
 
 namespace ferry::moe {
@@ -34,21 +35,48 @@ std::vector<HardwareProfile> parse_hardware_profiles(const std::string& text, co
         FERRY_THROW(FormatError, "hardware profiles '", path, "': ", name, ".", key, " must be a non-negative number");
       return p[key].get<double>();
     };
+    // Named entries of the hardware table supply the figures a profile does not give itself.
+    auto entry = [&](const char* key, auto find) {
+      if (!p.contains(key)) return decltype(find(std::string_view{})){nullptr};
+      if (!p[key].is_string())
+        FERRY_THROW(FormatError, "hardware profiles '", path, "': ", name, ".", key, " must be a name");
+      const auto* e = find(p[key].get<std::string>());
+      if (e == nullptr)
+        FERRY_THROW(FormatError, "hardware profiles '", path, "': ", name, ".", key, " names '",
+                    p[key].get<std::string>(), "', which src/core/hardware.h does not have");
+      return e;
+    };
+    const hardware::Gpu* gpu = entry("gpu", hardware::find_gpu);
+    const hardware::HostCpu* host = entry("host", hardware::find_host_cpu);
+    const hardware::HostLink* link = entry("link", hardware::find_host_link);
+    if (link == nullptr && gpu != nullptr) link = hardware::find_host_link(gpu->host_link);
+    // A figure given in the profile (in the file's unit, times `scale`), else the named entry's,
+    // else `fallback` when the figure is optional.
+    auto figure = [&](const char* key, double scale, const void* named, double from_table, bool required = true,
+                      double fallback = 0) -> double {
+      if (!p.contains(key) && named != nullptr) return from_table;
+      return num(key, required, fallback) * scale;
+    };
     HardwareProfile h;
     h.name = name;
     h.description = p.value("description", "");
-    if (!p.contains("device_mem") || !p["device_mem"].is_string())
-      FERRY_THROW(FormatError, "hardware profiles '", path, "': profile '", name, "' lacks \"device_mem\" (e.g. \"40GiB\")");
-    h.device_mem_bytes = parse_bytes(p["device_mem"].get<std::string>());
-    h.hbm_Bps = num("hbm_GBps") * 1e9;
+    if (p.contains("device_mem") || gpu == nullptr) {
+      if (!p.contains("device_mem") || !p["device_mem"].is_string())
+        FERRY_THROW(FormatError, "hardware profiles '", path, "': profile '", name,
+                    "' lacks \"device_mem\" (e.g. \"40GiB\") or a \"gpu\"");
+      h.device_mem_bytes = parse_bytes(p["device_mem"].get<std::string>());
+    } else {
+      h.device_mem_bytes = static_cast<std::uint64_t>(gpu->memory_bytes);
+    }
+    h.hbm_Bps = figure("hbm_GBps", 1e9, gpu, gpu ? gpu->hbm_bytes_per_s : 0);
     h.hbm_efficiency = num("hbm_efficiency", false, 0.8);
-    h.tensor_flops = num("tensor_TFLOPS") * 1e12;
+    h.tensor_flops = figure("tensor_TFLOPS", 1e12, gpu, gpu ? gpu->tensor_flops : 0);
     h.tensor_efficiency = num("tensor_efficiency", false, 0.6);
     h.launch_s = num("launch_us", false, 0) * 1e-6;
-    h.link_Bps = num("link_GBps") * 1e9;
-    h.link_latency_s = num("link_latency_us", false, 0) * 1e-6;
-    h.host_Bps = num("host_GBps") * 1e9;
-    h.host_flops = num("host_TFLOPS") * 1e12;
+    h.link_Bps = figure("link_GBps", 1e9, link, link ? link->bandwidth_bytes_per_s : 0);
+    h.link_latency_s = figure("link_latency_us", 1e-6, link, link ? link->latency_s : 0, false);
+    h.host_Bps = figure("host_GBps", 1e9, host, host ? host->memory_bytes_per_s : 0);
+    h.host_flops = figure("host_TFLOPS", 1e12, host, host ? host->flops : 0);
     if (h.hbm_Bps <= 0 || h.tensor_flops <= 0 || h.link_Bps <= 0 || h.host_Bps <= 0 || h.host_flops <= 0 ||
         h.hbm_efficiency <= 0 || h.tensor_efficiency <= 0)
       FERRY_THROW(FormatError, "hardware profiles '", path, "': profile '", name, "' has a zero bandwidth or FLOP rate");

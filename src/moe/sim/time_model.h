@@ -1,5 +1,5 @@
-// The simulator's hardware: profiles (read from src/moe/sim/profiles.json, with their sources),
-// model shapes, and the time model — every formula the simulator uses for compute and transfer
+// The simulator's hardware: profiles (src/moe/sim/profiles.json, whose figures come from the one
+// hardware table, core/hardware.h, with their sources), model shapes, and the time model — every formula the simulator uses for compute and transfer
 // time is in this file pair.
 #pragma once
 

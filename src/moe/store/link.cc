@@ -3,7 +3,9 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/hardware.h"
 #include "core/registry.h"
+#include "core/spec.h"
 #include "core/units.h"
 
 namespace ferry::moe {
@@ -17,65 +19,49 @@ std::unique_ptr<Link> make_cuda_link(const LinkSpec& spec, const LinkSource& sou
 namespace {
 
 Registry<LinkEntry>& registry() {
-  static Registry<LinkEntry> r("link kind");
+  static Registry<LinkEntry> r("--link");
   return r;
 }
 
-// "12GBps,10us" -> bandwidth and latency, in the grammar training's --link shares.
-void parse_rate(const std::string& text, const std::string& body, LinkSpec& spec) {
-  const BandwidthLatency rate = parse_bandwidth_latency(body, text);
-  spec.bandwidth_bytes_per_s = rate.bandwidth_bytes_per_s;
-  spec.latency_s = rate.latency_s;
+// A link's rate: the positional "rate" (BANDWIDTH[,LATENCY], training's --link grammar) or the keys
+// bandwidth and latency; absent, `spec` keeps what it had.
+void read_rate(SpecReader& s, LinkSpec& spec) {
+  const std::string rate = s.get_string("rate", "");
+  const std::string bandwidth = s.get_string("bandwidth", "");
+  const std::string latency = s.get_string("latency", "");
+  FERRY_REQUIRE(rate.empty() || (bandwidth.empty() && latency.empty()), "invalid --link '", spec.text,
+                "': give BANDWIDTH[,LATENCY] or bandwidth= and latency=, not both");
+  FERRY_REQUIRE(latency.empty() || !bandwidth.empty(), "invalid --link '", spec.text, "': latency= needs bandwidth=");
+  if (rate.empty() && bandwidth.empty()) return;
+  const BandwidthLatency r =
+      parse_bandwidth_latency(!rate.empty() ? rate : latency.empty() ? bandwidth : bandwidth + "," + latency, spec.text);
+  spec.bandwidth_bytes_per_s = r.bandwidth_bytes_per_s;
+  spec.latency_s = r.latency_s;
+}
+
+// An unpaced link: no bandwidth limit, no latency.
+void unpaced(LinkSpec& spec) {
+  spec.bandwidth_bytes_per_s = 0;
+  spec.latency_s = 0;
+}
+
+// BANDWIDTH[,LATENCY] alone ("12GBps,10us", "3GBps") is the emulated link's shorthand.
+bool is_bare_rate(const std::string& text) {
+  return text.find(':') == std::string::npos &&
+         (text.find(',') != std::string::npos || (!text.empty() && std::isdigit(static_cast<unsigned char>(text[0]))));
 }
 
 }  // namespace
 
 LinkSpec parse_link_spec(const std::string& text) {
+  register_builtin_links();
   LinkSpec spec;
   spec.text = text;
-  if (text == "pcie3") {  // PCIe 3.0 x16: 15.8 GB/s raw, about 12 GB/s achieved host->device
-    spec.bandwidth_bytes_per_s = 12e9;
-    spec.latency_s = 10e-6;
-  } else if (text == "pcie4") {  // PCIe 4.0 x16: 31.5 GB/s raw, about 25 GB/s achieved
-    spec.bandwidth_bytes_per_s = 25e9;
-    spec.latency_s = 10e-6;
-  } else if (text == "pcie5") {
-    spec.bandwidth_bytes_per_s = 50e9;
-    spec.latency_s = 10e-6;
-  } else if (text == "none") {
-    spec.kind = "none";
-    spec.bandwidth_bytes_per_s = 0;
-    spec.latency_s = 0;
-  } else if (text == "file") {
-    spec.kind = "file";
-    spec.bandwidth_bytes_per_s = 0;
-    spec.latency_s = 0;
-  } else if (text.rfind("file:", 0) == 0) {
-    spec.kind = "file";
-    parse_rate(text, text.substr(5), spec);
-  } else if (text == "cuda") {
-    spec.kind = "cuda";
-  } else if (text.rfind("emulated:", 0) == 0) {
-    parse_rate(text, text.substr(9), spec);
-  } else if (text == "mixtral-a100") {
-    spec.scaled_ratio = kMixtralA100TransferRatio;
-  } else if (text.rfind("scaled:", 0) == 0) {
-    std::size_t used = 0;
-    try {
-      spec.scaled_ratio = std::stod(text.substr(7), &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    FERRY_REQUIRE(used > 0 && used == text.size() - 7, "invalid --link '", text,
-                  "': expected scaled:RATIO with a number");
-    FERRY_REQUIRE(spec.scaled_ratio > 0, "invalid --link '", text, "': ratio must be positive");
-  } else if (text.find(',') != std::string::npos || (!text.empty() && std::isdigit(static_cast<unsigned char>(text[0])))) {
-    parse_rate(text, text, spec);
-  } else {
-    FERRY_THROW(InvalidArgument, "invalid --link '", text,
-                "': expected pcie3, pcie4, pcie5, BANDWIDTH[,LATENCY] (12GBps,10us), mixtral-a100, scaled:RATIO, "
-                "file, none or cuda");
-  }
+  const bool bare_rate = is_bare_rate(text) && !registry().contains(Spec::name_of(text));
+  auto [entry, options] = registry().parse(bare_rate ? "emulated:" + text : text);
+  spec.kind = entry->name;
+  if (entry->read) entry->read(options, spec);
+  options.finish();
   return spec;
 }
 
@@ -86,7 +72,7 @@ LinkSpec resolve_scaled_link(const std::string& text, std::uint64_t expert_bytes
   FERRY_REQUIRE(device_expert_s > 0, "--link ", text,
                 " needs a compute profile with a device expert time (--compute a100 or --device-expert-us)");
   spec.kind = "emulated";
-  spec.latency_s = 10e-6;
+  spec.latency_s = LinkSpec{}.latency_s;
   const double total = ratio * device_expert_s;
   FERRY_REQUIRE(total > spec.latency_s, "--link ", text, ": transfer time below the link latency");
   spec.bandwidth_bytes_per_s = static_cast<double>(expert_bytes) / (total - spec.latency_s);
@@ -98,28 +84,74 @@ void register_link(LinkEntry entry) { registry().add(std::move(entry)); }
 
 void register_builtin_links() {
   auto& r = registry();
-  r.add_if_absent({"emulated", "memcpy paced to a bandwidth and a per-transfer latency", "", make_emulated_link});
-  r.add_if_absent({"none", "unpaced memcpy", "", [](const LinkSpec& spec, const LinkSource& source) {
+  r.add_if_absent({.name = "emulated",
+                   .summary = "memcpy paced to a bandwidth and a per-transfer latency (default: PCIe 4.0's)",
+                   .make = make_emulated_link,
+                   .read = read_rate,
+                   .positional_key = "rate"});
+  r.add_if_absent({.name = "none",
+                   .summary = "unpaced memcpy",
+                   .make = [](const LinkSpec& spec, const LinkSource& source) {
                      LinkSpec unpaced = spec;
                      unpaced.bandwidth_bytes_per_s = 0;
                      return make_emulated_link(unpaced, source);
-                   }});
-  r.add_if_absent({"file", "O_DIRECT reads of the checkpoint, optionally paced", "", make_file_link});
+                   },
+                   .read = [](SpecReader&, LinkSpec& spec) { unpaced(spec); }});
+  r.add_if_absent({.name = "file",
+                   .summary = "O_DIRECT reads of the checkpoint, optionally paced",
+                   .make = make_file_link,
+                   .read =
+                       [](SpecReader& s, LinkSpec& spec) {
+                         unpaced(spec);
+                         read_rate(s, spec);
+                       },
+                   .positional_key = "rate",
+                   .keeps_host_copy = false});
 #ifdef FERRY_MOE_CUDA_LINK
-  r.add_if_absent({"cuda", "CUDA copy stream with pinned staging", "", make_cuda_link});
+  r.add_if_absent({.name = "cuda", .summary = "CUDA copy stream with pinned staging", .make = make_cuda_link});
 #else
-  r.add_if_absent({"cuda", "CUDA copy stream with pinned staging", "this ferry was built without a CUDA libtorch"});
+  r.add_if_absent({.name = "cuda",
+                   .summary = "CUDA copy stream with pinned staging",
+                   .unavailable = "this ferry was built without a CUDA libtorch"});
 #endif
+  // Shorthands: entries that read as an emulated link.
+  for (const hardware::HostLink& link : hardware::kHostLinks)
+    r.add_if_absent({.name = std::string(link.name),
+                     .summary = std::string(link.summary) + ", emulated (core/hardware.h)",
+                     .read = [&link](SpecReader&, LinkSpec& spec) {
+                       spec.kind = "emulated";
+                       spec.bandwidth_bytes_per_s = link.bandwidth_bytes_per_s;
+                       spec.latency_s = link.latency_s;
+                     }});
+  r.add_if_absent({.name = "scaled",
+                   .summary = "emulated, one expert's transfer RATIO times its device compute time",
+                   .read =
+                       [](SpecReader& s, LinkSpec& spec) {
+                         spec.kind = "emulated";
+                         spec.scaled_ratio = s.get_double("ratio", 0);
+                         FERRY_REQUIRE(spec.scaled_ratio > 0, "invalid --link '", spec.text,
+                                       "': expected scaled:RATIO with a positive number");
+                       },
+                   .positional_key = "ratio"});
+  r.add_if_absent({.name = "mixtral-a100",
+                   .summary = "scaled:62, Mixtral-8x7B's transfer ratio on an A100 over PCIe 4.0 (docs/moe.md)",
+                   .read = [](SpecReader&, LinkSpec& spec) {
+                     spec.kind = "emulated";
+                     spec.scaled_ratio = kMixtralA100TransferRatio;
+                   }});
 }
 
 std::unique_ptr<Link> make_link(const LinkSpec& spec, const LinkSource& source) {
   FERRY_REQUIRE(spec.scaled_ratio <= 0, "--link ", spec.text, ": a scaled link needs resolve_scaled_link() first");
   const LinkEntry& entry = registry().at(spec.kind);
   FERRY_REQUIRE(entry.unavailable.empty(), "--link ", entry.name, ": ", entry.unavailable);
+  FERRY_REQUIRE(entry.make != nullptr, "--link ", entry.name, ": a shorthand, made through parse_link_spec()");
   return entry.make(spec, source);
 }
 
 const LinkEntry* find_link(const std::string& kind) { return registry().find(kind); }
+
+const LinkEntry& link_entry(const std::string& kind) { return registry().at(kind); }
 
 std::vector<std::string> link_kinds() { return registry().names(); }
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/hardware.h"
+#include "core/spec.h"
 #include "moe/store/expert_cache.h"
 
 namespace ferry::moe {
@@ -18,11 +20,12 @@ namespace ferry::moe {
 class HostPool;
 class Checkpoint;
 
-// A parsed --link value.
+// A parsed --link value. The defaults are PCIe 4.0's figures (core/hardware.h).
 struct LinkSpec {
-  std::string kind = "emulated";          // registry name: emulated, none, file, cuda
-  double bandwidth_bytes_per_s = 25e9;    // emulated pacing (file: optional extra pacing, 0 = none)
-  double latency_s = 10e-6;               // fixed cost per transfer
+  std::string kind = "emulated";          // the registry name of a link that is made: emulated, none, file, cuda
+  double bandwidth_bytes_per_s = hardware::find_host_link("pcie4")->bandwidth_bytes_per_s;  // emulated pacing
+                                          // (file: optional extra pacing, 0 = none)
+  double latency_s = hardware::find_host_link("pcie4")->latency_s;  // fixed cost per transfer
   std::uint64_t chunk_bytes = 1u << 20;   // transfers proceed (and can be cancelled) chunk by chunk
   double scaled_ratio = 0;                // "scaled:R": > 0 until resolve_scaled_link() sets the bandwidth
   std::string text;                       // as the user wrote it, for reports
@@ -34,10 +37,14 @@ struct LinkSource {
   const Checkpoint* checkpoint = nullptr; // for the file link (outlives the link: owned by the engine)
 };
 
-// Parses "pcie3", "pcie4", "pcie5", "12GBps,10us", "emulated:12GBps,10us", "none", "file",
-// "file:2GBps,50us", "cuda". BANDWIDTH[,LATENCY] is the grammar of training's --link too
-// (core/units.h, parse_bandwidth_latency). "scaled:R" (and "mixtral-a100" = scaled:62) is resolved
-// against the device compute time by resolve_scaled_link(). Throws InvalidArgument naming the text.
+// Parses --link in the spec grammar (core/spec.h) over the link registry:
+//   emulated:bandwidth=12GBps,latency=10us   emulated:12GBps,10us (positional rate)   emulated (PCIe 4.0)
+//   file   file:2GBps,50us   none   cuda   scaled:R (scaled:ratio=R)
+// and the shorthands, entries of their own that read as one of the above: pcie3, pcie4, pcie5
+// (emulated at core/hardware.h's figures), mixtral-a100 (= scaled:62), and BANDWIDTH[,LATENCY]
+// alone (12GBps,10us = emulated:12GBps,10us; the grammar of training's --link too, core/units.h,
+// parse_bandwidth_latency). A scaled spec is resolved against the device compute time by
+// resolve_scaled_link(). Throws InvalidArgument naming the text.
 LinkSpec parse_link_spec(const std::string& text);
 
 // For a scaled spec: bandwidth such that one expert of `expert_bytes` takes `ratio` times
@@ -46,7 +53,7 @@ LinkSpec resolve_scaled_link(const std::string& text, std::uint64_t expert_bytes
 
 // The transfer ratio of Mixtral-8x7B on an A100 over PCIe 4.0 (see docs/moe.md):
 // 352 MB expert / 25 GB/s = 14.1 ms vs 352 MB / 1555 GB/s HBM = 0.226 ms of batch-1 compute.
-constexpr double kMixtralA100TransferRatio = 62.0;
+constexpr double kMixtralA100TransferRatio = hardware::kA100TransferRatio;
 
 class Link {
  public:
@@ -66,20 +73,30 @@ using LinkFactory = std::function<std::unique_ptr<Link>(const LinkSpec&, const L
 
 // A link kind's registry entry (core/registry.h).
 struct LinkEntry {
-  std::string name;                 // LinkSpec::kind
+  std::string name;                 // its spec name (LinkSpec::kind for a link that is made)
   std::string summary;              // one line for help texts
   std::string unavailable = {};     // why this build cannot make it ("" = it can), e.g. no CUDA
-  LinkFactory make = {};
+  LinkFactory make = {};            // null for a shorthand, which reads as another kind
+  // Reads the entry's options into `spec` (a shorthand also sets the kind it stands for). Null:
+  // the entry takes no options.
+  std::function<void(SpecReader&, LinkSpec&)> read = {};
+  std::string positional_key = {};  // "file:2GBps,50us" = "file:rate=2GBps,50us"
+  // Capability: false when the link reads the experts from the checkpoint itself, so the engine
+  // keeps no host copy of them (and none can run on the host).
+  bool keeps_host_copy = true;
 };
 
 // Registers a link kind; InvalidArgument if the name is taken.
 void register_link(LinkEntry entry);
-// emulated, none, file and cuda (unavailable unless built with a CUDA libtorch). Idempotent.
+// emulated, none, file and cuda (unavailable unless built with a CUDA libtorch), and the
+// shorthands pcie3, pcie4, pcie5, scaled, mixtral-a100. Idempotent.
 void register_builtin_links();
 // Builds the link named by spec.kind; throws InvalidArgument for an unknown or unavailable kind.
 std::unique_ptr<Link> make_link(const LinkSpec& spec, const LinkSource& source);
 // nullptr for an unknown kind.
 const LinkEntry* find_link(const std::string& kind);
+// The entry of a kind; InvalidArgument listing the known ones for an unknown kind.
+const LinkEntry& link_entry(const std::string& kind);
 // Sorted; for --help.
 std::vector<std::string> link_kinds();
 

@@ -1,0 +1,100 @@
+#include "moe/model/family.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/registry.h"
+
+namespace ferry::moe {
+
+// One file each (family_<name>.cc).
+ModelFamily mixtral_family();
+ModelFamily qwen2_moe_family();
+ModelFamily qwen3_moe_family();
+ModelFamily olmoe_family();
+ModelFamily deepseek_family();
+
+namespace {
+
+Registry<ModelFamily>& registry() {
+  static Registry<ModelFamily> r("model family");
+  return r;
+}
+
+// The registered families that `keep`, in registration order, as "a, b or c" (`last` = " or ") or
+// "a, b, c" (`last` = ", "). Called once registration is over (Registry::entries()).
+template <typename Keep>
+std::string family_list(Keep keep, const char* last) {
+  std::vector<std::string> names;
+  for (const ModelFamily& f : registry().entries())
+    if (keep(f)) names.push_back(f.name);
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? last : ", ") + names[i];
+  return out;
+}
+
+// find_family() without registering the built-in families first (register_builtin_families()
+// itself registers through here).
+const ModelFamily* find_registered(const std::string& model_type) {
+  if (const ModelFamily* f = registry().find(model_type)) return f;
+  for (const ModelFamily& f : registry().entries())
+    if (std::find(f.aliases.begin(), f.aliases.end(), model_type) != f.aliases.end()) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+void register_model_family(ModelFamily family) {
+  FERRY_REQUIRE(family.read && family.write, "model family '", family.name, "' needs read and write");
+  for (const std::string& alias : family.aliases)
+    FERRY_REQUIRE(find_registered(alias) == nullptr, "model family '", family.name, "': alias '", alias, "' is taken");
+  FERRY_REQUIRE(find_registered(family.name) == nullptr, "model family '", family.name, "' registered twice");
+  registry().add(std::move(family));
+}
+
+void register_builtin_families() {
+  static const bool done = [] {
+    for (auto make : {mixtral_family, qwen2_moe_family, qwen3_moe_family, olmoe_family, deepseek_family})
+      register_model_family(make());
+    return true;
+  }();
+  (void)done;
+}
+
+const ModelFamily* find_family(const std::string& model_type) {
+  register_builtin_families();
+  return find_registered(model_type);
+}
+
+const ModelFamily& family_of(const std::string& model_type) {
+  if (const ModelFamily* f = find_family(model_type)) return *f;
+  return registry().at(model_type);  // throws, listing the known families
+}
+
+std::vector<std::string> model_family_names() {
+  register_builtin_families();
+  std::vector<std::string> out;
+  for (const ModelFamily& f : registry().entries()) out.push_back(f.name);
+  return out;
+}
+
+TensorNames::TensorNames(const MoeConfig& config) : names_(family_of(config.model_type).tensors) {}
+
+void prepare_tiny_config(MoeConfig& c) {
+  // An alias is not a family of its own: make-tiny writes the family's name.
+  const ModelFamily* family = find_family(c.model_type);
+  FERRY_REQUIRE(family != nullptr && family->name == c.model_type, "--family '", c.model_type, "' is not one of ",
+                family_list([](const ModelFamily&) { return true; }, ", "));
+  FERRY_REQUIRE(c.shared_expert_intermediate_size == 0 || family->has_shared_expert, "--shared-expert needs --family ",
+                family_list([](const ModelFamily& f) { return f.has_shared_expert; }, " or "), " (", family->name,
+                " has no shared expert)");
+  FERRY_REQUIRE(c.dense_layers.empty() || family->has_dense_layers, "--dense-layers needs --family ",
+                family_list([](const ModelFamily& f) { return f.has_dense_layers; }, " or "), " (", family->name,
+                " has none)");
+  if (family->check_tiny) family->check_tiny(c);
+  std::sort(c.dense_layers.begin(), c.dense_layers.end());
+  if (c.dense_intermediate_size == 0) c.dense_intermediate_size = 2 * c.intermediate_size;
+  c.norm_topk_prob = family->defaults.norm_topk_prob;
+}
+
+}  // namespace ferry::moe

@@ -1,0 +1,76 @@
+// Model families: one registry entry (core/registry.h) per Hugging Face MoE architecture ferry
+// reads, each in its own file (family_mixtral.cc, family_qwen2_moe.cc, ...). An entry holds what
+// differs between families: HF's config defaults, the config.json keys the family honours or
+// refuses, its tensor names, the checks and defaults of `ferry moe make-tiny`, its chat template,
+// and its GGUF architecture. Code elsewhere asks the entry; no family name is compared outside the
+// family's own file.
+//
+// Adding a family: a family_NAME.cc defining a ModelFamily, and one line in
+// register_builtin_families() (or register_model_family() from a test).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "moe/model/config.h"
+
+namespace ferry::moe {
+
+// Defaults of the keys every family has, as HF's config class of the family sets them.
+struct FamilyDefaults {
+  double rms_norm_eps = 1e-5;
+  double rope_theta = 1e4;
+  int max_position_embeddings = 4096;
+  bool norm_topk_prob = false;  // also what make-tiny writes
+};
+
+struct ModelFamily {
+  std::string name;                         // HF's model_type, e.g. "qwen2_moe"
+  std::string summary;                      // one line: the model and the HF modeling code it follows
+  std::vector<std::string> aliases = {};    // other model_types read as this family
+  std::string hf_architecture = {};         // config.json's "architectures" as ferry writes it
+  FamilyDefaults defaults = {};
+  // config.json keys this family accepts besides the common ones (config.cc): those read() reads and
+  // those inert at inference. Any other key is refused by name.
+  std::vector<std::string> config_keys = {};
+  FamilyTensorNames tensors = {};
+  std::string chat_template = "none";       // `ferry moe serve`'s default (moe/serve/chat_template.h)
+  bool has_shared_expert = false;           // make-tiny's --shared-expert applies
+  bool has_dense_layers = false;            // make-tiny's --dense-layers applies
+  // Reads the family's own keys into `config`, whose common fields are already read: expert count
+  // and width, shared expert, dense layers, attention biases and norms, sliding window. Refuses
+  // values ferry does not implement with one FormatError naming the key.
+  std::function<void(const nlohmann::json&, MoeConfig&, const std::string& origin)> read = {};
+  // Writes the family's own keys of `config` into `j`, which holds the common ones; read() of the
+  // result gives `config` back.
+  std::function<void(const MoeConfig&, nlohmann::json&)> write = {};
+  // make-tiny: refuses a shape the family cannot have (InvalidArgument naming the flag); may be empty.
+  std::function<void(const MoeConfig&)> check_tiny = {};
+  // GGUF (llama.cpp's format): general.architecture of a GGUF of this family, and the GGUF names
+  // of its tensors (HF name pattern -> GGUF's, e.g. "model.layers.{l}.self_attn.q_proj.weight" ->
+  // "blk.{l}.attn_q.weight"), empty until the GGUF reader fills them.
+  std::string gguf_architecture = {};
+  std::vector<std::pair<std::string, std::string>> gguf_tensor_names = {};
+};
+
+// Registers a family; InvalidArgument if its name or an alias is taken.
+void register_model_family(ModelFamily family);
+// Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-MoE (V1), in that order. Idempotent.
+void register_builtin_families();
+// The family of a model_type (its name or an alias); nullptr for an unknown one.
+const ModelFamily* find_family(const std::string& model_type);
+// As find_family(); InvalidArgument "unknown model family 'X' (known: ...)" for an unknown one.
+const ModelFamily& family_of(const std::string& model_type);
+// In registration order (help texts and error messages).
+std::vector<std::string> model_family_names();
+
+// `ferry moe make-tiny`: checks a config of --family's shape against the family (an unknown
+// family, flags it has no place for) and completes it as the family's HF config class would
+// (norm_topk_prob, sorted dense layers, their width). Throws InvalidArgument naming the flag.
+void prepare_tiny_config(MoeConfig& config);
+
+}  // namespace ferry::moe
