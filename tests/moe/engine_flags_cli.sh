@@ -53,7 +53,7 @@ bad() {  # bad CMD FLAG VALUE WANT
 }
 for cmd in generate logits serve; do
   bad "$cmd" --policy oracle "--policy oracle needs the recorded future routing"
-  bad "$cmd" --link warp "invalid --link 'warp'"
+  bad "$cmd" --link warp "unknown --link 'warp'"
 done
 bad generate --policy magic "unknown policy 'magic'"
 bad generate --device-mem 150% "invalid --device-mem '150%'"
@@ -62,7 +62,7 @@ bench=(moe bench --model "$tmp/none" --out "$tmp/bench")
 expect_cli_error "--policies: oracle needs the recorded future routing" "$ferry" "${bench[@]}" --policies lru,oracle
 expect_cli_error "unknown policy 'magic'" "$ferry" "${bench[@]}" --policies lru,magic
 expect_cli_error "invalid --device-mem '150%'" "$ferry" "${bench[@]}" --device-mem 25%,150%
-expect_cli_error "invalid --link 'warp'" "$ferry" "${bench[@]}" --link warp
+expect_cli_error "unknown --link 'warp'" "$ferry" "${bench[@]}" --link warp
 expect_cli_error "invalid --compute 'fast'" "$ferry" "${bench[@]}" --compute fast
 # A spec's keys after a ',' belong to it, as bench reads them: this one is valid, so the
 # error is the missing model's.
