@@ -53,7 +53,7 @@ class ShapedCommunicator::Lane {
   std::thread thread_;
 };
 
-ShapedCommunicator::ShapedCommunicator(Communicator* inner, LinkOptions link) : inner_(inner), link_(link) {
+ShapedCommunicator::ShapedCommunicator(Communicator* inner, LinkOptions link) : inner_(inner), link_(link), nic_(link) {
   FERRY_CHECK(inner_ != nullptr);
   FERRY_REQUIRE(link_.enabled(), "link emulation needs a positive bandwidth");
   lanes_.resize(inner_->size());
@@ -71,12 +71,8 @@ Ticket ShapedCommunicator::isend(int dst, int tag, std::vector<std::byte> data) 
   FERRY_CHECK(dst >= 0 && dst < size(), "send to rank ", dst);
   std::lock_guard lock(mu_);
   const std::size_t payload = data.size();
-  double egress_end = now_s();
-  if (dst != rank()) {  // loopback does not cross the NIC
-    double start = std::max(egress_end, egress_free_s_);
-    egress_end = start + payload / link_.bandwidth_bytes_per_s;
-    egress_free_s_ = egress_end;
-  }
+  const double now = now_s();
+  const double egress_end = dst != rank() ? nic_.depart(now, payload) : now;  // loopback skips the NIC
   std::vector<std::byte> framed(kHeaderBytes + payload);
   std::memcpy(framed.data(), &egress_end, kHeaderBytes);
   if (payload) std::memcpy(framed.data() + kHeaderBytes, data.data(), payload);
@@ -104,11 +100,7 @@ std::size_t ShapedCommunicator::deliver(int src, std::span<const std::byte> fram
   double delivered;
   {
     std::lock_guard lock(mu_);
-    delivered = egress_end;
-    if (src != rank()) {
-      delivered = std::max(egress_end + link_.latency_s, ingress_free_s_ + payload / link_.bandwidth_bytes_per_s);
-      ingress_free_s_ = delivered;
-    }
+    delivered = src != rank() ? nic_.arrive(egress_end, payload) : egress_end;
     counters_.bytes_recv += payload;
     counters_.messages_recv += 1;
   }

@@ -2,10 +2,7 @@
 // transport; each message is paced so that it leaves no earlier than the sender's NIC could
 // have put it on the wire, and is delivered no earlier than the receiver's NIC could have
 // taken it in. N workers pushing to one server therefore share the server's ingress (incast),
-// as behind a real switch.
-//
-//   egress:  start = max(now, egress_free); egress_end = start + bytes/B; egress_free = egress_end
-//   ingress: delivered = max(egress_end + latency, ingress_free + bytes/B); ingress_free = delivered
+// as behind a real switch. The arithmetic is NicClock's (nic_clock.h).
 //
 // The sender's egress_end travels in an 8-byte header (monotonic clock, valid on one machine).
 #pragma once
@@ -17,6 +14,7 @@
 #include "comm/communicator.h"
 #include "comm/p2p_collectives.h"
 #include "comm/link/link_options.h"
+#include "comm/link/nic_clock.h"
 
 namespace ferry::comm {
 
@@ -46,8 +44,7 @@ class ShapedCommunicator final : public P2pCollectivesCommunicator {
   Communicator* inner_;  // see constructor
   LinkOptions link_;
   mutable std::mutex mu_;  // guards the NIC clocks, counters and lanes
-  double egress_free_s_ = 0;
-  double ingress_free_s_ = 0;
+  NicClock nic_;
   CommCounters counters_;
   std::vector<std::unique_ptr<Lane>> lanes_;
 };
