@@ -1,4 +1,4 @@
-// IEEE 754 binary16 <-> binary32 conversion in software, branch-free so loops vectorise. Shared
+// IEEE 754 binary16 (and bfloat16) <-> binary32 conversion in software, branch-free so loops vectorise. Shared
 // by the fp16 gradient codec and the fp16 checkpoint reader.
 // float_to_half rounds to nearest, ties to even, handles subnormals, overflow to infinity and
 // keeps NaN a (quiet) NaN. After F. Giesen, "float->half variants" (2016), float_to_half_fast3_rtne
@@ -42,6 +42,18 @@ inline float half_to_float(std::uint16_t half) {
       std::bit_cast<float>(o + (1u << 23)) - std::bit_cast<float>(113u << 23));
   o = exp == shifted_exp ? infnan : (exp == 0 ? sub : o);
   return std::bit_cast<float>(o | ((h & 0x8000u) << 16));
+}
+
+// bfloat16: the top 16 bits of a binary32. float_to_bf16 rounds to nearest, ties to even, and
+// keeps NaN a quiet NaN (as PyTorch and ggml do).
+inline std::uint16_t float_to_bf16(float value) {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(value);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
+  return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+inline float bf16_to_float(std::uint16_t bf16) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bf16) << 16);
 }
 
 }  // namespace ferry

@@ -12,6 +12,8 @@
 
 #include "compress/codec_registry.h"
 #include "moe/model/safetensors.h"
+#include "moe/quant/gguf_writer.h"
+#include "moe/quant/quantize.h"
 
 namespace fs = std::filesystem;
 
@@ -61,6 +63,24 @@ int main(int argc, char** argv) {
     ferry::moe::SafetensorsWriter one;
     one.add_f32("x", ferry::moe::DType::kF32, {1}, v.data());
     one.write((root / "safetensors" / "one_scalar").string());
+  }
+
+  {
+    using namespace ferry::moe::quant;
+    std::vector<float> v(256 * 2);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.1f * static_cast<float>(i));
+    GgufWriter w;
+    w.add_string("general.architecture", "llama");
+    w.add_u32("llama.block_count", 1);
+    w.add_strings("tokenizer.ggml.tokens", {"<s>", "a"});
+    w.add_f32s("tokenizer.ggml.scores", {0.0f, -1.0f});
+    for (auto type : {QuantType::kF32, QuantType::kF16, QuantType::kBF16, QuantType::kQ8_0, QuantType::kQ4_0,
+                      QuantType::kQ4_K, QuantType::kQ6_K}) {
+      std::vector<std::byte> bytes(quant_matrix_bytes(type, 2, 256));
+      quantize_row(type, v.data(), bytes.data(), v.size());
+      w.add_tensor(std::string("t.") + quant_name(type), {256, 2}, type, std::move(bytes));
+    }
+    w.write((root / "gguf" / "seven_types").string());
   }
 
   std::mt19937 rng(7);

@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # The moe modules include only themselves and the modules below them (../shared/DESIGN.md):
-#   model, trace -> store, predict -> sched -> engine, sim -> serve
+#   quant -> model, trace -> store, predict -> sched -> engine, sim -> serve
 # and never train/, ps/ or comm/. The CMake targets enforce the same at link time; this catches
 # an upward include of a header-only type, which the linker cannot see.
 set -u
 src="${1:?usage: layering.sh SRC_DIR}/moe"
 allowed() {
   case "$1" in
-    model) echo "model" ;;
+    quant) echo "quant" ;;
+    model) echo "model quant" ;;
     trace) echo "trace" ;;
-    store) echo "store model trace" ;;
-    predict) echo "predict model trace" ;;
-    sched) echo "sched store predict model trace" ;;
-    engine) echo "engine sched store predict model trace" ;;
-    sim) echo "sim sched store predict model trace" ;;
-    serve) echo "serve engine sched store predict model trace" ;;
+    store) echo "store model trace quant" ;;
+    predict) echo "predict model trace quant" ;;
+    sched) echo "sched store predict model trace quant" ;;
+    engine) echo "engine sched store predict model trace quant" ;;
+    sim) echo "sim sched store predict model trace quant" ;;
+    serve) echo "serve engine sched store predict model trace quant" ;;
     *) echo "" ;;
   esac
 }

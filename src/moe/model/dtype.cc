@@ -46,8 +46,7 @@ void convert_to_f32(DType dtype, const void* src, float* dst, std::size_t n) {
       for (std::size_t i = 0; i < n; ++i) {
         std::uint16_t h;
         std::memcpy(&h, bytes + 2 * i, 2);
-        std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
-        std::memcpy(dst + i, &bits, 4);
+        dst[i] = bf16_to_float(h);
       }
       return;
     case DType::kF16:
@@ -68,15 +67,7 @@ void convert_from_f32(DType dtype, const float* src, void* dst, std::size_t n) {
       return;
     case DType::kBF16:
       for (std::size_t i = 0; i < n; ++i) {
-        std::uint32_t x;
-        std::memcpy(&x, src + i, 4);
-        std::uint16_t h;
-        if (std::isnan(src[i])) {
-          h = static_cast<std::uint16_t>((x >> 16) | 0x40);
-        } else {
-          std::uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
-          h = static_cast<std::uint16_t>((x + rounding) >> 16);
-        }
+        const std::uint16_t h = float_to_bf16(src[i]);
         std::memcpy(bytes + 2 * i, &h, 2);
       }
       return;

@@ -1,0 +1,59 @@
+// The byte layouts of GGUF's quantized blocks, byte for byte as ggml-common.h defines them
+// (little-endian; f16 fields are IEEE binary16 bit patterns). See quant_type.h for the formulas.
+#pragma once
+
+#include <cstdint>
+
+namespace ferry::moe::quant {
+
+constexpr int kQK8_0 = 32;
+constexpr int kQK4_0 = 32;
+constexpr int kQK_K = 256;         // weights per K-quant super-block
+constexpr int kKScaleBytes = 12;   // Q4_K: 8 six-bit scales and 8 six-bit mins
+
+struct BlockQ8_0 {
+  std::uint16_t d;  // f16
+  std::int8_t qs[kQK8_0];
+};
+struct BlockQ4_0 {
+  std::uint16_t d;                // f16
+  std::uint8_t qs[kQK4_0 / 2];    // weight j in the low nibble of byte j, weight j+16 in the high
+};
+struct BlockQ4_K {
+  std::uint16_t d;                      // f16 super-block scale of the sub-block scales
+  std::uint16_t dmin;                   // f16 super-block scale of the sub-block mins
+  std::uint8_t scales[kKScaleBytes];    // 6-bit scale and min of each 32-weight sub-block
+  std::uint8_t qs[kQK_K / 2];           // per 64 weights: 32 bytes, low nibbles first 32, high next 32
+};
+struct BlockQ6_K {
+  std::uint8_t ql[kQK_K / 2];   // low 4 bits
+  std::uint8_t qh[kQK_K / 4];   // high 2 bits
+  std::int8_t scales[kQK_K / 16];
+  std::uint16_t d;              // f16
+};
+// The activations' format for the K-quant dot products (ggml's block_q8_K): f32 scale, 256
+// int8, and the sums of each 16 for the mins.
+struct BlockQ8_K {
+  float d;
+  std::int8_t qs[kQK_K];
+  std::int16_t bsums[kQK_K / 16];
+};
+
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+// Q4_K's 6-bit scale and min of sub-block j (0..7) packed in its 12 scale bytes.
+inline void q4_k_scale_min(int j, const std::uint8_t* q, std::uint8_t& scale, std::uint8_t& min) {
+  if (j < 4) {
+    scale = q[j] & 63;
+    min = q[j + 4] & 63;
+  } else {
+    scale = static_cast<std::uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    min = static_cast<std::uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+}  // namespace ferry::moe::quant

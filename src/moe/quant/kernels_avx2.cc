@@ -1,0 +1,194 @@
+// AVX2 + FMA + F16C dot products on quantized blocks. Only the functions below the pragma are
+// compiled for those instruction sets (not the inline functions of the headers, whose one copy
+// the linker keeps may run anywhere); matmul.cc calls them only after checking the CPU. The integer work follows
+// ggml's x86 kernels: signed int8 products through _mm256_maddubs_epi16 (|a| as unsigned times
+// b with a's sign), pairs widened to int32 by _mm256_madd_epi16, one float FMA per block.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/half.h"
+#include "moe/quant/blocks.h"
+#include "moe/quant/kernels.h"
+
+#pragma GCC target("avx2,fma,f16c")
+
+namespace ferry::moe::quant::kernels {
+namespace {
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Σ pairs of int8 products, as 8 int32 lanes.
+inline __m256i dot_i8_pairs(__m256i a, __m256i b) {
+  const __m256i abs_a = _mm256_sign_epi8(a, a);
+  const __m256i b_signed = _mm256_sign_epi8(b, a);
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_a, b_signed), _mm256_set1_epi16(1));
+}
+
+float dot_f32(const void* w, const void* x, std::size_t n) {
+  const auto* a = static_cast<const float*>(w);
+  const auto* b = static_cast<const float*>(x);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  float s = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Eight f16 or bf16 values widened to float.
+template <bool kBf16>
+inline __m256 widen(const unsigned char* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (kBf16)
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  else
+    return _mm256_cvtph_ps(h);
+}
+
+template <bool kBf16>
+float dot_half(const void* w, const void* x, std::size_t n) {
+  const auto* a = static_cast<const unsigned char*>(w);
+  const auto* b = static_cast<const float*>(x);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(widen<kBf16>(a + 2 * i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(widen<kBf16>(a + 2 * i + 16), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  float s = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, a + 2 * i, 2);
+    s += (kBf16 ? bf16_to_float(h) : half_to_float(h)) * b[i];
+  }
+  return s;
+}
+
+float dot_q8_0(const void* w, const void* x, std::size_t n) {
+  const auto* pw = static_cast<const unsigned char*>(w);
+  const auto* px = static_cast<const unsigned char*>(x);
+  __m256 acc = _mm256_setzero_ps();
+  for (std::size_t i = 0; i < n / kQK8_0; ++i, pw += sizeof(BlockQ8_0), px += sizeof(BlockQ8_0)) {
+    std::uint16_t dw, dx;
+    std::memcpy(&dw, pw, 2);
+    std::memcpy(&dx, px, 2);
+    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pw + 2));
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 2));
+    const __m256 d = _mm256_set1_ps(half_to_float(dw) * half_to_float(dx));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_pairs(qw, qx)), acc);
+  }
+  return hsum(acc);
+}
+
+float dot_q4_0(const void* w, const void* x, std::size_t n) {
+  const auto* pw = static_cast<const unsigned char*>(w);
+  const auto* px = static_cast<const unsigned char*>(x);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
+  __m256 acc = _mm256_setzero_ps();
+  for (std::size_t i = 0; i < n / kQK4_0; ++i, pw += sizeof(BlockQ4_0), px += sizeof(BlockQ8_0)) {
+    std::uint16_t dw, dx;
+    std::memcpy(&dw, pw, 2);
+    std::memcpy(&dx, px, 2);
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pw + 2));
+    // Low lane: low nibbles (weights 0-15); high lane: high nibbles (16-31).
+    __m256i qw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);
+    qw = _mm256_sub_epi8(qw, eight);
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 2));
+    const __m256 d = _mm256_set1_ps(half_to_float(dw) * half_to_float(dx));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_pairs(qw, qx)), acc);
+  }
+  return hsum(acc);
+}
+
+float dot_q4_k(const void* w, const void* x, std::size_t n) {
+  const auto* pw = static_cast<const unsigned char*>(w);
+  const auto* bx = static_cast<const BlockQ8_K*>(x);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc = _mm256_setzero_ps();
+  float acc_min = 0;
+  for (std::size_t i = 0; i < n / kQK_K; ++i, pw += sizeof(BlockQ4_K), ++bx) {
+    BlockQ4_K head;  // d, dmin and the scales (the nibbles are read in place below)
+    std::memcpy(&head, pw, offsetof(BlockQ4_K, qs));
+    const std::uint8_t* qs = pw + offsetof(BlockQ4_K, qs);
+    std::uint8_t sc[8], mn[8];
+    int summ = 0;
+    for (int j = 0; j < 8; ++j) {
+      q4_k_scale_min(j, head.scales, sc[j], mn[j]);
+      summ += mn[j] * (bx->bsums[2 * j] + bx->bsums[2 * j + 1]);
+    }
+    acc_min += bx->d * half_to_float(head.dmin) * static_cast<float>(summ);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
+      const __m256i lo = _mm256_and_si256(bits, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+      const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx->qs + 64 * j));
+      const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx->qs + 64 * j + 32));
+      const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_set1_epi16(sc[2 * j]));
+      const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xh), _mm256_set1_epi16(sc[2 * j + 1]));
+      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(bx->d * half_to_float(head.d)), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return hsum(acc) - acc_min;
+}
+
+float dot_q6_k(const void* w, const void* x, std::size_t n) {
+  const auto* pw = static_cast<const unsigned char*>(w);
+  const auto* bx = static_cast<const BlockQ8_K*>(x);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
+  __m256 acc = _mm256_setzero_ps();
+  for (std::size_t i = 0; i < n / kQK_K; ++i, pw += sizeof(BlockQ6_K), ++bx) {
+    const std::uint8_t* ql = pw + offsetof(BlockQ6_K, ql);
+    const std::uint8_t* qh = pw + offsetof(BlockQ6_K, qh);
+    std::int8_t scales[16];
+    std::memcpy(scales, pw + offsetof(BlockQ6_K, scales), 16);
+    std::uint16_t dw;
+    std::memcpy(&dw, pw + offsetof(BlockQ6_K, d), 2);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int half = 0; half < 2; ++half, ql += 64, qh += 32) {
+      const __m256i bits1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      const __m256i bits2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+      __m256i q[4];
+      q[0] = _mm256_and_si256(bits1, low4);
+      q[1] = _mm256_and_si256(bits2, low4);
+      q[2] = _mm256_and_si256(_mm256_srli_epi16(bits1, 4), low4);
+      q[3] = _mm256_and_si256(_mm256_srli_epi16(bits2, 4), low4);
+      for (int s = 0; s < 4; ++s) {
+        const __m256i h = _mm256_and_si256(_mm256_srli_epi16(high, 2 * s), two_bits);
+        q[s] = _mm256_or_si256(q[s], _mm256_slli_epi16(h, 4));
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx->qs + 128 * half + 32 * s));
+        // Σ (q − 32)·x = Σ q·x − 32·Σ x, both through the unsigned×signed product.
+        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[s], xq), _mm256_maddubs_epi16(k32, xq));
+        const std::int8_t* sc = scales + 8 * half + 2 * s;
+        const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale));
+      }
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(bx->d * half_to_float(dw)), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return hsum(acc);
+}
+
+}  // namespace
+
+const DotTable& avx2_dots() {
+  static const DotTable table{dot_f32, dot_half<false>, dot_half<true>, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k};
+  return table;
+}
+
+}  // namespace ferry::moe::quant::kernels

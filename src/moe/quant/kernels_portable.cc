@@ -1,0 +1,166 @@
+// Portable dot products on quantized blocks: the integer sums and scale products of matmul.h,
+// written out in scalar C++ (the reference the AVX2 kernels are tested against).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "core/half.h"
+#include "moe/quant/blocks.h"
+#include "moe/quant/kernels.h"
+
+namespace ferry::moe::quant::kernels {
+namespace {
+
+template <typename Block>
+const Block* blocks(const void* p) {
+  return static_cast<const Block*>(p);  // callers' buffers hold whole blocks; see load() below
+}
+// Blocks inside a row are not aligned to their fields (34, 18, 210 bytes), so they are copied.
+template <typename Block>
+Block load(const void* p, std::size_t i) {
+  Block b;
+  std::memcpy(&b, static_cast<const unsigned char*>(p) + i * sizeof(Block), sizeof(Block));
+  return b;
+}
+
+float dot_f32(const void* w, const void* x, std::size_t n) {
+  const auto* a = static_cast<const float*>(w);
+  const auto* b = static_cast<const float*>(x);
+  float acc[8] = {};
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
+  float s = 0;
+  for (; i < n; ++i) s += a[i] * b[i];
+  for (float v : acc) s += v;
+  return s;
+}
+
+float dot_f16(const void* w, const void* x, std::size_t n) {
+  const auto* b = static_cast<const float*>(x);
+  float s = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, static_cast<const unsigned char*>(w) + 2 * i, 2);
+    s += half_to_float(h) * b[i];
+  }
+  return s;
+}
+
+float dot_bf16(const void* w, const void* x, std::size_t n) {
+  const auto* b = static_cast<const float*>(x);
+  float s = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, static_cast<const unsigned char*>(w) + 2 * i, 2);
+    s += bf16_to_float(h) * b[i];
+  }
+  return s;
+}
+
+float dot_q8_0(const void* w, const void* x, std::size_t n) {
+  float s = 0;
+  for (std::size_t i = 0; i < n / kQK8_0; ++i) {
+    const auto bw = load<BlockQ8_0>(w, i);
+    const auto bx = load<BlockQ8_0>(x, i);
+    int isum = 0;
+    for (int j = 0; j < kQK8_0; ++j) isum += bw.qs[j] * bx.qs[j];
+    s += half_to_float(bw.d) * half_to_float(bx.d) * static_cast<float>(isum);
+  }
+  return s;
+}
+
+float dot_q4_0(const void* w, const void* x, std::size_t n) {
+  float s = 0;
+  for (std::size_t i = 0; i < n / kQK4_0; ++i) {
+    const auto bw = load<BlockQ4_0>(w, i);
+    const auto bx = load<BlockQ8_0>(x, i);
+    int isum = 0;
+    for (int j = 0; j < kQK4_0 / 2; ++j)
+      isum += ((bw.qs[j] & 0xF) - 8) * bx.qs[j] + ((bw.qs[j] >> 4) - 8) * bx.qs[j + kQK4_0 / 2];
+    s += half_to_float(bw.d) * half_to_float(bx.d) * static_cast<float>(isum);
+  }
+  return s;
+}
+
+float dot_q4_k(const void* w, const void* x, std::size_t n) {
+  float s = 0;
+  for (std::size_t i = 0; i < n / kQK_K; ++i) {
+    const auto bw = load<BlockQ4_K>(w, i);
+    const auto* bx = blocks<BlockQ8_K>(x) + i;  // activations are written aligned by quantize_activations
+    int sumi = 0, summ = 0;
+    for (int j = 0; j < kQK_K / 32; ++j) {
+      std::uint8_t sc, m;
+      q4_k_scale_min(j, bw.scales, sc, m);
+      const std::uint8_t* q = bw.qs + j / 2 * 32;
+      const int shift = j % 2 ? 4 : 0;
+      int isum = 0;
+      for (int l = 0; l < 32; ++l) isum += ((q[l] >> shift) & 0xF) * bx->qs[32 * j + l];
+      sumi += sc * isum;
+      summ += m * (bx->bsums[2 * j] + bx->bsums[2 * j + 1]);
+    }
+    s += bx->d * (half_to_float(bw.d) * static_cast<float>(sumi) - half_to_float(bw.dmin) * static_cast<float>(summ));
+  }
+  return s;
+}
+
+float dot_q6_k(const void* w, const void* x, std::size_t n) {
+  float s = 0;
+  for (std::size_t i = 0; i < n / kQK_K; ++i) {
+    const auto bw = load<BlockQ6_K>(w, i);
+    const auto* bx = blocks<BlockQ8_K>(x) + i;
+    int sumi = 0;
+    for (int half = 0; half < 2; ++half) {
+      const std::uint8_t* ql = bw.ql + 64 * half;
+      const std::uint8_t* qh = bw.qh + 32 * half;
+      const std::int8_t* sc = bw.scales + 8 * half;
+      const std::int8_t* q8 = bx->qs + 128 * half;
+      for (int quarter = 0; quarter < 4; ++quarter) {
+        for (int g = 0; g < 2; ++g) {
+          int isum = 0;
+          for (int l = 16 * g; l < 16 * g + 16; ++l) {
+            const int lo = quarter < 2 ? ql[l + 32 * quarter] & 0xF : ql[l + 32 * (quarter - 2)] >> 4;
+            const int q = (lo | (((qh[l] >> (2 * quarter)) & 3) << 4)) - 32;
+            isum += q * q8[32 * quarter + l];
+          }
+          sumi += sc[2 * quarter + g] * isum;
+        }
+      }
+    }
+    s += half_to_float(bw.d) * bx->d * static_cast<float>(sumi);
+  }
+  return s;
+}
+
+}  // namespace
+
+void quantize_row_q8_k(const float* x, void* out, std::size_t n) {
+  auto* y = static_cast<BlockQ8_K*>(out);
+  for (std::size_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
+    float amax = 0;
+    for (int j = 0; j < kQK_K; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+    BlockQ8_K& b = y[i];
+    if (amax == 0) {
+      std::memset(&b, 0, sizeof b);
+      continue;
+    }
+    const float iscale = 127.f / amax;
+    for (int j = 0; j < kQK_K; ++j) {
+      const long q = std::lrintf(iscale * x[j]);
+      b.qs[j] = static_cast<std::int8_t>(q > 127 ? 127 : q < -127 ? -127 : q);
+    }
+    for (int g = 0; g < kQK_K / 16; ++g) {
+      int sum = 0;
+      for (int l = 0; l < 16; ++l) sum += b.qs[16 * g + l];
+      b.bsums[g] = static_cast<std::int16_t>(sum);
+    }
+    b.d = 1 / iscale;
+  }
+}
+
+const DotTable& portable_dots() {
+  static const DotTable table{dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k};
+  return table;
+}
+
+}  // namespace ferry::moe::quant::kernels

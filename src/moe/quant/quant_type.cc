@@ -1,0 +1,59 @@
+#include "moe/quant/quant_type.h"
+
+#include <cctype>
+#include <string>
+
+#include "core/error.h"
+#include "moe/quant/blocks.h"
+
+namespace ferry::moe::quant {
+namespace {
+struct Entry {
+  QuantType type;
+  QuantTraits traits;
+};
+constexpr Entry kTypes[] = {
+    {QuantType::kF32, {"F32", 1, 4}},
+    {QuantType::kF16, {"F16", 1, 2}},
+    {QuantType::kBF16, {"BF16", 1, 2}},
+    {QuantType::kQ8_0, {"Q8_0", kQK8_0, sizeof(BlockQ8_0)}},
+    {QuantType::kQ4_0, {"Q4_0", kQK4_0, sizeof(BlockQ4_0)}},
+    {QuantType::kQ4_K, {"Q4_K", kQK_K, sizeof(BlockQ4_K)}},
+    {QuantType::kQ6_K, {"Q6_K", kQK_K, sizeof(BlockQ6_K)}},
+};
+}  // namespace
+
+const QuantTraits& quant_traits(QuantType type) {
+  for (const auto& e : kTypes)
+    if (e.type == type) return e.traits;
+  FERRY_THROW(InternalError, "quant type id ", static_cast<std::uint32_t>(type), " has no traits");
+}
+
+std::optional<QuantType> quant_type_from_ggml(std::uint32_t ggml_type) {
+  for (const auto& e : kTypes)
+    if (static_cast<std::uint32_t>(e.type) == ggml_type) return e.type;
+  return std::nullopt;
+}
+
+std::optional<QuantType> parse_quant_type(std::string_view name) {
+  std::string upper(name);
+  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper == "FP32" || upper == "FLOAT32") upper = "F32";
+  if (upper == "FP16" || upper == "FLOAT16") upper = "F16";
+  if (upper == "BFLOAT16") upper = "BF16";
+  for (const auto& e : kTypes)
+    if (upper == e.traits.name) return e.type;
+  return std::nullopt;
+}
+
+const char* quant_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K"; }
+
+std::size_t quant_row_bytes(QuantType type, std::size_t n) {
+  const auto& t = quant_traits(type);
+  if (n % t.block_elems != 0)
+    FERRY_THROW(InvalidArgument, "a row of ", n, " weights cannot be stored in ", t.name, ": its blocks hold ",
+                t.block_elems, " weights each");
+  return n / t.block_elems * t.block_bytes;
+}
+
+}  // namespace ferry::moe::quant

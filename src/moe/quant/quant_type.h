@@ -1,0 +1,57 @@
+// The weight formats of GGUF (llama.cpp's file format) that ferry stores, moves and computes on.
+// Each is a sequence of fixed-size blocks; a row of n weights is n / block_elems blocks. The
+// numeric values are ggml's type ids, as written in a GGUF tensor header.
+//
+//   F32, F16, BF16  one element per "block"
+//   Q8_0   32 weights: f16 scale d, 32 int8 q;              w = d·q                  34 bytes
+//   Q4_0   32 weights: f16 d, 16 bytes of nibbles;           w = d·(q − 8)            18 bytes
+//   Q4_K  256 weights: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins for 8 sub-blocks of 32,
+//         128 bytes of nibbles;                              w = d·sc·q − dmin·m      144 bytes
+//   Q6_K  256 weights: 128 bytes low nibbles, 64 bytes high 2-bit pairs, 16 int8 scales
+//         (one per 16 weights), f16 d;                       w = d·sc·(q − 32)        210 bytes
+//
+// Source: ggml/src/ggml-common.h (block layouts) and ggml-quants.c (dequantize_row_*).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace ferry::moe::quant {
+
+enum class QuantType : std::uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ8_0 = 8,
+  kQ4_K = 12,
+  kQ6_K = 14,
+  kBF16 = 30,
+};
+
+struct QuantTraits {
+  const char* name;         // GGUF/llama.cpp spelling: "F32", "Q4_K", ...
+  std::size_t block_elems;  // weights per block
+  std::size_t block_bytes;  // bytes per block
+};
+
+const QuantTraits& quant_traits(QuantType type);
+inline const char* quant_name(QuantType type) { return quant_traits(type).name; }
+// The type of a ggml type id, or nullopt for a type ferry does not implement.
+std::optional<QuantType> quant_type_from_ggml(std::uint32_t ggml_type);
+// Parses a name ("q4_0", "Q4_K", "f16", "bf16", ...; case-insensitive); nullopt when unknown.
+std::optional<QuantType> parse_quant_type(std::string_view name);
+// "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K" for error messages.
+const char* quant_type_names();
+
+// Bytes of a row of `n` weights; throws InvalidArgument when n is not a multiple of the block.
+std::size_t quant_row_bytes(QuantType type, std::size_t n);
+// Bytes of `rows` rows of `n` weights.
+inline std::size_t quant_matrix_bytes(QuantType type, std::size_t rows, std::size_t n) {
+  return rows * quant_row_bytes(type, n);
+}
+// Whether rows of `n` weights can be stored in `type`.
+inline bool quant_row_fits(QuantType type, std::size_t n) { return n % quant_traits(type).block_elems == 0; }
+
+}  // namespace ferry::moe::quant

@@ -1,0 +1,295 @@
+#include "moe/quant/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/half.h"
+#include "moe/quant/blocks.h"
+
+namespace ferry::moe::quant {
+namespace {
+
+constexpr float kGroupMaxEps = 1e-15f;
+
+// Round to nearest, ties to even, through the float adder (ggml's nearest_int); |x| < 2^22.
+int nearest_int(float x) {
+  const float v = x + 12582912.f;
+  std::int32_t i;
+  std::memcpy(&i, &v, sizeof i);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+template <typename Block>
+void store(unsigned char* p, std::size_t i, const Block& b) {
+  std::memcpy(p + i * sizeof(Block), &b, sizeof(Block));
+}
+
+void quantize_q8_0(const float* x, unsigned char* out, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i, x += kQK8_0) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / ((1 << 7) - 1);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    BlockQ8_0 b;
+    b.d = float_to_half(d);
+    for (int j = 0; j < kQK8_0; ++j) b.qs[j] = static_cast<std::int8_t>(std::roundf(x[j] * id));
+    store(out, i, b);
+  }
+}
+
+void quantize_q4_0(const float* x, unsigned char* out, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i, x += kQK4_0) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK4_0; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -8;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    BlockQ4_0 b;
+    b.d = float_to_half(d);
+    for (int j = 0; j < kQK4_0 / 2; ++j) {
+      const float x0 = x[j] * id;
+      const float x1 = x[kQK4_0 / 2 + j] * id;
+      const auto q0 = static_cast<std::uint8_t>(std::min(15, static_cast<int>(static_cast<std::int8_t>(x0 + 8.5f))));
+      const auto q1 = static_cast<std::uint8_t>(std::min(15, static_cast<int>(static_cast<std::int8_t>(x1 + 8.5f))));
+      b.qs[j] = static_cast<std::uint8_t>(q0 | (q1 << 4));
+    }
+    store(out, i, b);
+  }
+}
+
+// Scale and min of n weights on levels 0..nmax, x ≈ scale·L − min: start from the range, then
+// try nstep+1 scales (nmax + rmin + k·rdelta)/(max − min) and keep the weighted least-squares fit
+// of smallest weighted squared error (ggml's make_qkx2_quants with use_mad = false).
+float fit_scale_min(int n, int nmax, const float* x, const float* w, std::uint8_t* L, float* the_min, float rmin,
+                    float rdelta, int nstep) {
+  float min = x[0], max = x[0];
+  float sum_w = w[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    if (x[i] < min) min = x[i];
+    if (x[i] > max) max = x[i];
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  if (min > 0) min = 0;
+  if (max == min) {
+    std::fill(L, L + n, 0);
+    *the_min = -min;
+    return 0.f;
+  }
+  float iscale = nmax / (max - min);
+  float scale = 1 / iscale;
+  float best_error = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = nearest_int(iscale * (x[i] - min));
+    L[i] = static_cast<std::uint8_t>(std::max(0, std::min(nmax, l)));
+    const float diff = scale * L[i] + min - x[i];
+    best_error += w[i] * (diff * diff);
+  }
+  std::uint8_t Laux[32];
+  for (int is = 0; is <= nstep; ++is) {
+    iscale = (rmin + rdelta * is + nmax) / (max - min);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::max(0, std::min(nmax, nearest_int(iscale * (x[i] - min))));
+      Laux[i] = static_cast<std::uint8_t>(l);
+      sum_l += w[i] * l;
+      sum_l2 += w[i] * l * l;
+      sum_xl += w[i] * l * x[i];
+    }
+    const float D = sum_w * sum_l2 - sum_l * sum_l;
+    if (D > 0) {
+      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+      if (this_min > 0) {
+        this_min = 0;
+        this_scale = sum_xl / sum_l2;
+      }
+      float cur_error = 0;
+      for (int i = 0; i < n; ++i) {
+        const float diff = this_scale * Laux[i] + this_min - x[i];
+        cur_error += w[i] * (diff * diff);
+      }
+      if (cur_error < best_error) {
+        std::copy(Laux, Laux + n, L);
+        best_error = cur_error;
+        scale = this_scale;
+        min = this_min;
+      }
+    }
+  }
+  *the_min = -min;
+  return scale;
+}
+
+// Symmetric scale of n weights on levels −nmax..nmax−1, weights x²: the scale of the largest
+// magnitude and 18 neighbours (nmax ± 0.1k), keeping the best weighted least-squares fit (ggml's
+// make_qx_quants with rmse_type 1). L receives level + nmax.
+float fit_scale_symmetric(int n, int nmax, const float* x, std::int8_t* L) {
+  float max = 0, amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < kGroupMaxEps) {
+    std::fill(L, L + n, 0);
+    return 0.f;
+  }
+  float iscale = -nmax / max;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i])));
+    L[i] = static_cast<std::int8_t>(l + nmax);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * l;
+    suml2 += w * l * l;
+  }
+  float scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    iscale = -(nmax + 0.1f * is) / max;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i])));
+      const float w = x[i] * x[i];
+      sumlx += w * x[i] * l;
+      suml2 += w * l * l;
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; ++i)
+        L[i] = static_cast<std::int8_t>(nmax + std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i]))));
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+void quantize_q4_k(const float* x, unsigned char* out, std::size_t nb) {
+  std::uint8_t L[kQK_K];
+  float weights[32], mins[kQK_K / 32], scales[kQK_K / 32];
+  for (std::size_t i = 0; i < nb; ++i, x += kQK_K) {
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < kQK_K / 32; ++j) {
+      float sum_x2 = 0;
+      for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+      const float av_x = std::sqrt(sum_x2 / 32);
+      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+      scales[j] = fit_scale_min(32, 15, x + 32 * j, weights, L + 32 * j, &mins[j], -1.f, 0.1f, 20);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+    BlockQ4_K b{};
+    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+    for (int j = 0; j < kQK_K / 32; ++j) {
+      const auto ls = static_cast<std::uint8_t>(std::min<int>(63, static_cast<std::uint8_t>(nearest_int(inv_scale * scales[j]))));
+      const auto lm = static_cast<std::uint8_t>(std::min<int>(63, static_cast<std::uint8_t>(nearest_int(inv_min * mins[j]))));
+      if (j < 4) {
+        b.scales[j] = ls;
+        b.scales[j + 4] = lm;
+      } else {
+        b.scales[j + 4] = static_cast<std::uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
+        b.scales[j - 4] |= static_cast<std::uint8_t>((ls >> 4) << 6);
+        b.scales[j] |= static_cast<std::uint8_t>((lm >> 4) << 6);
+      }
+    }
+    b.d = float_to_half(max_scale / 63.f);
+    b.dmin = float_to_half(max_min / 63.f);
+    for (int j = 0; j < kQK_K / 32; ++j) {
+      std::uint8_t sc, m;
+      q4_k_scale_min(j, b.scales, sc, m);
+      const float d = half_to_float(b.d) * sc;
+      if (d == 0) continue;
+      const float dm = half_to_float(b.dmin) * m;
+      for (int ii = 0; ii < 32; ++ii)
+        L[32 * j + ii] = static_cast<std::uint8_t>(std::max(0, std::min(15, nearest_int((x[32 * j + ii] + dm) / d))));
+    }
+    std::uint8_t* q = b.qs;
+    for (int j = 0; j < kQK_K; j += 64, q += 32)
+      for (int l = 0; l < 32; ++l) q[l] = static_cast<std::uint8_t>(L[j + l] | (L[j + l + 32] << 4));
+    store(out, i, b);
+  }
+}
+
+void quantize_q6_k(const float* x, unsigned char* out, std::size_t nb) {
+  std::int8_t L[kQK_K];
+  float scales[kQK_K / 16];
+  for (std::size_t i = 0; i < nb; ++i, x += kQK_K) {
+    float max_scale = 0, max_abs_scale = 0;
+    for (int ib = 0; ib < kQK_K / 16; ++ib) {
+      scales[ib] = fit_scale_symmetric(16, 32, x + 16 * ib, L + 16 * ib);
+      if (std::fabs(scales[ib]) > max_abs_scale) {
+        max_abs_scale = std::fabs(scales[ib]);
+        max_scale = scales[ib];
+      }
+    }
+    BlockQ6_K b{};
+    if (max_abs_scale < kGroupMaxEps) {
+      b.d = float_to_half(0.f);
+      store(out, i, b);
+      continue;
+    }
+    const float iscale = -128.f / max_scale;
+    b.d = float_to_half(1 / iscale);
+    for (int ib = 0; ib < kQK_K / 16; ++ib)
+      b.scales[ib] = static_cast<std::int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
+    for (int j = 0; j < kQK_K / 16; ++j) {
+      const float d = half_to_float(b.d) * b.scales[j];
+      if (d == 0) continue;
+      for (int ii = 0; ii < 16; ++ii)
+        L[16 * j + ii] = static_cast<std::int8_t>(std::max(-32, std::min(31, nearest_int(x[16 * j + ii] / d))) + 32);
+    }
+    std::uint8_t* ql = b.ql;
+    std::uint8_t* qh = b.qh;
+    for (int j = 0; j < kQK_K; j += 128, ql += 64, qh += 32) {
+      for (int l = 0; l < 32; ++l) {
+        const int q1 = L[j + l] & 0xF, q2 = L[j + l + 32] & 0xF, q3 = L[j + l + 64] & 0xF, q4 = L[j + l + 96] & 0xF;
+        ql[l] = static_cast<std::uint8_t>(q1 | (q3 << 4));
+        ql[l + 32] = static_cast<std::uint8_t>(q2 | (q4 << 4));
+        qh[l] = static_cast<std::uint8_t>((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
+                                          ((L[j + l + 96] >> 4) << 6));
+      }
+    }
+    store(out, i, b);
+  }
+}
+
+}  // namespace
+
+void quantize_row(QuantType type, const float* src, void* dst, std::size_t n) {
+  auto* p = static_cast<unsigned char*>(dst);
+  const std::size_t nb = quant_row_bytes(type, n) / quant_traits(type).block_bytes;
+  switch (type) {
+    case QuantType::kF32:
+      if (n) std::memcpy(dst, src, n * 4);
+      return;
+    case QuantType::kF16:
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint16_t h = float_to_half(src[i]);
+        std::memcpy(p + 2 * i, &h, 2);
+      }
+      return;
+    case QuantType::kBF16:
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint16_t h = float_to_bf16(src[i]);
+        std::memcpy(p + 2 * i, &h, 2);
+      }
+      return;
+    case QuantType::kQ8_0: return quantize_q8_0(src, p, nb);
+    case QuantType::kQ4_0: return quantize_q4_0(src, p, nb);
+    case QuantType::kQ4_K: return quantize_q4_k(src, p, nb);
+    case QuantType::kQ6_K: return quantize_q6_k(src, p, nb);
+  }
+}
+
+}  // namespace ferry::moe::quant
