@@ -30,12 +30,15 @@ constexpr const char* kDeviceMemHelp = "device budget for routed experts: bytes 
 constexpr const char* kLinkHelp =
     "host-to-device link: pcie3, pcie4, BW,LAT (12GBps,10us), mixtral-a100 (the Mixtral/A100 transfer:compute "
     "ratio), file (experts read from disk) or none";
+constexpr const char* kWeightsHelp =
+    "the routed experts' weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K (quantized at load)";
 constexpr const char* kComputeHelp = "compute profile: none, a100 or DEVICE,HOST_PER_TOKEN (100us,1ms)";
 std::string sweep(const std::string& help) { return help + "; comma-separated, one run each"; }
 
-void add_hardware_flags(CLI::App& app, std::string& link, std::string& compute) {
+void add_hardware_flags(CLI::App& app, std::string& link, std::string& compute, std::string& weights) {
   app.add_option("--link", link, kLinkHelp)->capture_default_str();
   app.add_option("--compute", compute, kComputeHelp)->capture_default_str();
+  app.add_option("--weights", weights, kWeightsHelp)->capture_default_str();
 }
 
 void check_policy(const char* flag, const std::string& spec) {
@@ -45,9 +48,10 @@ void check_policy(const char* flag, const std::string& spec) {
   moe::make_policy(spec);  // a bad spec fails before the model loads
 }
 
-void check_hardware(const std::string& link, const std::string& compute) {
+void check_hardware(const std::string& link, const std::string& compute, const std::string& weights) {
   moe::parse_link_spec(link);
   moe::parse_compute_profile(compute);
+  moe::parse_weight_format(weights);
 }
 
 // The budget's form only: a percentage of one byte parses as a percentage of any model.
@@ -58,21 +62,21 @@ void check_device_mem(const std::string& text) { moe::parse_device_mem(text, /*t
 void add_engine_flags(CLI::App& app, moe::EngineOptions& o) {
   app.add_option("--policy", o.policy, policy_help())->capture_default_str();
   app.add_option("--device-mem", o.device_mem, kDeviceMemHelp)->capture_default_str();
-  add_hardware_flags(app, o.link, o.compute);
+  add_hardware_flags(app, o.link, o.compute, o.weights);
   app.callback([&o] { check_engine_flags(o); });
 }
 
 void add_engine_sweep_flags(CLI::App& app, moe::BenchOptions& o) {
   app.add_option("--policies", o.policies, sweep(policy_help()))->delimiter(',')->capture_default_str();
   app.add_option("--device-mem", o.budgets, sweep(kDeviceMemHelp))->delimiter(',')->capture_default_str();
-  add_hardware_flags(app, o.link, o.compute);
+  add_hardware_flags(app, o.link, o.compute, o.weights);
   app.callback([&o] { check_engine_sweep_flags(o); });
 }
 
 void check_engine_flags(const moe::EngineOptions& o) {
   check_policy("--policy", o.policy);
   check_device_mem(o.device_mem);
-  check_hardware(o.link, o.compute);
+  check_hardware(o.link, o.compute, o.weights);
 }
 
 void check_engine_sweep_flags(const moe::BenchOptions& o) {
@@ -81,7 +85,7 @@ void check_engine_sweep_flags(const moe::BenchOptions& o) {
   // The list was split on every ',', a spec's own keys too ("prescope:window=2,predictor=...").
   for (const auto& p : join_spec_items(o.policies)) check_policy("--policies:", p);
   for (const auto& b : o.budgets) check_device_mem(b);
-  check_hardware(o.link, o.compute);
+  check_hardware(o.link, o.compute, o.weights);
 }
 
 }  // namespace ferry::apps

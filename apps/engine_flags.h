@@ -11,13 +11,13 @@ struct BenchOptions;
 
 namespace ferry::apps {
 
-// Adds --policy, --device-mem, --link and --compute to `app`, bound to o.policy, o.device_mem,
-// o.link and o.compute; their values now are the defaults --help shows. Sets `app`'s callback,
+// Adds --policy, --device-mem, --link, --compute and --weights to `app`, bound to o.policy,
+// o.device_mem, o.link, o.compute and o.weights; their values now are the defaults --help shows. Sets `app`'s callback,
 // which checks them (check_engine_flags) once parsing succeeded. `o` must outlive the parse.
 void add_engine_flags(CLI::App& app, moe::EngineOptions& o);
 
 // The same flags for a sweep (`ferry moe bench`): --policies and --device-mem take
-// comma-separated lists, one run each; --link and --compute as above. Sets `app`'s callback, which
+// comma-separated lists, one run each; --link, --compute and --weights as above. Sets `app`'s callback, which
 // checks every value (check_engine_sweep_flags). `o` must outlive the parse.
 void add_engine_sweep_flags(CLI::App& app, moe::BenchOptions& o);
 

@@ -100,6 +100,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         eo.device_mem = budget;
         eo.link = o.link;
         eo.compute = o.compute;
+        eo.weights = o.weights;
         eo.policy_options.expert_counts = counts;
         eo.policy_options.lru_scope = o.lru_scope;  // a scope= key in the spec overrides it
         auto eng = MoeEngine::open(o.model_dir, eo);

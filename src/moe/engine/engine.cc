@@ -116,7 +116,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   // disk into the device budget (the whole point when they do not fit in memory), and none can
   // run on the host, whatever the policy would choose.
   const bool from_disk = !link_entry(parse_link_spec(options.link).kind).keeps_host_copy;
-  m.pool = HostPool::load(*m.ck, !from_disk);
+  m.pool = HostPool::load(*m.ck, !from_disk, parse_weight_format(options.weights));
   const std::uint64_t eb = m.pool->layout().bytes();
   m.budget = parse_device_mem(options.device_mem, m.pool->total_bytes());
   const std::uint64_t need = static_cast<std::uint64_t>(c.top_k) * eb;
@@ -349,7 +349,7 @@ void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::ve
                                     const LayerDispatch& d, torch::Tensor& out) {
   auto device_call = [&](std::size_t i) {
     ExpertId id{l, work[i].expert};
-    const float* p = store->acquire(id);
+    const std::byte* p = store->acquire(id);
     const double t0 = now_s();
     out.index_add_(0, torch::from_blob(const_cast<std::int64_t*>(work[i].rows.data()),
                                        {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),

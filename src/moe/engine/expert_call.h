@@ -19,9 +19,17 @@ struct ExpertWork {
   std::vector<float> gates;
 };
 
+// Which code computes an expert: libtorch's matmul (float32 only) or ferry's kernels on the
+// blocks (moe/quant/matmul.h, every format, float32 included). kAuto picks by format (below).
+enum class ExpertKernels { kAuto, kLibtorch, kBlocks };
+
+// What kAuto chooses for `tokens` rows of experts in `format`: the block kernels, except float32
+// at 8 tokens or more (libtorch's GEMM; measured, see expert_call.cc).
+ExpertKernels auto_kernels(quant::QuantType format, std::int64_t tokens);
+
 // gate * expert(m[rows]) -> [rows, H], the expert's weights read in place at `base` (`layout`).
-torch::Tensor run_expert(const ExpertLayout& layout, const float* base, const torch::Tensor& m, const ExpertWork& work,
-                         const std::string& hidden_act);
+torch::Tensor run_expert(const ExpertLayout& layout, const std::byte* base, const torch::Tensor& m, const ExpertWork& work,
+                         const std::string& hidden_act, ExpertKernels kernels = ExpertKernels::kAuto);
 
 // Median wall time of run_expert for one token on this CPU (an expert's shape; its values do not
 // change the cost).

@@ -1,10 +1,13 @@
-// One routed expert's weights: w1 and w3 (I x H) and w2 (H x I). Its size is computed here and
-// nowhere else — the host pool and its links, the device slots, the simulator's model shapes — so
-// that a weight format changes it everywhere at once.
+// One routed expert's weights: w1 and w3 (I x H) and w2 (H x I), each stored row by row in the
+// expert's weight format (float32, or a GGUF block format: moe/quant). Its size is computed here
+// and nowhere else — the host pool and its links, the device slots, the simulator's model shapes —
+// so that a weight format changes it everywhere at once.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+
+#include "moe/quant/quant_type.h"
 
 namespace ferry::moe {
 
@@ -13,22 +16,37 @@ constexpr std::uint64_t expert_params(std::int64_t hidden, std::int64_t intermed
   return 3 * static_cast<std::uint64_t>(hidden) * static_cast<std::uint64_t>(intermediate);
 }
 
-// Bytes of one expert stored at `bytes_per_param` (4: the host pool's float32; 2: bf16), rounded up.
+// Bytes of one expert stored at `bytes_per_param` (4: float32; 2: bf16; 4.5/8: Q4_0), rounded up.
 inline std::uint64_t expert_bytes(std::int64_t hidden, std::int64_t intermediate, double bytes_per_param) {
   return static_cast<std::uint64_t>(
       std::ceil(static_cast<double>(expert_params(hidden, intermediate)) * bytes_per_param));
 }
 
-// The host pool's float32 layout: [w1 (I x H) | w3 (I x H) | w2 (H x I)] in one contiguous block,
-// so that moving an expert is one byte span.
+// Bytes per parameter of a weight format (Q4_0: 18/32 = 0.5625, Q4_K: 144/256, Q8_0: 34/32).
+inline double format_bytes_per_param(quant::QuantType format) {
+  const auto& t = quant::quant_traits(format);
+  return static_cast<double>(t.block_bytes) / static_cast<double>(t.block_elems);
+}
+
+// The host pool's layout: [w1 (I x H) | w3 (I x H) | w2 (H x I)] in one contiguous block of
+// `format` rows, so that moving an expert is one byte span.
 struct ExpertLayout {
   std::int64_t hidden = 0;        // H
   std::int64_t intermediate = 0;  // I
-  std::int64_t w1_offset() const { return 0; }  // in floats
-  std::int64_t w3_offset() const { return intermediate * hidden; }
-  std::int64_t w2_offset() const { return 2 * intermediate * hidden; }
-  std::int64_t floats() const { return static_cast<std::int64_t>(expert_params(hidden, intermediate)); }
-  std::uint64_t bytes() const { return expert_bytes(hidden, intermediate, sizeof(float)); }
+  quant::QuantType format = quant::QuantType::kF32;
+
+  // Bytes of w1 (or w3): I rows of H weights; of w2: H rows of I weights.
+  std::uint64_t up_bytes() const {
+    return quant::quant_matrix_bytes(format, static_cast<std::size_t>(intermediate), static_cast<std::size_t>(hidden));
+  }
+  std::uint64_t down_bytes() const {
+    return quant::quant_matrix_bytes(format, static_cast<std::size_t>(hidden), static_cast<std::size_t>(intermediate));
+  }
+  std::uint64_t w1_offset() const { return 0; }  // in bytes
+  std::uint64_t w3_offset() const { return up_bytes(); }
+  std::uint64_t w2_offset() const { return 2 * up_bytes(); }
+  std::uint64_t bytes() const { return 2 * up_bytes() + down_bytes(); }
+  std::uint64_t params() const { return expert_params(hidden, intermediate); }
 };
 
 }  // namespace ferry::moe

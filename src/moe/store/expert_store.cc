@@ -76,7 +76,7 @@ bool ExpertStore::request(ExpertId id) {
   return start_transfer(id, kPriorityDemand, false);
 }
 
-const float* ExpertStore::acquire(ExpertId id) {
+const std::byte* ExpertStore::acquire(ExpertId id) {
   const int slot = slots_.slot(id);
   FERRY_CHECK(slot >= 0, "acquire of an absent expert ", id.layer, "/", id.expert);
   const IoTicket& t = tickets_[slot];
@@ -89,7 +89,7 @@ const float* ExpertStore::acquire(ExpertId id) {
     t.wait();  // rethrows a link error
   }
   if (slots_.take_speculative(id)) ++stats_.prefetches_used;
-  return reinterpret_cast<const float*>(slot_memory(slot));
+  return slot_memory(slot);
 }
 
 void ExpertStore::preload(const std::vector<ExpertId>& ids) {

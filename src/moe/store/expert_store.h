@@ -60,7 +60,7 @@ class ExpertStore : public ExpertCache, private SlotTransfers {
   void pin(ExpertId id) { slots_.pin(id); }
   void unpin(ExpertId id) { slots_.unpin(id); }
   // Waits for the expert's bytes (time counted as io_wait) and returns the device copy.
-  const float* acquire(ExpertId id);
+  const std::byte* acquire(ExpertId id);
   // Synchronously loads experts in order until the budget is full (the all-resident setup).
   void preload(const std::vector<ExpertId>& ids);
 

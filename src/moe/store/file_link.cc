@@ -32,9 +32,13 @@ struct FreeDeleter {
 
 class FileLink : public Link {
  public:
-  FileLink(const LinkSpec& spec, const Checkpoint* ck) : spec_(spec), ck_(ck), names_(ck->config()) {
+  FileLink(const LinkSpec& spec, const Checkpoint* ck, const ExpertLayout& layout)
+      : spec_(spec), ck_(ck), names_(ck->config()), layout_(layout) {
     FERRY_REQUIRE(ck_ != nullptr, "the file link needs the checkpoint");
-    layout_ = {ck->config().hidden_size, ck->config().intermediate_size};
+    // A safetensors checkpoint holds float experts; a quantized format would be quantized on
+    // every transfer. Streaming quantized experts reads them from a GGUF file as stored.
+    FERRY_REQUIRE(layout_.format == quant::QuantType::kF32, "--link file streams float32 experts from a safetensors ",
+                  "checkpoint; experts in ", quant::quant_name(layout_.format), " need the host pool (another --link)");
     chunk_ = std::max<std::uint64_t>(kAlign, spec.chunk_bytes / kAlign * kAlign);
     void* p = nullptr;
     if (posix_memalign(&p, kAlign, chunk_ + 2 * kAlign) != 0) FERRY_THROW(IoError, "cannot allocate the O_DIRECT buffer");
@@ -54,13 +58,13 @@ class FileLink : public Link {
     std::uint64_t moved = 0;    // by this call
     std::uint64_t skipped = 0;  // float32 bytes of earlier tensors (or parts) already delivered
     const int which[3] = {1, 3, 2};
-    const std::int64_t offsets[3] = {layout_.w1_offset(), layout_.w3_offset(), layout_.w2_offset()};
+    const std::uint64_t offsets[3] = {layout_.w1_offset(), layout_.w3_offset(), layout_.w2_offset()};
     for (int t = 0; t < 3; ++t) {
       TensorRef ref = ck_->at(names_.expert(ck_->config().decoder_layer(id.layer), id.expert, which[t]));
       const int fd = fds_.at(ref.file).get();
       const std::uint64_t start = ref.file->file_offset(*ref.info), len = ref.info->nbytes();
       const std::size_t esize = dtype_size(ref.info->dtype);
-      float* out = reinterpret_cast<float*>(dst) + offsets[t];
+      float* out = reinterpret_cast<float*>(dst + offsets[t]);
       const std::uint64_t out_len = len / esize * 4;
       if (skipped + out_len <= from) {
         skipped += out_len;
@@ -120,7 +124,7 @@ class FileLink : public Link {
   // converted) at open, as every transfer will be.
   void calibrate() {
     const ExpertLayout& L = layout_;
-    std::vector<float> scratch(static_cast<std::size_t>(L.floats()));
+    std::vector<float> scratch(static_cast<std::size_t>(L.params()));
     const std::atomic<bool> never(false);
     const int n = std::min(2, ck_->config().num_experts);
     const double t0 = now_s();
@@ -134,7 +138,8 @@ class FileLink : public Link {
 
 std::unique_ptr<Link> make_file_link(const LinkSpec& spec, const LinkSource& source) {
   FERRY_REQUIRE(source.checkpoint != nullptr, "--link file needs a checkpoint on disk");
-  return std::make_unique<FileLink>(spec, source.checkpoint);
+  FERRY_REQUIRE(source.pool != nullptr, "--link file needs the host pool's layout");
+  return std::make_unique<FileLink>(spec, source.checkpoint, source.pool->layout());
 }
 
 }  // namespace ferry::moe

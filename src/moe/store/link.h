@@ -58,7 +58,7 @@ constexpr double kMixtralA100TransferRatio = hardware::kA100TransferRatio;
 class Link {
  public:
   virtual ~Link() = default;
-  // Copies expert `id` (ExpertLayout::bytes() of float32) into `dst`, starting after the `from`
+  // Copies expert `id` (ExpertLayout::bytes() in the pool's weight format) into `dst`, starting after the `from`
   // bytes an earlier, stopped call already moved (0 for a new transfer; the link's own order).
   // Runs on the I/O thread only. Checks `stop` between chunks (a cancel, or a demand load
   // pre-empting this transfer); returns the bytes moved by this call.
