@@ -437,7 +437,7 @@ std::vector<float> MoeEngine::Impl::run(const std::vector<MoeEngine::SequenceInp
   auto h = rms_norm(x.index_select(0, torch::from_blob(rows.data(), {static_cast<std::int64_t>(rows.size())},
                                                         torch::kInt64)),
                     w.final_norm, c.rms_norm_eps);
-  auto out = torch::matmul(h, w.lm_head.t()).contiguous();
+  auto out = project(h, w.lm_head).contiguous();
   protocol->step_done();
   ++stats.forwards;
   stats.tokens += static_cast<std::uint64_t>(N);

@@ -5,7 +5,13 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <vector>
+
 #include "core/error.h"
+#include "moe/quant/matmul.h"
 
 namespace ferry::moe {
 
@@ -20,15 +26,39 @@ at::Tensor activation(const std::string& hidden_act, const at::Tensor& x) {
   FERRY_THROW(InvalidArgument, "hidden_act '", hidden_act, "' is not implemented");
 }
 
+at::Tensor project(const at::Tensor& x, const at::Tensor& w) {
+  const std::int64_t in = w.size(1), out = w.size(0);
+  const std::int64_t rows = in > 0 ? x.numel() / in : 0;
+  const bool streaming = rows > 0 && rows < 8 && w.dim() == 2 && w.scalar_type() == at::kFloat &&
+                         x.scalar_type() == at::kFloat && w.is_contiguous() && !w.requires_grad() &&
+                         !x.requires_grad() && x.device().is_cpu() && w.device().is_cpu();
+  if (!streaming) return torch::matmul(x, w.t());
+  auto xc = x.contiguous();
+  std::vector<std::int64_t> shape(x.sizes().begin(), x.sizes().end());
+  shape.back() = out;
+  auto y = torch::empty(shape, x.options());
+  const auto* act = reinterpret_cast<const std::byte*>(xc.data_ptr<float>());
+  float* dst = y.data_ptr<float>();
+  const float* wp = w.data_ptr<float>();
+  // Rows of w per task: ~64 KB of weights, enough to outweigh the task's scheduling.
+  const std::int64_t grain = std::max<std::int64_t>(16, 65536 / (4 * std::max<std::int64_t>(1, in)));
+  at::parallel_for(0, out, grain, [&](std::int64_t begin, std::int64_t end) {
+    quant::matmul_rows(quant::QuantType::kF32, wp, static_cast<std::size_t>(in), static_cast<std::size_t>(begin),
+                       static_cast<std::size_t>(end), act, static_cast<std::size_t>(rows), dst,
+                       static_cast<std::size_t>(out));
+  });
+  return y;
+}
+
 at::Tensor gated_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w3, const at::Tensor& w2,
                      const std::string& hidden_act) {
-  return torch::matmul(activation(hidden_act, torch::matmul(x, w1.t())) * torch::matmul(x, w3.t()), w2.t());
+  return project(activation(hidden_act, project(x, w1)) * project(x, w3), w2);
 }
 
 Qkv project_qkv(const at::Tensor& a, const LayerWeights& lw, const MoeConfig& c) {
   const std::int64_t B = a.size(0), T = a.size(1), D = c.head_dim;
   auto proj = [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-    auto y = torch::matmul(x, w.t());
+    auto y = project(x, w);
     return b.defined() ? y + b : y;
   };
   at::Tensor q = proj(a, lw.wq, lw.bq), k = proj(a, lw.wk, lw.bk), v = proj(a, lw.wv, lw.bv);
@@ -51,12 +81,12 @@ Qkv project_qkv(const at::Tensor& a, const LayerWeights& lw, const MoeConfig& c)
 }
 
 at::Tensor project_out(const at::Tensor& o, const LayerWeights& lw) {
-  auto y = torch::matmul(o, lw.wo.t());
+  auto y = project(o, lw.wo);
   return lw.bo.defined() ? y + lw.bo : y;
 }
 
 std::pair<at::Tensor, at::Tensor> route(const at::Tensor& m, const at::Tensor& router, const MoeConfig& c) {
-  auto probs = torch::softmax(torch::matmul(m, router.t()), -1);
+  auto probs = torch::softmax(project(m, router), -1);
   auto [topw, topi] = probs.topk(c.top_k, -1);
   if (c.norm_topk_prob) topw = topw / topw.sum(-1, true);
   return {topw, topi};
@@ -66,7 +96,7 @@ at::Tensor always_active_mlp(const at::Tensor& m, const LayerWeights& lw, const 
   if (lw.dw1.defined()) return gated_mlp(m, lw.dw1, lw.dw3, lw.dw2, c.hidden_act);
   if (!lw.sw1.defined()) return {};
   auto s = gated_mlp(m, lw.sw1, lw.sw3, lw.sw2, c.hidden_act);
-  return lw.sgate.defined() ? s * torch::sigmoid(torch::matmul(m, lw.sgate.t())) : s;
+  return lw.sgate.defined() ? s * torch::sigmoid(project(m, lw.sgate)) : s;
 }
 
 at::Tensor rope_inv_freq(const MoeConfig& c) {

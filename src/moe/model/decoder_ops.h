@@ -19,6 +19,12 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, double eps);
 // HF's ACT2FN[hidden_act]: silu (swish), gelu (erf), gelu_pytorch_tanh and gelu_new (tanh form).
 at::Tensor activation(const std::string& hidden_act, const at::Tensor& x);
 // down(act(gate(x)) * up(x)): w1 = gate [I, H], w3 = up [I, H], w2 = down [H, I].
+// x · wᵀ for a float32 weight w [out, in] and x [..., in]. Fewer than 8 rows of x are a
+// matrix-vector product, which streams w once: ferry's kernel (moe/quant/matmul.h) over the rows
+// of w split across the intra-op threads runs it near the memory bandwidth, 3x libtorch's GEMV on
+// one thread (bench/RESULTS.md, "MoE kernels"); more rows go to libtorch's GEMM.
+at::Tensor project(const at::Tensor& x, const at::Tensor& w);
+
 at::Tensor gated_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w3, const at::Tensor& w2,
                      const std::string& hidden_act);
 // q [B, heads, T, D], k and v [B, kv, T, D] of the normed input a [B, T, H], before the rotary
