@@ -60,7 +60,8 @@ torch::Tensor run_expert(const ExpertLayout& L, const std::byte* base, const tor
     auto w1 = torch::from_blob(p + L.w1_offset() / 4, {L.intermediate, L.hidden});
     auto w3 = torch::from_blob(p + L.w3_offset() / 4, {L.intermediate, L.hidden});
     auto w2 = torch::from_blob(p + L.w2_offset() / 4, {L.hidden, L.intermediate});
-    return gated_mlp(x, w1, w3, w2, hidden_act) * gate;
+    // libtorch's matmul itself (gated_mlp streams small batches through ferry's kernel).
+    return torch::matmul(activation(hidden_act, torch::matmul(x, w1.t())) * torch::matmul(x, w3.t()), w2.t()) * gate;
   }
   auto g = quantized_linear(L.format, base + L.w1_offset(), L.intermediate, L.hidden, x);
   auto u = quantized_linear(L.format, base + L.w3_offset(), L.intermediate, L.hidden, x);
