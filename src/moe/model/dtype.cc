@@ -1,11 +1,11 @@
 #include "moe/model/dtype.h"
 
-#include <cmath>
-#include <cstring>
+#include <cctype>
 #include <string>
 
 #include "core/error.h"
-#include "core/half.h"
+#include "moe/quant/dequantize.h"
+#include "moe/quant/quantize.h"
 
 namespace ferry::moe {
 
@@ -36,48 +36,24 @@ std::optional<DType> parse_dtype(std::string_view text) {
   return std::nullopt;
 }
 
-void convert_to_f32(DType dtype, const void* src, float* dst, std::size_t n) {
-  const auto* bytes = static_cast<const unsigned char*>(src);
+namespace {
+quant::QuantType as_quant(DType dtype) {
   switch (dtype) {
-    case DType::kF32:
-      if (n) std::memcpy(dst, src, n * 4);  // an empty tensor's buffer may be null
-      return;
-    case DType::kBF16:
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, bytes + 2 * i, 2);
-        dst[i] = bf16_to_float(h);
-      }
-      return;
-    case DType::kF16:
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, bytes + 2 * i, 2);
-        dst[i] = half_to_float(h);
-      }
-      return;
+    case DType::kF32: return quant::QuantType::kF32;
+    case DType::kF16: return quant::QuantType::kF16;
+    case DType::kBF16: return quant::QuantType::kBF16;
   }
+  FERRY_THROW(InternalError, "dtype ", static_cast<int>(dtype), " has no weight format");
+}
+}  // namespace
+
+// The element types are the one-element "blocks" of moe/quant, converted there.
+void convert_to_f32(DType dtype, const void* src, float* dst, std::size_t n) {
+  quant::dequantize_row(as_quant(dtype), src, dst, n);
 }
 
 void convert_from_f32(DType dtype, const float* src, void* dst, std::size_t n) {
-  auto* bytes = static_cast<unsigned char*>(dst);
-  switch (dtype) {
-    case DType::kF32:
-      if (n) std::memcpy(dst, src, n * 4);  // an empty tensor's buffer may be null
-      return;
-    case DType::kBF16:
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::uint16_t h = float_to_bf16(src[i]);
-        std::memcpy(bytes + 2 * i, &h, 2);
-      }
-      return;
-    case DType::kF16:
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t h = float_to_half(src[i]);
-        std::memcpy(bytes + 2 * i, &h, 2);
-      }
-      return;
-  }
+  quant::quantize_row(as_quant(dtype), src, dst, n);
 }
 
 }  // namespace ferry::moe
