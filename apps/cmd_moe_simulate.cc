@@ -40,7 +40,7 @@ std::string profile_choices() {
 int run_simulate_cmd(const SimulateFlags& f) {
   const SimulateOptions& so = f.sim;
   auto rows = run_simulate(so);
-  std::string header = "ferry moe simulate: trace " + so.trace + ", model " + so.model_shape + ", " +
+  std::string header = "ferry moe simulate: trace " + so.trace + ", model " + so.model_shape + " (experts " + so.weights + "), " +
                        (so.device_mem.empty() ? std::string("the profile's GPU memory") : so.device_mem) +
                        ", PreSched window " + std::to_string(so.window) + ", prescope predictor " + so.predictor;
   render_plots(write_simulate_outputs(rows, f.out, header), "ferry moe simulate");
@@ -60,6 +60,7 @@ MoeSubcommand add_simulate_command(CLI::App& moe) {
   sm->add_option("--profile", so.profiles, "comma-separated hardware profiles: " + profile_choices())
       ->delimiter(',')->capture_default_str();
   sm->add_option("--profiles", so.profiles_file, "profiles file (default: the profiles built in, from src/moe/sim/profiles.json)");
+  sm->add_option("--weights", so.weights, "the routed experts' weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K")->capture_default_str();
   sm->add_option("--device-mem", so.device_mem, "GPU memory for the model, e.g. 24GiB (default: the profile's)");
   sm->add_option("--batch", so.batches, "comma-separated batch sizes")->delimiter(',')->capture_default_str();
   sm->add_option("--policies", so.policies, "comma-separated policies: " + choices(trace_policy_names()))

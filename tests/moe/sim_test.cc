@@ -167,6 +167,28 @@ TEST(Simulator, AllResidentMovesNothingAfterTheStart) {
   EXPECT_DOUBLE_EQ(r.hit_rate(), 1.0);
 }
 
+// Expert bytes follow the weight format: a Mixtral-8x7B expert is 352 MB in BF16 and 99 MB in
+// Q4_0 (3 x 4096 x 14336 weights at 18 bytes per 32); transfers and the budget's capacity use them.
+TEST(Simulator, ExpertBytesFollowTheWeightFormat) {
+  ModelShape shape = model_shape("mixtral-8x7b");
+  EXPECT_EQ(shape.expert_bytes(), 3.0 * 4096 * 14336 * 2);
+  const double bf16_transfer = TimeModel(a100(), shape, 512).transfer_s();
+  shape.expert_format = quant::QuantType::kQ4_0;
+  EXPECT_EQ(shape.expert_bytes(), 99'090'432.0);
+  const TimeModel q4(a100(), shape, 512);
+  // latency + bytes / bandwidth: the byte term shrinks by 99.09 / 352.32.
+  const double lat = a100().link_latency_s;
+  EXPECT_NEAR((q4.transfer_s() - lat) / (bf16_transfer - lat), 99'090'432.0 / (3.0 * 4096 * 14336 * 2), 1e-12);
+  const RoutingTrace t = random_trace(7, 10);
+  const FutureRouting f = form_batches(t, 1);
+  SimOptions so;
+  so.capacity_experts = 24;
+  auto p = policy_for("ondemand", &f);
+  const SimResult r = simulate(f, *p, q4, so);
+  EXPECT_EQ(r.bytes_moved % 99'090'432u, 0u);
+  EXPECT_GT(r.bytes_moved, 0u);
+}
+
 TEST(Simulator, PlannerRecordsItsTime) {
   const RoutingTrace t = random_trace(6, 10);
   const FutureRouting f = form_batches(t, 1);
@@ -209,6 +231,9 @@ TEST(Simulator, BadFlagsAreRefused) {
   x = o;
   x.device_mem = "3GiB";
   EXPECT_NE(message(x).find("less than one mixtral-8x7b expert"), std::string::npos);
+  x = o;
+  x.weights = "Q5_1";
+  EXPECT_NE(message(x).find("--weights 'Q5_1': expected one of F32"), std::string::npos);
   x = o;
   x.trace = "/nonexistent/trace.jsonl";
   EXPECT_THROW(run_simulate(x), IoError);

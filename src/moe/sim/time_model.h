@@ -31,9 +31,12 @@ struct ModelShape {
   int layers = 0, experts = 0, top_k = 0;
   int hidden = 0, ffn = 0;              // model width, expert FFN width
   int heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
-  double bytes_per_param = 2;           // bf16
+  double bytes_per_param = 2;           // the dense weights and the KV cache: bf16
+  // The routed experts' weight format (moe/quant: BF16 as shipped, or a GGUF block format).
+  quant::QuantType expert_format = quant::QuantType::kBF16;
   double expert_params() const { return static_cast<double>(moe::expert_params(hidden, ffn)); }  // w1, w2, w3
-  double expert_bytes() const { return static_cast<double>(moe::expert_bytes(hidden, ffn, bytes_per_param)); }
+  // One expert in its format (ExpertLayout: the size the engine's pool and links use).
+  double expert_bytes() const { return static_cast<double>(ExpertLayout{hidden, ffn, expert_format}.bytes()); }
   // Attention (q, k, v, o) and router of one layer.
   double dense_layer_params() const {
     const double kv = static_cast<double>(kv_heads) * head_dim;
