@@ -39,6 +39,7 @@ ModelShape tiny_shape(const MoeConfig& c) {
   s.head_dim = c.head_dim;
   s.vocab = c.vocab_size;
   s.bytes_per_param = 4;
+  s.expert_format = quant::QuantType::kF32;  // the engine's host pool: float32 experts
   return s;
 }
 
