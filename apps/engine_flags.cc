@@ -10,6 +10,7 @@
 #include "core/spec.h"
 #include "moe/engine/bench.h"
 #include "moe/engine/engine.h"
+#include "moe/quant/quant_type.h"
 #include "moe/sched/policy.h"
 #include "moe/store/link.h"
 
@@ -51,7 +52,7 @@ void check_policy(const char* flag, const std::string& spec) {
 void check_hardware(const std::string& link, const std::string& compute, const std::string& weights) {
   moe::parse_link_spec(link);
   moe::parse_compute_profile(compute);
-  moe::parse_weight_format(weights);
+  moe::quant::parse_weight_format(weights);
 }
 
 // The budget's form only: a percentage of one byte parses as a percentage of any model.

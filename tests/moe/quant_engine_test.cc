@@ -108,7 +108,9 @@ TEST_F(QuantEngineTest, EveryPolicyAndBudgetComputesTheSameBlocks) {
           EXPECT_LE(s.store.peak_bytes, s.budget_bytes) << weights << " " << policy << " " << budget;
           // On-demand loading neither prefetches nor cancels: every load moves one whole quantized
           // expert. (Other policies' cancelled prefetches count the part they moved.)
-          if (std::string(policy) == "ondemand") EXPECT_EQ(s.store.bytes_moved, s.store.loads * eb) << weights;
+          if (std::string(policy) == "ondemand") {
+            EXPECT_EQ(s.store.bytes_moved, s.store.loads * eb) << weights;
+          }
           // Float activations (F16, BF16): the reference's arithmetic up to summation order. Q
           // formats: 8-bit activations add at most half a step (max|x|/254 per block) to every
           // input of every expert; through two layers that stays under 5% of the largest logit

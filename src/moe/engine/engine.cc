@@ -13,6 +13,7 @@
 #include "core/units.h"
 #include "moe/engine/expert_call.h"
 #include "moe/engine/kv_cache.h"
+#include "moe/quant/quant_type.h"
 #include "moe/engine/timed_policy.h"
 #include "moe/model/decoder_ops.h"
 #include "moe/model/weights.h"
@@ -116,7 +117,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   // disk into the device budget (the whole point when they do not fit in memory), and none can
   // run on the host, whatever the policy would choose.
   const bool from_disk = !link_entry(parse_link_spec(options.link).kind).keeps_host_copy;
-  m.pool = HostPool::load(*m.ck, !from_disk, parse_weight_format(options.weights));
+  m.pool = HostPool::load(*m.ck, !from_disk, quant::parse_weight_format(options.weights));
   const std::uint64_t eb = m.pool->layout().bytes();
   m.budget = parse_device_mem(options.device_mem, m.pool->total_bytes());
   const std::uint64_t need = static_cast<std::uint64_t>(c.top_k) * eb;

@@ -44,10 +44,4 @@ std::uint64_t parse_device_mem(const std::string& text, std::uint64_t total_expe
   return parse_bytes(text);
 }
 
-quant::QuantType parse_weight_format(const std::string& text) {
-  const auto format = quant::parse_quant_type(text);
-  if (!format) FERRY_THROW(InvalidArgument, "--weights '", text, "': expected one of ", quant::quant_type_names());
-  return *format;
-}
-
 }  // namespace ferry::moe

@@ -1,11 +1,10 @@
-// The engine's text specs: the compute-speed profile, the device-memory budget and the experts'
-// weight format, as the command line and the server write them.
+// The engine's text specs: the compute-speed profile and the device-memory budget, as the command
+// line and the server write them (the experts' weight format: quant::parse_weight_format).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "moe/quant/quant_type.h"
 
 namespace ferry::moe {
 
@@ -24,8 +23,5 @@ ComputeProfile parse_compute_profile(const std::string& text);
 
 // "256MiB" (bytes) or "30%" (of all routed-expert bytes). Throws InvalidArgument naming the text.
 std::uint64_t parse_device_mem(const std::string& text, std::uint64_t total_expert_bytes);
-
-// "F32", "Q4_0", "q4_k", ... (moe/quant). Throws InvalidArgument naming --weights and the formats.
-quant::QuantType parse_weight_format(const std::string& text);
 
 }  // namespace ferry::moe

@@ -46,6 +46,12 @@ std::optional<QuantType> parse_quant_type(std::string_view name) {
   return std::nullopt;
 }
 
+QuantType parse_weight_format(std::string_view text) {
+  const auto format = parse_quant_type(text);
+  if (!format) FERRY_THROW(InvalidArgument, "--weights '", text, "': expected one of ", quant_type_names());
+  return *format;
+}
+
 const char* quant_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K"; }
 
 std::size_t quant_row_bytes(QuantType type, std::size_t n) {

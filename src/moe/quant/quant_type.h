@@ -42,6 +42,9 @@ inline const char* quant_name(QuantType type) { return quant_traits(type).name; 
 std::optional<QuantType> quant_type_from_ggml(std::uint32_t ggml_type);
 // Parses a name ("q4_0", "Q4_K", "f16", "bf16", ...; case-insensitive); nullopt when unknown.
 std::optional<QuantType> parse_quant_type(std::string_view name);
+// The experts' weight format of --weights: parse_quant_type, or InvalidArgument
+// "--weights 'TEXT': expected one of F32, ...".
+QuantType parse_weight_format(std::string_view text);
 // "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K" for error messages.
 const char* quant_type_names();
 

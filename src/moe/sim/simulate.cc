@@ -21,12 +21,11 @@ namespace fs = std::filesystem;
 std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
   // Flags first (cheap), files after.
   ModelShape shape = model_shape(o.model_shape);
-  const auto format = quant::parse_quant_type(o.weights);
-  FERRY_REQUIRE(format, "--weights '", o.weights, "': expected one of ", quant::quant_type_names());
-  FERRY_REQUIRE(quant::quant_row_fits(*format, shape.hidden) && quant::quant_row_fits(*format, shape.ffn), "--weights ",
+  const auto format = quant::parse_weight_format(o.weights);
+  FERRY_REQUIRE(quant::quant_row_fits(format, shape.hidden) && quant::quant_row_fits(format, shape.ffn), "--weights ",
                 o.weights, ": ", o.model_shape, "'s rows (", shape.hidden, ", ", shape.ffn, ") are not whole ",
-                quant::quant_name(*format), " blocks");
-  shape.expert_format = *format;
+                quant::quant_name(format), " blocks");
+  shape.expert_format = format;
   FERRY_REQUIRE(!o.batches.empty(), "--batch is empty");
   for (int b : o.batches) FERRY_REQUIRE(b >= 1, "invalid --batch ", b, ": expected a batch of at least 1");
   FERRY_REQUIRE(!o.policies.empty(), "--policies is empty");
