@@ -9,7 +9,7 @@
 namespace ferry::advise {
 namespace {
 
-Registry<AlgorithmCost>& registry() {
+Registry<AlgorithmCost>& cost_registry() {
   static Registry<AlgorithmCost> r("cost model of --algo");
   return r;
 }
@@ -80,7 +80,7 @@ double CostContext::ps_round_s(double push_bytes, double decode_s, double pull_b
 
 void register_algorithm_cost(AlgorithmCost cost) {
   FERRY_CHECK(cost.steady != nullptr, "cost model '", cost.name, "' has no formula");
-  registry().add_if_absent(std::move(cost));
+  cost_registry().add_if_absent(std::move(cost));
 }
 
 void register_builtin_algorithm_costs() {
@@ -91,7 +91,7 @@ void register_builtin_algorithm_costs() {
 
 const AlgorithmCost* find_algorithm_cost(const std::string& strategy) {
   register_builtin_algorithm_costs();
-  return registry().find(strategy);
+  return cost_registry().find(strategy);
 }
 
 namespace {

@@ -29,7 +29,7 @@ DeviceProfile accelerator(const char* name, const char* summary, std::string_vie
           std::string(gpu->source) + "; " + std::string(link->source)};
 }
 
-Registry<DeviceProfile>& registry() {
+Registry<DeviceProfile>& device_registry() {
   static Registry<DeviceProfile>* r = [] {
     auto* reg = new Registry<DeviceProfile>("--device");
     reg->add({"local", "this machine's CPU cores, shared by every rank (calibrated contention)", 0, true, 0,
@@ -47,16 +47,16 @@ Registry<DeviceProfile>& registry() {
 }  // namespace
 
 const std::vector<DeviceProfile>& builtin_device_profiles() {
-  static const std::vector<DeviceProfile> all(registry().entries().begin(), registry().entries().end());
+  static const std::vector<DeviceProfile> all(device_registry().entries().begin(), device_registry().entries().end());
   return all;
 }
 
-std::vector<std::string> device_profile_names() { return registry().names(); }
+std::vector<std::string> device_profile_names() { return device_registry().names(); }
 
 DeviceProfile device_profile(const std::string& name_or_file) {
-  if (const DeviceProfile* d = registry().find(name_or_file)) return *d;
+  if (const DeviceProfile* d = device_registry().find(name_or_file)) return *d;
   if (name_or_file.find(".json") == std::string::npos && !std::filesystem::exists(name_or_file))
-    return registry().at(name_or_file);  // throws: unknown --device, listing the known ones
+    return device_registry().at(name_or_file);  // throws: unknown --device, listing the known ones
   std::ifstream in(name_or_file);
   if (!in) FERRY_THROW(IoError, "cannot read device profile file ", name_or_file);
   std::stringstream text;

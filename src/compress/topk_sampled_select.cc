@@ -13,9 +13,6 @@
 
 namespace ferry::compress {
 namespace {
-// |x| as an unsigned key that orders like the magnitude (NaN above infinity); < 2^31.
-inline std::uint32_t abs_key(float x) { return std::bit_cast<std::uint32_t>(x) & 0x7fffffffu; }
-
 // Pass 2 over whole blocks of 16 from `begin` to `end`: x[i] = e[i] (+ g[i] when g is given,
 // written back to e_w), append (i, key) for key >= est at ci/ck[c...]. Returns where it
 // stopped: `end`, or just past the first block after which c > cap (16 slots of slack).

@@ -7,9 +7,6 @@
 #include "core/error.h"
 
 namespace ferry::compress {
-namespace {
-inline std::uint32_t abs_key(float x) { return std::bit_cast<std::uint32_t>(x) & 0x7fffffffu; }
-}  // namespace
 
 void TopkSelector::reset() {
   for (auto& h : hist_) h.fill(0);

@@ -2,12 +2,16 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 namespace ferry::compress {
+
+// |x| as an unsigned key that orders like the magnitude (NaN above infinity); < 2^31.
+inline std::uint32_t abs_key(float x) { return std::bit_cast<std::uint32_t>(x) & 0x7fffffffu; }
 
 // Selects the k elements of largest |x| (ties: lower index first), indices in ascending order.
 //

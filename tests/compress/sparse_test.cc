@@ -17,16 +17,7 @@
 namespace ferry::compress {
 namespace {
 
-// Reference top-k: stable sort of indices by |x| descending (ties: lower index), take k, sort.
-std::vector<std::uint32_t> reference_topk(const std::vector<float>& x, std::size_t k) {
-  std::vector<std::uint32_t> order(x.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
-  order.resize(k);
-  std::sort(order.begin(), order.end());
-  return order;
-}
+using testing::reference_topk;
 
 std::vector<std::uint32_t> payload_indices(const std::vector<std::byte>& p) {
   const std::size_t k = load_le<std::uint32_t>(p.data() + 4);

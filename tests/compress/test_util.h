@@ -1,8 +1,11 @@
 // Helpers shared by the compress tests: deterministic random tensors and codec construction.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -11,6 +14,22 @@
 #include "compress/codec_registry.h"
 
 namespace ferry::compress::testing {
+
+// Reference top-k by sorting: the k largest |x| (as the bit pattern orders it, NaN above
+// infinity; for other values the order of std::fabs), ties by lower index, returned ascending.
+inline std::vector<std::uint32_t> reference_topk(const std::vector<float>& x, std::size_t k) {
+  const auto key = [](float v) { return std::bit_cast<std::uint32_t>(v) & 0x7fffffffu; };
+  std::vector<std::uint32_t> order(x.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                    [&](std::uint32_t a, std::uint32_t b) {
+                      const auto ka = key(x[a]), kb = key(x[b]);
+                      return ka != kb ? ka > kb : a < b;
+                    });
+  order.resize(k);
+  std::sort(order.begin(), order.end());
+  return order;
+}
 
 // n values ~ N(0, sigma^2), fixed seed.
 inline std::vector<float> normal_vector(std::size_t n, std::uint32_t seed, float sigma = 1.0f) {

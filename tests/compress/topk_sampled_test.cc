@@ -19,22 +19,7 @@
 namespace ferry::compress {
 namespace {
 
-std::uint32_t key_of(float x) { return std::bit_cast<std::uint32_t>(x) & 0x7fffffffu; }
-
-// k largest |x| (as the bit pattern orders it: NaN above infinity), ties by lower index,
-// returned ascending.
-std::vector<std::uint32_t> reference_topk(const std::vector<float>& x, std::size_t k) {
-  std::vector<std::uint32_t> order(x.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-                    [&](std::uint32_t a, std::uint32_t b) {
-                      const auto ka = key_of(x[a]), kb = key_of(x[b]);
-                      return ka != kb ? ka > kb : a < b;
-                    });
-  order.resize(k);
-  std::sort(order.begin(), order.end());
-  return order;
-}
+using testing::reference_topk;
 
 enum class Kind { kNormal, kHeavyTailed, kFewValues, kAllEqual, kSpecials };
 

@@ -14,6 +14,7 @@
 #include "moe/sim/simulate.h"
 #include "moe/sim/simulator.h"
 #include "random_trace.h"
+#include "sim_test_util.h"
 
 namespace ferry::moe {
 namespace {
@@ -72,7 +73,7 @@ void register_dummies() {
   (void)once;
 }
 
-HardwareProfile a100() { return find_profile(builtin_hardware_profiles(), "a100-pcie4"); }
+using testing::a100;
 
 SimResult run(const std::string& spec) {
   const RoutingTrace t = testing::random_trace(5, 32, 8, 2, 12, 2);

@@ -18,14 +18,12 @@ namespace {
 
 using testing::TempDir;
 
-constexpr int kPrompt = 5;
-constexpr int kDecode = 3;
+using testing::kDecode;
+using testing::kPrompt;
 
 using testing::random_tokens;
 using testing::reference_logits;
-double max_diff_vs(MoeEngine& eng, const TokenBatch& seqs, const std::vector<float>& expect) {
-  return testing::max_diff_vs(eng, seqs, expect, kPrompt);
-}
+using testing::max_diff_vs;
 
 class EngineTest : public ::testing::Test {
  protected:

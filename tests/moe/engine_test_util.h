@@ -15,6 +15,10 @@
 
 namespace ferry::moe::testing {
 
+// The engine tests' sequences: a prompt of kPrompt tokens, then kDecode decoded one at a time.
+constexpr int kPrompt = 5;
+constexpr int kDecode = 3;
+
 inline TokenBatch random_tokens(int batch, int len, std::uint64_t seed) {
   std::mt19937 rng(static_cast<std::uint32_t>(seed));
   TokenBatch t(batch, std::vector<std::int32_t>(len));
@@ -32,7 +36,8 @@ inline std::vector<float> reference_logits(const std::string& dir, const TokenBa
 
 // Runs the engine over `seqs` (the first `prompt` tokens as one prompt, then one token per step)
 // and compares with `expect` ([B][T][V]); returns the largest absolute difference.
-inline double max_diff_vs(MoeEngine& eng, const TokenBatch& seqs, const std::vector<float>& expect, int prompt) {
+inline double max_diff_vs(MoeEngine& eng, const TokenBatch& seqs, const std::vector<float>& expect,
+                          int prompt = kPrompt) {
   const int B = static_cast<int>(seqs.size()), T = static_cast<int>(seqs[0].size());
   const int V = eng.config().vocab_size;
   eng.reset();

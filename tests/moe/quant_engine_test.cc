@@ -27,8 +27,8 @@ namespace {
 
 using testing::TempDir;
 
-constexpr int kPrompt = 5;
-constexpr int kDecode = 3;
+using testing::kDecode;
+using testing::kPrompt;
 
 MoeConfig quant_config() {  // rows of 256 and 512 weights: whole blocks of every format
   MoeConfig c = testing::tiny_config();

@@ -23,8 +23,8 @@ namespace {
 
 using testing::TempDir;
 
-constexpr int kPrompt = 5;
-constexpr int kDecode = 3;
+using testing::kDecode;
+using testing::kPrompt;
 
 // The routing of a run, one entry per on_route call: (layer, active experts).
 struct RouteLog {
@@ -132,9 +132,7 @@ class WrongPrefetchPolicy : public LruPolicy {
 };
 
 using testing::random_tokens;
-double max_diff_vs(MoeEngine& eng, const TokenBatch& seqs, const std::vector<float>& expect) {
-  return testing::max_diff_vs(eng, seqs, expect, kPrompt);
-}
+using testing::max_diff_vs;
 
 TEST(MoeReliability, AlwaysWrongPredictorKeepsBudgetAndLogits) {
   torch::set_num_threads(1);

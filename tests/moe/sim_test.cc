@@ -16,6 +16,7 @@
 #include "moe/sim/simulate.h"
 #include "moe/sim/simulator.h"
 #include "random_trace.h"
+#include "sim_test_util.h"
 
 namespace ferry::moe {
 namespace {
@@ -25,7 +26,7 @@ RoutingTrace random_trace(std::uint32_t seed, int tokens, int sequences = 2) {
   return testing::random_trace(seed, 32, 8, 2, tokens, sequences);
 }
 
-HardwareProfile a100() { return find_profile(builtin_hardware_profiles(), "a100-pcie4"); }
+using testing::a100;
 
 // The profiles built into the binary are those of the source tree's profiles.json.
 TEST(HardwareProfiles, BuiltInEqualsTheSourceFile) {

@@ -14,11 +14,12 @@
 #include "moe/sched/policy.h"
 #include "moe/sim/simulator.h"
 #include "random_trace.h"
+#include "sim_test_util.h"
 
 namespace ferry::moe {
 namespace {
 
-HardwareProfile a100() { return find_profile(builtin_hardware_profiles(), "a100-pcie4"); }
+using testing::a100;
 
 // What a policy asks of the cache, in order: "+L/E" for a prefetch, "-L/E" for an eviction.
 class RecordingCache : public ExpertCache {

@@ -23,6 +23,7 @@
 #include "train/ps_setup.h"
 #include "train/strategy.h"
 #include "train/train_options.h"
+#include "local_training.h"
 
 namespace ferry::train {
 namespace {
@@ -241,10 +242,6 @@ TEST(CodecStateRecord, MismatchedOrOldRecordsAreRefused) {
 constexpr int kSteps = 12;
 constexpr std::int64_t kBatch = 16;
 
-const Dataset& data() {
-  static Dataset d = make_synthetic_dataset(SyntheticOptions{1024, 10, 1, 28, 28, 1.0f, 7, 0});
-  return d;
-}
 
 // Runs iterations [from, to) of `algo` on so.world: when `resume_dir` is set every rank first
 // restores its state from it; when `save_dir` is set every rank saves its state there after
@@ -269,7 +266,7 @@ std::map<int, std::vector<float>> run_segment(const std::string& algo, const Str
                            so.pull_codec, ServerCheckpointing{save_dir, resume_dir});
       return;
     }
-    DataLoader loader(data(), DataLoaderOptions{kBatch, world.num_workers, c.rank(), 5, true});
+    DataLoader loader(testing::small_dataset(), DataLoaderOptions{kBatch, world.num_workers, c.rank(), 5, true});
     FlatParams params(model->parameters());
     auto strategy = info.make(StrategyContext{&c, so});
     strategy->setup(params);

@@ -27,10 +27,6 @@ namespace {
 constexpr int kSteps = 12;
 constexpr std::int64_t kBatch = 16;
 
-const Dataset& data() {
-  static Dataset d = make_synthetic_dataset(SyntheticOptions{1024, 10, 1, 28, 28, 1.0f, 7, 0});
-  return d;
-}
 
 // Forwards everything to `inner` and records, per push request, the payload bytes it carries.
 class PushCounter final : public comm::Communicator {
@@ -96,7 +92,7 @@ StrategyOptions options_for(Topology topology, WorldLayout world) {
 RunResult run(const std::string& algo, StrategyOptions so, int steps = kSteps, bool complete_each_step = true) {
   RunResult result;
   testing::run_strategy_locally(
-      algo, so, data(), kBatch, steps,
+      algo, so, testing::small_dataset(), kBatch, steps,
       [&](comm::Communicator& c, int step, FlatParams& params, Strategy& strategy, Model&) {
         std::vector<float> w(params.weights().begin(), params.weights().end());
         if (c.rank() == 0 && step >= 0) result.per_step.push_back(std::move(w));

@@ -16,6 +16,7 @@
 #include "comm/local/local_communicator.h"
 #include "core/finite.h"
 #include "train/data/data_loader.h"
+#include "train/data/synthetic_dataset.h"
 #include "train/flat_params.h"
 #include "train/gradient_codecs.h"
 #include "train/models/model.h"
@@ -23,6 +24,12 @@
 #include "train/strategy.h"
 
 namespace ferry::train::testing {
+
+// 1024 synthetic 28 x 28 images of 10 classes (seed 7), made once: the data of the short runs.
+inline const Dataset& small_dataset() {
+  static const Dataset d = make_synthetic_dataset(SyntheticOptions{1024, 10, 1, 28, 28, 1.0f, 7, 0});
+  return d;
+}
 
 // Step values the observer sees besides 0..steps-1.
 inline constexpr int kAfterSetup = -2;

@@ -18,14 +18,10 @@
 namespace ferry::train {
 namespace {
 
-constexpr int kSteps = 7;
+constexpr int kStepsPerRun = 7;
 constexpr int kBadStep = 3;
-constexpr std::int64_t kBatch = 16;
+constexpr std::int64_t kBatchPerWorker = 16;
 
-const Dataset& data() {
-  static Dataset d = make_synthetic_dataset(SyntheticOptions{1024, 10, 1, 28, 28, 1.0f, 7, 0});
-  return d;
-}
 
 // What one bad worker at step kBadStep must give.
 enum class Expect {
@@ -64,7 +60,7 @@ Weights run(const Case& c, Bad bad) {
   r.final.resize(c.world.num_workers);
   std::mutex mu;
   testing::run_strategy_locally(
-      c.algo, so, data(), kBatch, kSteps,
+      c.algo, so, testing::small_dataset(), kBatchPerWorker, kStepsPerRun,
       [&](comm::Communicator& comm, int step, FlatParams& params, Strategy&, Model&) {
         std::vector<float> w(params.weights().begin(), params.weights().end());
         std::lock_guard lock(mu);
@@ -113,7 +109,7 @@ TEST_P(NonFiniteStep, NobodyHangsAndSynchronousAlgorithmsSkipForEverybody) {
   const Weights clean = run(c, Bad::kNobody);
   const Weights one = run(c, Bad::kWorker1);
   for (int w = 0; w < c.world.num_workers; ++w) {
-    ASSERT_EQ(one.per_step[w].size(), static_cast<std::size_t>(kSteps)) << "worker " << w;
+    ASSERT_EQ(one.per_step[w].size(), static_cast<std::size_t>(kStepsPerRun)) << "worker " << w;
     EXPECT_TRUE(all_finite(one.final[w])) << "worker " << w << ": the NaN reached the weights";
   }
   EXPECT_NE(one.final[0], clean.final[0]) << "the bad step changed nothing";
@@ -125,7 +121,7 @@ TEST_P(NonFiniteStep, NobodyHangsAndSynchronousAlgorithmsSkipForEverybody) {
   if (c.expect == Expect::kStepSkipped) return;
   const Weights all = run(c, Bad::kEverybody);
   for (int w = 0; w < c.world.num_workers; ++w)
-    for (int t = 0; t < kSteps; ++t) EXPECT_EQ(one.per_step[w][t], all.per_step[w][t]) << "worker " << w << " step " << t;
+    for (int t = 0; t < kStepsPerRun; ++t) EXPECT_EQ(one.per_step[w][t], all.per_step[w][t]) << "worker " << w << " step " << t;
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, NonFiniteStep, ::testing::ValuesIn(cases()),

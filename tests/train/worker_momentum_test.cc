@@ -361,10 +361,6 @@ TEST(WorkerMomentumSsgd, IdentityCodecThroughTheMechanismIsPlainMomentumSgdExact
 
 // --- in training ------------------------------------------------------------------------------
 
-const Dataset& data() {
-  static Dataset d = make_synthetic_dataset(SyntheticOptions{1024, 10, 1, 28, 28, 1.0f, 7, 0});
-  return d;
-}
 
 std::vector<float> train(const std::string& algo, Topology topology, int servers, const std::string& codec,
                          int steps, float momentum = 0.9f, std::int64_t batch = 0) {
@@ -373,7 +369,7 @@ std::vector<float> train(const std::string& algo, Topology topology, int servers
   so.delayed.warmup_steps = 2;
   std::vector<float> w;
   std::mutex mu;
-  testing::run_strategy_locally(algo, so, data(), 16, steps,
+  testing::run_strategy_locally(algo, so, testing::small_dataset(), 16, steps,
                                 [&](comm::Communicator& c, int step, FlatParams& params, Strategy&, Model&) {
                                   if (step == testing::kAfterFinish && c.rank() == 0) {
                                     std::lock_guard lock(mu);
