@@ -102,6 +102,7 @@ MoeSubcommand add_bench_command(CLI::App& moe) {
   bn->add_option("--corpus", bo.corpus, "prompt text: file or folder ('default' = Python stdlib, '' = random)")
       ->capture_default_str();
   bn->add_option("--lru-scope", bo.lru_scope, "global or layer")->capture_default_str();
+  bn->add_flag("--warmup", bo.warmup, "run each configuration once untimed first (experts resident, caches warm)");
   bn->add_option("--out", f.out, "output directory")->required();
   bn->add_option("--threads", f.threads, "libtorch threads")->check(thread_count())->capture_default_str();
   bn->add_flag("--overhead", f.overhead, "also measure all-resident engine vs the reference forward");

@@ -99,7 +99,7 @@ struct StrategyInfo {
   // it only with compressing codecs.
   bool needs_codec = false;
   // The codec used when the user gave none; empty: "none".
-  std::function<std::string(const DelayedOptions&)> default_codec;
+  std::function<std::string(const DelayedOptions&)> default_codec = {};
   // --deterministic can make it bit-reproducible (false for asynchronous algorithms).
   bool deterministic = true;
   // `ferry compare`: with the codec "none", the row every speedup is measured against.

@@ -39,7 +39,7 @@ TEST(ProcStats, DirectReadsAreStorageReads) {
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
   }
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT);
-  if (fd < 0 || process_storage_read_bytes() == 0 && access("/proc/self/io", R_OK) != 0) {
+  if (fd < 0 || (process_storage_read_bytes() == 0 && access("/proc/self/io", R_OK) != 0)) {
     if (fd >= 0) ::close(fd);
     std::filesystem::remove(path);
     GTEST_SKIP() << "no O_DIRECT on " << path.parent_path() << " or no /proc/self/io";

@@ -148,8 +148,9 @@ TEST_F(ContinuousBatching, LockStepAndContinuousGiveIdenticalLogits) {
       EXPECT_EQ(lock->forward(rows), cont->step(in)) << policy << " at position " << at;
     }
     EXPECT_EQ(lock->kv_cached_positions(), cont->kv_cached_positions());
-    if (std::string(policy) == "lru")  // demand loads only: the same transfers (prefetches race compute)
+    if (std::string(policy) == "lru") {  // demand loads only: the same transfers (prefetches race compute)
       EXPECT_EQ(lock->stats().store.bytes_moved, cont->stats().store.bytes_moved);
+    }
     lock->reset();
     EXPECT_EQ(lock->kv_cached_positions(), 0);
   }

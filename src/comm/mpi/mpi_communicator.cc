@@ -68,29 +68,6 @@ void wait_request(MPI_Request& request, MPI_Status* status, const char* what) {
   });
 }
 
-// Move-only owner of a duplicated MPI_Comm.
-class CommHandle {
- public:
-  CommHandle() { check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "Comm_dup"); }
-  // The ranks of MPI_COMM_WORLD with this color, in world order (collective over the world).
-  explicit CommHandle(int color) {
-    int world_rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    check_mpi(MPI_Comm_split(MPI_COMM_WORLD, color, world_rank, &comm_), "Comm_split");
-  }
-  ~CommHandle() {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-  }
-  CommHandle(const CommHandle&) = delete;
-  CommHandle& operator=(const CommHandle&) = delete;
-  MPI_Comm get() const { return comm_; }
-
- private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
-};
-
 // A pending MPI request plus the buffer it owns (for sends).
 struct RequestState : Ticket::State {
   MPI_Request request = MPI_REQUEST_NULL;
@@ -156,6 +133,29 @@ void mpi_abort(int code) {
 }
 
 struct MpiCommunicator::Impl {
+  // Move-only owner of a duplicated MPI_Comm.
+  class CommHandle {
+   public:
+    CommHandle() { check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "Comm_dup"); }
+    // The ranks of MPI_COMM_WORLD with this color, in world order (collective over the world).
+    explicit CommHandle(int color) {
+      int world_rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+      check_mpi(MPI_Comm_split(MPI_COMM_WORLD, color, world_rank, &comm_), "Comm_split");
+    }
+    ~CommHandle() {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    }
+    CommHandle(const CommHandle&) = delete;
+    CommHandle& operator=(const CommHandle&) = delete;
+    MPI_Comm get() const { return comm_; }
+
+   private:
+    MPI_Comm comm_ = MPI_COMM_NULL;
+  };
+
   Impl() = default;
   explicit Impl(int color) : comm(color) {}
   CommHandle comm;

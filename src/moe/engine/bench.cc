@@ -106,6 +106,10 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         auto eng = MoeEngine::open(o.model_dir, eo);
         SamplingOptions so;
         so.max_new_tokens = o.new_tokens;
+        if (o.warmup) {
+          generate(*eng, prompts, so);
+          eng->reset_stats();
+        }
         const std::uint64_t read_before = process_storage_read_bytes();
         reset_peak_rss();
         auto g = generate(*eng, prompts, so);

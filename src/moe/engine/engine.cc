@@ -21,17 +21,13 @@
 
 namespace ferry::moe {
 
-namespace {
-
-// A sequence the engine holds: its cache and where it walks a replayed trace.
-struct Sequence {
-  KvCache kv;
-  std::size_t routing_offset = 0;
-};
-
-}  // namespace
-
 struct MoeEngine::Impl {
+  // A sequence the engine holds: its cache and where it walks a replayed trace.
+  struct Sequence {
+    KvCache kv;
+    std::size_t routing_offset = 0;
+  };
+
   std::unique_ptr<Checkpoint> ck;
   DenseWeights w;
   std::unique_ptr<HostPool> pool;
@@ -169,7 +165,7 @@ void MoeEngine::reset() {
 
 int MoeEngine::open_sequence(const SequenceOptions& options) {
   const int id = impl_->next_sequence;
-  impl_->sequences.emplace(id, Sequence{KvCache(impl_->w.config, options.max_positions), options.routing_offset});
+  impl_->sequences.emplace(id, Impl::Sequence{KvCache(impl_->w.config, options.max_positions), options.routing_offset});
   ++impl_->next_sequence;
   return id;
 }
@@ -180,7 +176,7 @@ void MoeEngine::close_sequence(int sequence) {
   FERRY_REQUIRE(impl_->sequences.erase(sequence) == 1, "close_sequence: unknown sequence ", sequence);
 }
 
-Sequence& MoeEngine::Impl::sequence(int id) {
+MoeEngine::Impl::Sequence& MoeEngine::Impl::sequence(int id) {
   auto it = sequences.find(id);
   FERRY_REQUIRE(it != sequences.end(), "unknown sequence ", id);
   return it->second;

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# ferry's MoE engine side by side with llama.cpp on the same models, on this machine's CPU
+# (bench/RESULTS.md, "MoE engine against llama.cpp"). One run: fetches the pinned llama.cpp
+# release (npm: prebuilt CPU libraries, one per instruction set, and the source bundle), builds
+# llama-bench and llama-batched-bench against them, makes the models with ferry (make-tiny, then
+# `ferry moe quantize` for llama.cpp's GGUF files), measures the machine's read bandwidth (the
+# roofline of decoding), then for every shape x format runs both engines, alternating, REPS times:
+#   decode at batch 1 (32 tokens after a 64-token prompt), prefill of 64 and of 512 tokens,
+#   batched decode at 4 and 16 sequences (llama-batched-bench against `ferry moe bench --batch`).
+# Both engines all-resident, THREADS threads; KV cache f16 in llama.cpp (its default; llama-bench
+# takes no f32), f32 in ferry. Writes OUT/peers.csv
+# (one row per measurement), OUT/peers.json, OUT/peers.md (medians and ratios) and OUT/peers.png.
+#   bench/peers/run.sh [ferry binary] [output dir]
+#   SHAPES=a FORMATS=Q4_0 REPS=1 bench/peers/run.sh        (a shorter run)
+# Shapes: a = the Mixtral-architecture model of 4 layers, hidden 2048, 8 experts of width 5632,
+# top-2, 16 heads, 4 KV heads (1.15 B parameters); b = wider experts: 2 layers, hidden 4096,
+# 4 experts of Mixtral-8x7B's width 14336, top-2, 32 heads, 8 KV heads (1.5 B parameters).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+FERRY="$(realpath "${1:-build/default/apps/ferry}")"
+OUT="${2:-runs/peers}"
+PEERS="${PEERS_DIR:-build/peers}"
+SHAPES="${SHAPES:-a,b}"
+FORMATS="${FORMATS:-F32,Q8_0,Q4_0,Q4_K_M}"
+REPS="${REPS:-3}"
+THREADS="${THREADS:-2}"
+VERSION=3.21.1  # node-llama-cpp's release; its bundle is llama.cpp's source of that build
+PY=/usr/bin/python3
+mkdir -p "$OUT" "$PEERS"
+OUT="$(realpath "$OUT")"
+PEERS="$(realpath "$PEERS")"
+
+# --- the peer: prebuilt libraries + tools built from the matching source -----------------------
+LIB="$PEERS/pkg/package/bins/linux-x64"
+if [ ! -f "$LIB/libllama.v0.4.0.so" ]; then
+  (cd "$PEERS" && npm pack --silent "@node-llama-cpp/linux-x64@$VERSION" "node-llama-cpp@$VERSION" >/dev/null)
+  mkdir -p "$PEERS/pkg" "$PEERS/src"
+  tar -xzf "$PEERS/node-llama-cpp-linux-x64-$VERSION.tgz" -C "$PEERS/pkg"
+  tar -xzf "$PEERS/node-llama-cpp-$VERSION.tgz" -C "$PEERS/src"
+fi
+if [ ! -d "$PEERS/llama.cpp/tools" ]; then
+  git clone -q "$PEERS/src/package/llama/gitRelease.bundle" "$PEERS/llama.cpp"
+fi
+for tool in llama-bench batched-bench; do
+  bin="$PEERS/bin/llama-${tool#llama-}"
+  [ -x "$bin" ] && continue
+  mkdir -p "$PEERS/bin"
+  (cd "$PEERS/llama.cpp" && g++ -std=c++17 -O2 -DNDEBUG tools/$tool/*.cpp -Iinclude -Iggml/include -Icommon -Ivendor \
+    "$LIB/libllama.v0.4.0.so" "$LIB/libllama-common.so" "$LIB/libggml.v0.4.0.so" "$LIB/libggml-base.so" \
+    -Wl,-rpath,"$LIB" -lpthread -o "$bin")
+done
+# The tools load the CPU backend for this machine's instruction set from the library folder.
+llama() { (cd "$LIB" && "$@"); }
+echo "llama.cpp: $(cd "$PEERS/llama.cpp" && git log -1 --format=%h) ($(llama "$PEERS/bin/llama-bench" --help 2>&1 | sed -n 's/.*loaded CPU backend from .*\/\(libggml-cpu-[a-z0-9]*\)\.so.*/\1/p' | head -1))"
+
+# --- models ------------------------------------------------------------------------------------
+shape_flags() {
+  case "$1" in
+    a) echo "--layers 4 --experts 8 --top-k 2 --hidden 2048 --intermediate 5632 --heads 16 --kv-heads 4 --head-dim 128" ;;
+    b) echo "--layers 2 --experts 4 --top-k 2 --hidden 4096 --intermediate 14336 --heads 32 --kv-heads 8 --head-dim 128" ;;
+    *) echo "unknown shape '$1' (a, b)" >&2; exit 2 ;;
+  esac
+}
+for shape in ${SHAPES//,/ }; do
+  dir="$PEERS/models/$shape"
+  if [ ! -f "$dir/config.json" ]; then
+    # shellcheck disable=SC2046
+    "$FERRY" moe make-tiny --out "$dir" $(shape_flags "$shape") >/dev/null
+  fi
+  for f in ${FORMATS//,/ }; do
+    [ -f "$dir/$f.gguf" ] || "$FERRY" moe quantize --model "$dir" --out "$dir/$f.gguf" --type "$f" >/dev/null
+  done
+done
+
+# --- roofline: this machine's read bandwidth at 1 and THREADS threads ---------------------------
+KBENCH="$(dirname "$FERRY")/../bench/moe_kernels/bench_moe_kernels"
+if [ -x "$KBENCH" ]; then
+  "$KBENCH" --formats F32 --batches 1 --threads "1,$THREADS" --reps 3 --out "$OUT/roofline" >/dev/null 2>&1
+fi
+
+# --- both engines, alternating -----------------------------------------------------------------
+csv="$OUT/peers.csv"
+echo "shape,format,engine,test,batch,rep,tokens_per_s" >"$csv"
+# ferry's experts as the GGUF file holds them (Q4_K_M: the experts' Q4_K; dense weights float32).
+ferry_weights() { case "$1" in Q4_K_M) echo Q4_K ;; *) echo "$1" ;; esac; }
+ferry_run() {  # shape format batch prompt_tokens new_tokens -> "decode_tok_s prefill_tok_s"
+  local d="$OUT/ferry_tmp"
+  rm -rf "$d"
+  "$FERRY" moe bench --model "$PEERS/models/$1" --weights "$(ferry_weights "$2")" --policies lru --device-mem 100% \
+    --link none --compute none --warmup --threads "$THREADS" --batch "$3" --prompt-tokens "$4" --tokens "$5" --corpus '' \
+    --out "$d" >/dev/null
+  "$PY" -c 'import csv,sys; r=next(csv.DictReader(open(sys.argv[1]))); b,p=int(sys.argv[2]),int(sys.argv[3]);
+print(r["tokens_per_s"], b*p/(float(r["ttft_ms"])/1e3))' "$d/bench.csv" "$3" "$4"
+}
+for rep in $(seq "$REPS"); do
+  for shape in ${SHAPES//,/ }; do
+    for f in ${FORMATS//,/ }; do
+      gguf="$PEERS/models/$shape/$f.gguf"
+      echo "rep $rep: shape $shape $f" >&2
+      # llama.cpp: prefill 64 and 512, decode 32 tokens (after its warm-up run).
+      llama "$PEERS/bin/llama-bench" -m "$gguf" -p 64,512 -n 32 -t "$THREADS" -r 1 -o json \
+        2>/dev/null >"$OUT/llama_${shape}_${f}_$rep.json"
+      "$PY" - "$OUT/llama_${shape}_${f}_$rep.json" "$shape" "$f" "$rep" >>"$csv" <<'EOF'
+import json, sys
+for t in json.load(open(sys.argv[1])):
+    test = "decode" if t["n_gen"] > 0 else "prefill%d" % t["n_prompt"]
+    print(",".join([sys.argv[2], sys.argv[3], "llama.cpp", test, "1", sys.argv[4], "%.3f" % t["avg_ts"]]))
+EOF
+      read -r dec pre64 < <(ferry_run "$shape" "$f" 1 64 32)
+      echo "$shape,$f,ferry,decode,1,$rep,$dec" >>"$csv"
+      echo "$shape,$f,ferry,prefill64,1,$rep,$pre64" >>"$csv"
+      read -r _ pre512 < <(ferry_run "$shape" "$f" 1 512 2)
+      echo "$shape,$f,ferry,prefill512,1,$rep,$pre512" >>"$csv"
+      # Batched decode: B sequences of a 64-token prompt, 32 new tokens each.
+      llama "$PEERS/bin/llama-batched-bench" -m "$gguf" -c 4096 -b 2048 -ub 512 -npp 64 -ntg 32 -npl 4,16 \
+        -t "$THREADS" --output-format jsonl 2>/dev/null >"$OUT/llama_batched_${shape}_${f}_$rep.jsonl" || true
+      "$PY" - "$OUT/llama_batched_${shape}_${f}_$rep.jsonl" "$shape" "$f" "$rep" >>"$csv" <<'EOF'
+import json, sys
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith("{"):
+        r = json.loads(line)
+        print(",".join([sys.argv[2], sys.argv[3], "llama.cpp", "decode", str(r["pl"]), sys.argv[4], "%.3f" % r["speed_tg"]]))
+EOF
+      for b in 4 16; do
+        read -r dec _ < <(ferry_run "$shape" "$f" "$b" 64 32)
+        echo "$shape,$f,ferry,decode,$b,$rep,$dec" >>"$csv"
+      done
+    done
+  done
+done
+rm -rf "$OUT/ferry_tmp"
+"$PY" bench/peers/report.py "$OUT" --models "$PEERS/models"
