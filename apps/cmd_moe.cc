@@ -24,7 +24,7 @@ int run_moe(int argc, char** argv) {
       add_make_tiny_command(app), add_pretrain_command(app), add_generate_command(app),
       add_bench_command(app),     add_trace_command(app),    add_fit_predictor_command(app),
       add_logits_command(app),    add_serve_command(app),    add_demo_command(app),
-      add_simulate_command(app),
+      add_simulate_command(app),  add_quantize_command(app),
   };
 
   // `ferry moe` alone or with an unknown word: one line listing the commands.

@@ -35,6 +35,8 @@ MoeSubcommand add_serve_command(CLI::App& moe);
 MoeSubcommand add_demo_command(CLI::App& moe);
 // simulate (cmd_moe_simulate.cc): trace-driven simulation of policies on modelled GPUs.
 MoeSubcommand add_simulate_command(CLI::App& moe);
+// quantize (cmd_moe_quantize.cc): a Hugging Face checkpoint as a GGUF file.
+MoeSubcommand add_quantize_command(CLI::App& moe);
 
 // Runs a bench and writes bench.csv, bench.md and bench.png to `out` (and overhead.json with
 // `overhead`); prints the table. Shared by bench and demo (cmd_moe_bench.cc).

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,5 +27,30 @@ void sync_directory(const std::string& dir);
 
 // rename(2) with an IoError naming both paths.
 void rename_path(const std::string& from, const std::string& to);
+
+// write_file_atomic() for a file written piece by piece (one too large to hold in memory): opens
+// PATH.part, append() writes, commit() fsyncs, renames it over PATH and fsyncs the directory. A
+// writer destroyed without commit() (an error on the way) removes PATH.part; PATH keeps its old
+// content or stays absent. Errors are IoErrors naming PATH.part or PATH. Move-only.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::string path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(AtomicFileWriter&& other) noexcept;
+  AtomicFileWriter& operator=(AtomicFileWriter&&) = delete;
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void append(std::span<const std::byte> bytes);
+  // Bytes appended so far.
+  std::uint64_t size() const { return size_; }
+  void commit();
+
+ private:
+  std::string path_;
+  std::string part_;
+  int fd_ = -1;  // owned: closed by commit() or the destructor
+  std::uint64_t size_ = 0;
+};
 
 }  // namespace ferry

@@ -1,10 +1,13 @@
 // GGUF files (moe/quant): what the writer writes the reader reads back, and every way a file can
 // be broken gives one FormatError naming the file and the key or tensor.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -206,6 +209,85 @@ TEST(Gguf, BrokenFilesNameWhatIsWrong) {
   expect_format_error(bad_align, "'general.alignment' must be a u32 power of two");
   expect_format_error(Raw().header(1ull << 40, 0), "claims 1099511627776 tensors");
   expect_format_error(Raw().header(0, 1ull << 40), "claims 1099511627776 metadata keys");
+}
+
+// The streaming writer: tensors whose bytes a fill produces while the file is written give the
+// same file as the bytes given up front, in memory (serialize) and on disk (write).
+TEST(GgufWriter, StreamedTensorsWriteTheSameBytes) {
+  const auto a = q8_rows(3, 64);
+  std::vector<std::byte> b(5 * 4);
+  for (int i = 0; i < 5; ++i) {
+    const float v = i * 0.25f - 1;
+    std::memcpy(b.data() + 4 * i, &v, 4);
+  }
+  auto header = [](GgufWriter& w) {
+    w.add_string("general.architecture", "llama");
+    w.add_u32("llama.block_count", 2);
+  };
+  GgufWriter memory;
+  header(memory);
+  memory.add_tensor("a.weight", {64, 3}, QuantType::kQ8_0, a);
+  memory.add_tensor("b.bias", {5}, QuantType::kF32, b);
+  GgufWriter streamed;
+  header(streamed);
+  int calls = 0;
+  streamed.add_tensor("a.weight", {64, 3}, QuantType::kQ8_0, [&](std::span<std::byte> out) {
+    ASSERT_EQ(out.size(), a.size());
+    std::memcpy(out.data(), a.data(), a.size());
+    ++calls;
+  });
+  streamed.add_tensor("b.bias", {5}, QuantType::kF32, [&](std::span<std::byte> out) {
+    ASSERT_EQ(out.size(), b.size());
+    std::memcpy(out.data(), b.data(), b.size());
+    ++calls;
+  });
+  const auto expected = memory.serialize();
+  EXPECT_EQ(streamed.serialize(), expected);
+  EXPECT_EQ(streamed.file_bytes(), expected.size());
+  const auto path = (std::filesystem::temp_directory_path() / ("ferry_gguf_stream_" + std::to_string(::getpid()))).string();
+  streamed.write(path);
+  EXPECT_EQ(calls, 4);  // each fill once per serialize() and once per write()
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> disk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(disk.size(), expected.size());
+  EXPECT_EQ(std::memcmp(disk.data(), expected.data(), expected.size()), 0);
+  EXPECT_FALSE(std::filesystem::exists(path + ".part"));
+  const auto f = GgufFile::open(path);
+  EXPECT_EQ(f.data(*f.find_tensor("b.bias")).size(), 20u);
+  std::filesystem::remove(path);
+}
+
+// A fill that throws leaves no file behind (nor PATH.part), and an unwritable path is an IoError.
+TEST(GgufWriter, FailedWriteLeavesNothing) {
+  const auto path = (std::filesystem::temp_directory_path() / ("ferry_gguf_fail_" + std::to_string(::getpid()))).string();
+  GgufWriter w;
+  w.add_tensor("x", {32}, QuantType::kF32, [](std::span<std::byte>) { throw FormatError("bad source"); });
+  EXPECT_THROW(w.write(path), FormatError);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(path + ".part"));
+  EXPECT_THROW(w.write("/nonexistent-dir/x.gguf"), IoError);
+}
+
+// Any metadata value the reader returns can be written back as it was read.
+TEST(GgufWriter, ValuesReadBackWriteTheSameBytes) {
+  const auto bytes = small_writer().serialize();
+  const auto f = GgufFile::parse(bytes, "small.gguf");
+  GgufWriter again;
+  for (const char* key : {"general.architecture", "llama.block_count", "llama.rope.freq_base",
+                          "tokenizer.ggml.add_bos_token", "tokenizer.ggml.tokens", "tokenizer.ggml.scores",
+                          "tokenizer.ggml.token_type"})
+    again.add(key, f.get(key));
+  const auto copy = again.serialize();
+  const auto g = GgufFile::parse(copy, "copy.gguf");
+  for (const auto& [key, value] : f.metadata()) {
+    const GgufValue& v = g.get(key);
+    EXPECT_EQ(v.type, value.type) << key;
+    EXPECT_EQ(v.i, value.i) << key;
+    EXPECT_EQ(v.f, value.f) << key;
+    EXPECT_EQ(v.s, value.s) << key;
+    EXPECT_EQ(v.strings, value.strings) << key;
+    EXPECT_EQ(v.numbers, value.numbers) << key;
+  }
 }
 
 }  // namespace

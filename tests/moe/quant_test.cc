@@ -50,7 +50,8 @@ TEST(QuantType, SizesNamesAndRows) {
   EXPECT_EQ(3 * quant_matrix_bytes(QuantType::kQ4_0, 14336, 4096), 99'090'432u);
   EXPECT_EQ(parse_quant_type("q4_k"), QuantType::kQ4_K);
   EXPECT_EQ(parse_quant_type("fp16"), QuantType::kF16);
-  EXPECT_FALSE(parse_quant_type("q5_1"));
+  EXPECT_FALSE(parse_quant_type("q2_k"));
+  EXPECT_EQ(parse_quant_type("q5_1"), QuantType::kQ5_1);  // stored, not computed
   EXPECT_EQ(quant_type_from_ggml(14), QuantType::kQ6_K);
   EXPECT_FALSE(quant_type_from_ggml(3));  // Q4_1: not implemented
   try {
@@ -283,6 +284,116 @@ TEST(Quantize, HalfAndBfloatRoundToNearestEven) {
   std::memcpy(v, b.data(), 4);
   EXPECT_EQ(v[0], 0x3f80);
   EXPECT_EQ(v[1], 0x3f82);
+}
+
+// Q5_0, Q5_1 and Q5_K: stored and written (llama.cpp's Q4_K_M picks or falls back to them), not computed.
+TEST(Dequantize, Q5_0FifthBitFromQh) {
+  BlockQ5_0 b;
+  b.d = float_to_half(0.5f);
+  std::uint32_t qh = 0;
+  int q[32];
+  for (int j = 0; j < 32; ++j) q[j] = (j * 13 + 5) % 32;
+  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>((q[j] & 0xF) | ((q[j + 16] & 0xF) << 4));
+  for (int j = 0; j < 32; ++j) qh |= static_cast<std::uint32_t>(q[j] >> 4) << j;
+  std::memcpy(b.qh, &qh, 4);
+  const auto y = dequantize_block(QuantType::kQ5_0, b);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], (q[j] - 16) * 0.5f) << j;
+}
+
+// Q5_0 of x_j = j − 16: the largest magnitude is x_0 = −16, so d = −16/−16 = 1 and
+// q = min(31, ⌊x + 16.5⌋) = j: low nibbles j | (j << 4), fifth bits 0 for j < 16, 1 above.
+TEST(Quantize, Q5_0MatchesTheReferenceQuantizer) {
+  std::vector<float> x(32);
+  for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16);
+  const auto bytes = quantize_bytes(QuantType::kQ5_0, x);
+  ASSERT_EQ(bytes.size(), 22u);
+  BlockQ5_0 b;
+  std::memcpy(&b, bytes.data(), sizeof b);
+  EXPECT_EQ(b.d, float_to_half(1.0f));
+  for (int j = 0; j < 16; ++j) EXPECT_EQ(b.qs[j], j | (j << 4)) << j;
+  std::uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  EXPECT_EQ(qh, 0xFFFF0000u);
+  std::vector<float> y(32);
+  dequantize_row(QuantType::kQ5_0, bytes.data(), y.data(), 32);
+  EXPECT_EQ(y, x);
+}
+
+TEST(Dequantize, Q5_KFifthBitsPerPairOfSubBlocks) {
+  BlockQ5_K b{};
+  b.d = float_to_half(0.25f);
+  b.dmin = float_to_half(0.125f);
+  int sc[8], mn[8];
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = 10 + 6 * j;
+    mn[j] = 3 + 7 * j;
+  }
+  for (int j = 0; j < 4; ++j) {  // Q4_K's packing (Dequantize.Q4_KSixBitScalesAndMins)
+    b.scales[j] = static_cast<std::uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    b.scales[j + 4] = static_cast<std::uint8_t>(mn[j] | ((mn[j + 4] >> 4) << 6));
+    b.scales[j + 8] = static_cast<std::uint8_t>((sc[j + 4] & 0xF) | ((mn[j + 4] & 0xF) << 4));
+  }
+  int q[256];
+  for (int i = 0; i < 256; ++i) q[i] = (i * 11 + 3) % 32;
+  // Weights 64c + l (l < 32): low nibble of qs[32c + l], fifth bit in bit 2c of qh[l]; weights
+  // 64c + 32 + l: high nibble, bit 2c + 1.
+  for (int c = 0; c < 4; ++c)
+    for (int l = 0; l < 32; ++l) {
+      const int lo = q[64 * c + l], hi = q[64 * c + 32 + l];
+      b.qs[32 * c + l] = static_cast<std::uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+      b.qh[l] = static_cast<std::uint8_t>(b.qh[l] | ((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+    }
+  const auto y = dequantize_block(QuantType::kQ5_K, b);
+  for (int i = 0; i < 256; ++i) EXPECT_EQ(y[i], 0.25f * sc[i / 32] * q[i] - 0.125f * mn[i / 32]) << i;
+}
+
+// Q5_K has twice Q4_K's levels on the same scales: on Gaussian rows its error is well below
+// Q4_K's (≈ half), and small against the data.
+TEST(Quantize, Q5_KHalvesQ4_KError) {
+  const auto x = gaussian(256 * 16, 7);
+  double e4 = 0, e5 = 0, x2 = 0;
+  for (auto type : {QuantType::kQ4_K, QuantType::kQ5_K}) {
+    const auto bytes = quantize_bytes(type, x);
+    ASSERT_EQ(bytes.size(), 16 * quant_traits(type).block_bytes);
+    std::vector<float> y(x.size());
+    dequantize_row(type, bytes.data(), y.data(), x.size());
+    double& e = type == QuantType::kQ4_K ? e4 : e5;
+    for (std::size_t i = 0; i < x.size(); ++i) e += (x[i] - y[i]) * (x[i] - y[i]);
+  }
+  for (float v : x) x2 += v * v;
+  EXPECT_LT(e5, 0.35 * e4);
+  EXPECT_LT(std::sqrt(e5 / x2), 0.05);
+}
+
+// Q5_1 of x_j = j/2 − 3: min −3, max 12.5, d = 15.5/31 = 0.5, q = ⌊(x + 3)/0.5 + 0.5⌋ = j.
+TEST(Quantize, Q5_1MatchesTheReferenceQuantizer) {
+  std::vector<float> x(32);
+  for (int j = 0; j < 32; ++j) x[j] = j * 0.5f - 3;
+  const auto bytes = quantize_bytes(QuantType::kQ5_1, x);
+  ASSERT_EQ(bytes.size(), 24u);
+  BlockQ5_1 b;
+  std::memcpy(&b, bytes.data(), sizeof b);
+  EXPECT_EQ(b.d, float_to_half(0.5f));
+  EXPECT_EQ(b.m, float_to_half(-3.0f));
+  for (int j = 0; j < 16; ++j) EXPECT_EQ(b.qs[j], j | (j << 4)) << j;
+  std::uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  EXPECT_EQ(qh, 0xFFFF0000u);
+  std::vector<float> y(32);
+  dequantize_row(QuantType::kQ5_1, bytes.data(), y.data(), 32);
+  EXPECT_EQ(y, x);  // d·q + m is exact here
+}
+
+TEST(QuantType, Q5FormatsAreStoredButNotComputed) {
+  EXPECT_EQ(quant_row_bytes(QuantType::kQ5_0, 64), 44u);
+  EXPECT_EQ(quant_row_bytes(QuantType::kQ5_K, 512), 352u);
+  EXPECT_EQ(quant_type_from_ggml(6), QuantType::kQ5_0);
+  EXPECT_EQ(quant_type_from_ggml(13), QuantType::kQ5_K);
+  EXPECT_EQ(quant_type_from_ggml(7), QuantType::kQ5_1);
+  EXPECT_EQ(quant_row_bytes(QuantType::kQ5_1, 64), 48u);
+  EXPECT_FALSE(quant_type_computed(QuantType::kQ5_K));
+  EXPECT_THROW(parse_weight_format("Q5_K"), InvalidArgument);
+  EXPECT_EQ(parse_weight_format("q4_k"), QuantType::kQ4_K);
 }
 
 }  // namespace

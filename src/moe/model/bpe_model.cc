@@ -63,6 +63,7 @@ BpeModel::BpeModel(const nlohmann::json& model, const JsonPlace& at) {
     std::string a, b;
     if (m.is_string()) {  // tokenizers < 0.20: "a b"
       const std::string s = m.get<std::string>();
+      merge_list_.push_back(s);
       const std::size_t sp = s.find(' ');
       if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
         m_at.fail("expected two tokens separated by one space, got ", json_excerpt(m));
@@ -71,6 +72,12 @@ BpeModel::BpeModel(const nlohmann::json& model, const JsonPlace& at) {
     } else if (m.is_array() && m.size() == 2) {  // tokenizers >= 0.20: ["a", "b"]
       a = json_string(m[0], m_at.index(0));
       b = json_string(m[1], m_at.index(1));
+      auto escape_spaces = [](const std::string& t) {
+        std::string out;
+        for (char c : t) out += c == ' ' ? std::string("\xC4\xA0") : std::string(1, c);  // U+0120
+        return out;
+      };
+      merge_list_.push_back(escape_spaces(a) + " " + escape_spaces(b));
     } else {
       m_at.fail("expected \"a b\" or [\"a\", \"b\"], got ", json_excerpt(m));
     }

@@ -42,6 +42,9 @@ class BpeModel {
   // Largest id in the vocabulary (-1 when empty).
   std::int32_t max_id() const { return max_id_; }
   std::size_t merge_count() const { return merges_.size(); }
+  // The merges as the file lists them, each "a b" (a [a, b] pair of the newer format joined by a
+  // space, a space inside a or b written as U+0120, as llama.cpp's converter writes them).
+  const std::vector<std::string>& merge_list() const { return merge_list_; }
 
  private:
   static std::uint64_t pair_key(std::int32_t a, std::int32_t b) {
@@ -53,6 +56,7 @@ class BpeModel {
   std::array<std::int32_t, 256> byte_ids_{};              // the id of each byte's symbol
   // (left id, right id) -> (rank, id of the merged token)
   std::unordered_map<std::uint64_t, std::pair<std::uint32_t, std::int32_t>> merges_;
+  std::vector<std::string> merge_list_;
   bool ignore_merges_ = false;
   std::int32_t max_id_ = -1;
 };

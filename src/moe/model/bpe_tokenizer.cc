@@ -42,6 +42,7 @@ class BpeTokenizer : public Tokenizer {
     std::vector<AddedToken> raw, normalized;
     for (const AddedToken& t : p.added) {
       added_content_.emplace(t.id, t.content);
+      added_.emplace(t.id, t);
       (t.normalized ? normalized : raw).push_back(t);
     }
     raw_ = AddedTokenMatcher(std::move(raw));
@@ -95,6 +96,45 @@ class BpeTokenizer : public Tokenizer {
   int bos_id() const override { return bos_id_; }
   std::string name() const override { return "bpe"; }
 
+  // As llama.cpp's converter lists a tokenizer.json vocabulary (convert_hf_to_gguf.py,
+  // get_vocab_base): model.vocab entries kNormal; added tokens kControl when special or when they
+  // look special (does_token_look_special: <|...|>, <｜...｜>, <pad>, <mask>, <2mass>, [@BOS@],
+  // <unused...>), else kUserDefined with U+2581 written as a space; gaps "[PAD<id>]" kUnused.
+  TokenizerVocab vocabulary() const override {
+    TokenizerVocab v;
+    v.kind = TokenizerVocab::Kind::kByteLevelBpe;
+    v.bos_id = bos_id_;
+    v.merges = model_->merge_list();
+    for (std::int32_t id = 0; id < vocab_size_; ++id) {
+      if (auto it = added_.find(id); it != added_.end()) {
+        const AddedToken& t = it->second;
+        if (t.special || looks_special(t.content)) {
+          v.tokens.push_back(t.content);
+          v.types.push_back(TokenType::kControl);
+        } else {
+          std::string s;
+          for (std::size_t k = 0; k < t.content.size(); ++k) {
+            if (t.content.compare(k, 3, "\xE2\x96\x81") == 0) {
+              s += ' ';
+              k += 2;
+            } else {
+              s += t.content[k];
+            }
+          }
+          v.tokens.push_back(s);
+          v.types.push_back(TokenType::kUserDefined);
+        }
+      } else if (const std::string* token = model_->token(id)) {
+        v.tokens.push_back(*token);
+        v.types.push_back(TokenType::kNormal);
+      } else {
+        v.tokens.push_back("[PAD" + std::to_string(id) + "]");
+        v.types.push_back(TokenType::kUnused);
+      }
+    }
+    return v;
+  }
+
  private:
   std::unique_ptr<BpeModel> model_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
@@ -103,6 +143,17 @@ class BpeTokenizer : public Tokenizer {
   int vocab_size_;
   AddedTokenMatcher raw_, normalized_;
   std::unordered_map<std::int32_t, std::string> added_content_;
+  std::unordered_map<std::int32_t, AddedToken> added_;
+
+  static bool looks_special(const std::string& s) {
+    auto starts = [&](const char* p) { return s.rfind(p, 0) == 0; };
+    auto ends = [&](const char* p) {
+      const std::string t(p);
+      return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
+    };
+    return s == "<pad>" || s == "<mask>" || s == "<2mass>" || s == "[@BOS@]" || (starts("<|") && ends("|>")) ||
+           (starts("<\xEF\xBD\x9C") && ends("\xEF\xBD\x9C>")) || (starts("<unused") && ends(">"));
+  }
 };
 
 bool parse_normalizer(const json& j, const JsonPlace& at) {

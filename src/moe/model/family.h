@@ -20,6 +20,8 @@
 
 namespace ferry::moe {
 
+class GgufKeys;
+
 // Defaults of the keys every family has, as HF's config class of the family sets them.
 struct FamilyDefaults {
   double rms_norm_eps = 1e-5;
@@ -50,11 +52,26 @@ struct ModelFamily {
   std::function<void(const MoeConfig&, nlohmann::json&)> write = {};
   // make-tiny: refuses a shape the family cannot have (InvalidArgument naming the flag); may be empty.
   std::function<void(const MoeConfig&)> check_tiny = {};
-  // GGUF (llama.cpp's format): general.architecture of a GGUF of this family, and the GGUF names
-  // of its tensors (HF name pattern -> GGUF's, e.g. "model.layers.{l}.self_attn.q_proj.weight" ->
-  // "blk.{l}.attn_q.weight"), empty until the GGUF reader fills them.
+  // GGUF (llama.cpp's format), as llama.cpp's convert_hf_to_gguf.py writes the family
+  // (moe/model/gguf_layout.h reads these both ways):
+  // general.architecture of a GGUF of this family;
   std::string gguf_architecture = {};
+  // the GGUF names of its tensors besides the ones every family shares (gguf_layout.cc), HF name
+  // pattern -> GGUF's: "{l}" a decoder layer, "{e}" an expert, whose tensors are stacked into one
+  // 3-D GGUF tensor (e.g. "model.layers.{l}.mlp.experts.{e}.down_proj.weight" ->
+  // "blk.{l}.ffn_down_exps.weight");
   std::vector<std::pair<std::string, std::string>> gguf_tensor_names = {};
+  // whether q and k rows are permuted from HF's rotate-half order to llama.cpp's interleaved one
+  // (the converter's LlamaModel.permute; gguf_permute_rows());
+  bool gguf_permute_qk = false;
+  // tokenizer.ggml.pre of the family's tokenizer.json vocabulary (the converter names it from a
+  // hash of the tokenizer's output on a test text; ferry takes the family's released tokenizer);
+  std::string gguf_tokenizer_pre = "default";
+  // the keys the family's converter class adds after the common ones (may be empty);
+  std::function<void(const MoeConfig&, const nlohmann::json& hf_config, GgufKeys&)> gguf_metadata = {};
+  // refuses (InvalidArgument naming the config key) a model llama.cpp's architecture cannot load,
+  // and returns one line per config value the file cannot carry (llama.cpp will compute without it).
+  std::function<std::vector<std::string>(const MoeConfig&)> gguf_check = {};
 };
 
 // Registers a family; InvalidArgument if its name or an alias is taken.

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "moe/model/config_json.h"
 #include "moe/model/family.h"
+#include "moe/model/gguf_layout.h"
 
 namespace ferry::moe {
 namespace {
@@ -83,7 +84,44 @@ ModelFamily deepseek_family() {
   f.check_tiny = [](const MoeConfig& c) {
     FERRY_REQUIRE(c.head_dim * c.num_heads == c.hidden_size, "--head-dim: DeepSeek's heads are --hidden / --heads wide");
   };
+  // GGUF (the converter's DeepseekModel): q/k rows permuted as Llama's, the leading dense layers,
+  // expert widths, shared expert count and a weights scale of 1.
   f.gguf_architecture = "deepseek";
+  f.gguf_permute_qk = true;
+  f.gguf_tokenizer_pre = "deepseek-llm";
+  f.gguf_tensor_names = {
+      {"model.layers.{l}.mlp.gate.weight", "blk.{l}.ffn_gate_inp.weight"},
+      {"model.layers.{l}.mlp.experts.{e}.gate_proj.weight", "blk.{l}.ffn_gate_exps.weight"},
+      {"model.layers.{l}.mlp.experts.{e}.down_proj.weight", "blk.{l}.ffn_down_exps.weight"},
+      {"model.layers.{l}.mlp.experts.{e}.up_proj.weight", "blk.{l}.ffn_up_exps.weight"},
+      {"model.layers.{l}.mlp.shared_experts.gate_proj.weight", "blk.{l}.ffn_gate_shexp.weight"},
+      {"model.layers.{l}.mlp.shared_experts.down_proj.weight", "blk.{l}.ffn_down_shexp.weight"},
+      {"model.layers.{l}.mlp.shared_experts.up_proj.weight", "blk.{l}.ffn_up_shexp.weight"},
+      {"model.layers.{l}.mlp.gate_proj.weight", "blk.{l}.ffn_gate.weight"},
+      {"model.layers.{l}.mlp.down_proj.weight", "blk.{l}.ffn_down.weight"},
+      {"model.layers.{l}.mlp.up_proj.weight", "blk.{l}.ffn_up.weight"},
+  };
+  f.gguf_metadata = [](const MoeConfig& c, const nlohmann::json&, GgufKeys& k) {
+    k.set_u32(k.arch("rope.dimension_count"), c.head_dim);
+    k.set_string(k.arch("rope.scaling.type"), "none");
+    k.set_u32(k.arch("leading_dense_block_count"), static_cast<std::int64_t>(c.dense_layers.size()));
+    k.set_u32(k.arch("vocab_size"), c.vocab_size);
+    k.set_u32(k.arch("expert_feed_forward_length"), c.intermediate_size);
+    k.set_f32(k.arch("expert_weights_scale"), 1.0);
+    k.set_u32(k.arch("expert_count"), c.num_experts);
+    k.set_u32(k.arch("expert_shared_count"), c.shared_expert_intermediate_size / c.intermediate_size);
+  };
+  f.gguf_check = [](const MoeConfig& c) {
+    gguf_refuse_rope_scaling(c, false);
+    for (std::size_t k = 0; k < c.dense_layers.size(); ++k)
+      FERRY_REQUIRE(c.dense_layers[k] == static_cast<int>(k), "config moe_layer_freq: llama.cpp's deepseek has dense "
+                                                              "layers only before the first MoE layer");
+    FERRY_REQUIRE(c.shared_expert_intermediate_size > 0, "config n_shared_experts: llama.cpp's deepseek needs shared experts");
+    FERRY_REQUIRE(!c.qkv_bias && !c.o_bias, "config attention_bias: llama.cpp's deepseek has no attention biases");
+    std::vector<std::string> notes;
+    if (c.norm_topk_prob) notes.push_back("norm_topk_prob true is not written: llama.cpp's deepseek does not renormalise");
+    return notes;
+  };
   return f;
 }
 

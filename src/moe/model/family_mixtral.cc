@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "moe/model/config_json.h"
 #include "moe/model/family.h"
+#include "moe/model/gguf_layout.h"
 
 namespace ferry::moe {
 
@@ -32,7 +33,33 @@ ModelFamily mixtral_family() {
     }
   };
   f.write = [](const MoeConfig& c, nlohmann::json& j) { j["num_local_experts"] = c.num_experts; };
-  f.gguf_architecture = "llama";  // llama.cpp converts Mixtral as a llama with experts
+  // GGUF: llama.cpp converts Mixtral as a llama with experts (LlamaModel): q/k rows permuted,
+  // vocab_size, rope.dimension_count and linear rope scaling added.
+  f.gguf_architecture = "llama";
+  f.gguf_permute_qk = true;
+  f.gguf_tensor_names = {
+      {"model.layers.{l}.block_sparse_moe.gate.weight", "blk.{l}.ffn_gate_inp.weight"},
+      {"model.layers.{l}.block_sparse_moe.experts.{e}.w1.weight", "blk.{l}.ffn_gate_exps.weight"},
+      {"model.layers.{l}.block_sparse_moe.experts.{e}.w2.weight", "blk.{l}.ffn_down_exps.weight"},
+      {"model.layers.{l}.block_sparse_moe.experts.{e}.w3.weight", "blk.{l}.ffn_up_exps.weight"},
+  };
+  f.gguf_metadata = [](const MoeConfig& c, const nlohmann::json&, GgufKeys& k) {
+    k.set_u32(k.arch("vocab_size"), c.vocab_size);
+    k.set_u32(k.arch("rope.dimension_count"), c.head_dim);  // head_dim, else hidden_size / heads
+    // The converter asks rope_scaling's "type"; ferry reads "type" and "rope_type" alike.
+    if (c.rope_scaling.type == "linear") {
+      k.set_string(k.arch("rope.scaling.type"), "linear");
+      k.set_f32(k.arch("rope.scaling.factor"), c.rope_scaling.factor);
+    }
+  };
+  f.gguf_check = [](const MoeConfig& c) {
+    gguf_refuse_rope_scaling(c, /*linear_written=*/true);
+    std::vector<std::string> notes;
+    if (c.sliding_window > 0)
+      notes.push_back("sliding_window " + std::to_string(c.sliding_window) +
+                      " is not written: llama.cpp's llama architecture attends to the whole context");
+    return notes;
+  };
   return f;
 }
 

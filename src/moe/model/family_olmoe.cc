@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "moe/model/config_json.h"
 #include "moe/model/family.h"
+#include "moe/model/gguf_layout.h"
 
 namespace ferry::moe {
 
@@ -33,7 +34,33 @@ ModelFamily olmoe_family() {
     j["num_experts"] = c.num_experts;
     j["attention_bias"] = c.o_bias;
   };
+  // GGUF (the converter's OlmoeModel): the RMSNorm epsilon written as 1e-5 whatever config.json
+  // says, the expert count from num_experts.
   f.gguf_architecture = "olmoe";
+  f.gguf_tokenizer_pre = "olmo";
+  f.gguf_tensor_names = {
+      {"model.layers.{l}.mlp.gate.weight", "blk.{l}.ffn_gate_inp.weight"},
+      {"model.layers.{l}.mlp.experts.{e}.gate_proj.weight", "blk.{l}.ffn_gate_exps.weight"},
+      {"model.layers.{l}.mlp.experts.{e}.down_proj.weight", "blk.{l}.ffn_down_exps.weight"},
+      {"model.layers.{l}.mlp.experts.{e}.up_proj.weight", "blk.{l}.ffn_up_exps.weight"},
+  };
+  f.gguf_metadata = [](const MoeConfig&, const nlohmann::json& j, GgufKeys& k) {
+    k.set_f32(k.arch("attention.layer_norm_rms_epsilon"), 1e-5);
+    if (config_has(j, "num_experts")) k.set_u32(k.arch("expert_count"), j["num_experts"].get<std::int64_t>());
+  };
+  f.gguf_check = [](const MoeConfig& c) {
+    gguf_refuse_rope_scaling(c, false);
+    FERRY_REQUIRE(!c.qkv_bias && !c.o_bias, "config attention_bias: llama.cpp's olmoe has no attention biases");
+    FERRY_REQUIRE(c.num_kv_heads == c.num_heads && c.num_heads * c.head_dim == c.hidden_size,
+                  "config num_key_value_heads: llama.cpp's olmoe normalises q and k over hidden_size, so it needs "
+                  "num_key_value_heads = num_attention_heads and heads x head_dim = hidden_size");
+    std::vector<std::string> notes;
+    if (c.rms_norm_eps != 1e-5)
+      notes.push_back("rms_norm_eps " + std::to_string(c.rms_norm_eps) + " is written as 1e-5, as the converter does");
+    if (c.clip_qkv > 0) notes.push_back("clip_qkv is not written: llama.cpp's olmoe does not clamp q, k, v");
+    if (c.norm_topk_prob) notes.push_back("norm_topk_prob true is not written: llama.cpp's olmoe does not renormalise");
+    return notes;
+  };
   return f;
 }
 

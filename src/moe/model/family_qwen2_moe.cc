@@ -7,8 +7,19 @@
 #include "core/error.h"
 #include "moe/model/config_json.h"
 #include "moe/model/family.h"
+#include "moe/model/gguf_layout.h"
 
 namespace ferry::moe {
+
+// The converter's Qwen2MoeModel.set_gguf_parameters (also Qwen3-MoE's): the expert count and
+// widths, each when config.json has its key.
+void qwen_moe_gguf_metadata(const MoeConfig&, const nlohmann::json& j, GgufKeys& k) {
+  if (config_has(j, "num_experts")) k.set_u32(k.arch("expert_count"), j["num_experts"].get<std::int64_t>());
+  if (config_has(j, "moe_intermediate_size"))
+    k.set_u32(k.arch("expert_feed_forward_length"), j["moe_intermediate_size"].get<std::int64_t>());
+  if (config_has(j, "shared_expert_intermediate_size"))
+    k.set_u32(k.arch("expert_shared_feed_forward_length"), j["shared_expert_intermediate_size"].get<std::int64_t>());
+}
 
 ModelFamily qwen2_moe_family() {
   ModelFamily f;
@@ -59,7 +70,34 @@ ModelFamily qwen2_moe_family() {
       j["max_window_layers"] = c.max_window_layers;
     }
   };
+  // GGUF (the converter's Qwen2MoeModel): expert widths added; llama.cpp's qwen2moe has a
+  // sigmoid-gated shared expert in every layer and no dense layers.
   f.gguf_architecture = "qwen2moe";
+  f.gguf_tokenizer_pre = "qwen2";
+  f.gguf_tensor_names = {
+      {"model.layers.{l}.mlp.gate.weight", "blk.{l}.ffn_gate_inp.weight"},
+      {"model.layers.{l}.mlp.experts.{e}.gate_proj.weight", "blk.{l}.ffn_gate_exps.weight"},
+      {"model.layers.{l}.mlp.experts.{e}.down_proj.weight", "blk.{l}.ffn_down_exps.weight"},
+      {"model.layers.{l}.mlp.experts.{e}.up_proj.weight", "blk.{l}.ffn_up_exps.weight"},
+      {"model.layers.{l}.mlp.shared_expert.gate_proj.weight", "blk.{l}.ffn_gate_shexp.weight"},
+      {"model.layers.{l}.mlp.shared_expert.down_proj.weight", "blk.{l}.ffn_down_shexp.weight"},
+      {"model.layers.{l}.mlp.shared_expert.up_proj.weight", "blk.{l}.ffn_up_shexp.weight"},
+      {"model.layers.{l}.mlp.shared_expert_gate.weight", "blk.{l}.ffn_gate_inp_shexp.weight"},
+  };
+  f.gguf_metadata = qwen_moe_gguf_metadata;
+  f.gguf_check = [](const MoeConfig& c) {
+    gguf_refuse_rope_scaling(c, false);
+    FERRY_REQUIRE(c.dense_layers.empty(), "config mlp_only_layers / decoder_sparse_step: llama.cpp's qwen2moe has no "
+                                          "dense layers");
+    FERRY_REQUIRE(c.shared_expert_intermediate_size > 0 && c.shared_expert_gate,
+                  "config shared_expert_intermediate_size: llama.cpp's qwen2moe needs a gated shared expert");
+    FERRY_REQUIRE(c.num_heads * c.head_dim == c.hidden_size, "config head_dim: llama.cpp's qwen2moe needs "
+                                                             "num_attention_heads x head_dim = hidden_size");
+    std::vector<std::string> notes;
+    if (c.norm_topk_prob) notes.push_back("norm_topk_prob true is not written: llama.cpp's qwen2moe does not renormalise");
+    if (c.sliding_window > 0) notes.push_back("the sliding window is not written: llama.cpp's qwen2moe has none");
+    return notes;
+  };
   return f;
 }
 

@@ -4,10 +4,14 @@
 // applies to (all, or those from max_window_layers on), and released checkpoints set it off.
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "moe/model/config_json.h"
 #include "moe/model/family.h"
+#include "moe/model/gguf_layout.h"
 
 namespace ferry::moe {
+
+void qwen_moe_gguf_metadata(const MoeConfig&, const nlohmann::json& j, GgufKeys& k);  // family_qwen2_moe.cc
 
 ModelFamily qwen3_moe_family() {
   ModelFamily f;
@@ -40,7 +44,26 @@ ModelFamily qwen3_moe_family() {
     j["mlp_only_layers"] = c.dense_layers;
     j["attention_bias"] = c.o_bias;
   };
+  // GGUF: the converter's Qwen3MoeModel is its Qwen2MoeModel under another architecture.
   f.gguf_architecture = "qwen3moe";
+  f.gguf_tokenizer_pre = "qwen2";
+  f.gguf_tensor_names = {
+      {"model.layers.{l}.mlp.gate.weight", "blk.{l}.ffn_gate_inp.weight"},
+      {"model.layers.{l}.mlp.experts.{e}.gate_proj.weight", "blk.{l}.ffn_gate_exps.weight"},
+      {"model.layers.{l}.mlp.experts.{e}.down_proj.weight", "blk.{l}.ffn_down_exps.weight"},
+      {"model.layers.{l}.mlp.experts.{e}.up_proj.weight", "blk.{l}.ffn_up_exps.weight"},
+  };
+  f.gguf_metadata = qwen_moe_gguf_metadata;
+  f.gguf_check = [](const MoeConfig& c) {
+    gguf_refuse_rope_scaling(c, false);
+    FERRY_REQUIRE(c.dense_layers.empty(), "config mlp_only_layers / decoder_sparse_step: llama.cpp's qwen3moe has no "
+                                          "dense layers");
+    FERRY_REQUIRE(!c.qkv_bias && !c.o_bias, "config attention_bias: llama.cpp's qwen3moe has no attention biases");
+    std::vector<std::string> notes;
+    if (!c.norm_topk_prob)
+      notes.push_back("norm_topk_prob false is not written: llama.cpp's qwen3moe renormalises the top-k weights");
+    return notes;
+  };
   return f;
 }
 

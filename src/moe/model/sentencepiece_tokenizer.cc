@@ -25,6 +25,11 @@ class SpmLibrary {
     decode = sym<int (*)(void*, const int*, int, char*, int)>("ferry_spm_decode");
     vocab_size = sym<int (*)(void*)>("ferry_spm_vocab_size");
     bos_id = sym<int (*)(void*)>("ferry_spm_bos_id");
+    eos_id = sym<int (*)(void*)>("ferry_spm_eos_id");
+    unk_id = sym<int (*)(void*)>("ferry_spm_unk_id");
+    piece = sym<int (*)(void*, int, char*, int)>("ferry_spm_piece");
+    score = sym<float (*)(void*, int)>("ferry_spm_score");
+    type = sym<int (*)(void*, int)>("ferry_spm_type");
   }
   ~SpmLibrary() {
     if (handle_) dlclose(handle_);
@@ -38,6 +43,11 @@ class SpmLibrary {
   int (*decode)(void*, const int*, int, char*, int) = nullptr;
   int (*vocab_size)(void*) = nullptr;
   int (*bos_id)(void*) = nullptr;
+  int (*eos_id)(void*) = nullptr;
+  int (*unk_id)(void*) = nullptr;
+  int (*piece)(void*, int, char*, int) = nullptr;
+  float (*score)(void*, int) = nullptr;
+  int (*type)(void*, int) = nullptr;
 
  private:
   template <typename F>
@@ -83,6 +93,28 @@ class SentencePieceTokenizer : public Tokenizer {
   int vocab_size() const override { return lib_->vocab_size(sp_); }
   int bos_id() const override { return lib_->bos_id(sp_); }
   std::string name() const override { return "sentencepiece"; }
+  // Every piece with its score and type, as llama.cpp's converter reads them
+  // (_create_vocab_sentencepiece).
+  TokenizerVocab vocabulary() const override {
+    TokenizerVocab v;
+    v.kind = TokenizerVocab::Kind::kSentencePiece;
+    const int n = vocab_size();
+    std::string buf(64, '\0');
+    for (int id = 0; id < n; ++id) {
+      int len = lib_->piece(sp_, id, buf.data(), static_cast<int>(buf.size()));
+      if (len > static_cast<int>(buf.size())) {
+        buf.resize(len);
+        len = lib_->piece(sp_, id, buf.data(), len);
+      }
+      v.tokens.emplace_back(buf.data(), static_cast<std::size_t>(len));
+      v.scores.push_back(lib_->score(sp_, id));
+      v.types.push_back(static_cast<TokenType>(lib_->type(sp_, id)));
+    }
+    v.bos_id = lib_->bos_id(sp_);
+    v.eos_id = lib_->eos_id(sp_);
+    v.unk_id = lib_->unk_id(sp_);
+    return v;
+  }
 
  private:
   std::unique_ptr<SpmLibrary> lib_;

@@ -1,6 +1,7 @@
 // A C interface to SentencePiece, built as its own shared library and loaded with dlopen
 // (RTLD_LOCAL | RTLD_DEEPBIND): libsentencepiece bundles and exports protobuf-lite symbols that
 // clash with the libprotobuf libtorch links, crashing at start-up when both are linked directly.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -43,5 +44,27 @@ int ferry_spm_decode(void* sp, const int* ids, int n, char* text, int cap) {
 
 int ferry_spm_vocab_size(void* sp) { return static_cast<sentencepiece::SentencePieceProcessor*>(sp)->GetPieceSize(); }
 int ferry_spm_bos_id(void* sp) { return static_cast<sentencepiece::SentencePieceProcessor*>(sp)->bos_id(); }
+int ferry_spm_eos_id(void* sp) { return static_cast<sentencepiece::SentencePieceProcessor*>(sp)->eos_id(); }
+int ferry_spm_unk_id(void* sp) { return static_cast<sentencepiece::SentencePieceProcessor*>(sp)->unk_id(); }
+
+// Writes up to cap bytes of piece `id`; returns its length (may exceed cap).
+int ferry_spm_piece(void* sp, int id, char* text, int cap) {
+  const std::string& piece = static_cast<sentencepiece::SentencePieceProcessor*>(sp)->IdToPiece(id);
+  std::memcpy(text, piece.data(), std::min<std::size_t>(piece.size(), static_cast<std::size_t>(cap)));
+  return static_cast<int>(piece.size());
+}
+
+float ferry_spm_score(void* sp, int id) { return static_cast<sentencepiece::SentencePieceProcessor*>(sp)->GetScore(id); }
+
+// SentencePiece's type of piece `id`: 1 normal, 2 unknown, 3 control, 5 unused, 6 byte (as
+// llama.cpp's converter asks them, in that order).
+int ferry_spm_type(void* sp, int id) {
+  const auto* p = static_cast<sentencepiece::SentencePieceProcessor*>(sp);
+  if (p->IsUnknown(id)) return 2;
+  if (p->IsControl(id)) return 3;
+  if (p->IsUnused(id)) return 5;
+  if (p->IsByte(id)) return 6;
+  return 1;
+}
 
 }  // extern "C"

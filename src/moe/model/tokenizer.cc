@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "moe/model/bpe_tokenizer.h"
+#include "moe/model/byte_level.h"
 
 namespace ferry::moe {
 
@@ -19,6 +20,17 @@ std::string ByteTokenizer::decode(const std::vector<std::int32_t>& ids) const {
   s.reserve(ids.size());
   for (auto id : ids) s.push_back(static_cast<char>(id & 0xff));
   return s;
+}
+
+TokenizerVocab ByteTokenizer::vocabulary() const {
+  TokenizerVocab v;
+  v.kind = TokenizerVocab::Kind::kBytes;
+  for (int b = 0; b < 256; ++b) {
+    const char byte = static_cast<char>(b);
+    v.tokens.push_back(byte_level_encode(std::string_view(&byte, 1)));
+    v.types.push_back(TokenType::kNormal);
+  }
+  return v;
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const std::string& config_tokenizer,

@@ -9,6 +9,31 @@
 
 namespace ferry::moe {
 
+// SentencePiece's token types, which GGUF's tokenizer.ggml.token_type stores.
+enum class TokenType : std::int32_t {
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
+};
+
+// A tokenizer's vocabulary as model files store it (GGUF's tokenizer.ggml.* keys, written by
+// moe/model/gguf_layout.h). Ids without a token (gaps of a tokenizer.json vocabulary) hold
+// "[PAD<id>]" of type kUnused, as llama.cpp's converter writes them.
+struct TokenizerVocab {
+  enum class Kind { kBytes, kSentencePiece, kByteLevelBpe };
+  Kind kind = Kind::kBytes;
+  std::vector<std::string> tokens;  // by id (byte-level BPE and bytes: GPT-2's byte alphabet)
+  std::vector<float> scores;        // SentencePiece's scores; empty for the others
+  std::vector<TokenType> types;     // by id
+  std::vector<std::string> merges;  // byte-level BPE: "a b" in rank order (tokenizer.json's list)
+  int bos_id = -1;                  // -1: none
+  int eos_id = -1;                  // SentencePiece's; -1 for the others (their files name it)
+  int unk_id = -1;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -18,6 +43,8 @@ class Tokenizer {
   // Token prepended to prompts, or -1 when the tokenizer has none.
   virtual int bos_id() const { return -1; }
   virtual std::string name() const = 0;
+  // The whole vocabulary, for writing it into another model format.
+  virtual TokenizerVocab vocabulary() const = 0;
 };
 
 // One token per byte (vocabulary 256); decode is exact.
@@ -27,6 +54,8 @@ class ByteTokenizer : public Tokenizer {
   std::string decode(const std::vector<std::int32_t>& ids) const override;
   int vocab_size() const override { return 256; }
   std::string name() const override { return "byte"; }
+  // Kind kBytes: token b is byte b in GPT-2's byte alphabet, every token kNormal.
+  TokenizerVocab vocabulary() const override;
 };
 
 // Loads DIR/tokenizer.model with SentencePiece; throws IoError/FormatError, or InvalidArgument when

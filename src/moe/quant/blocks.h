@@ -8,6 +8,7 @@ namespace ferry::moe::quant {
 
 constexpr int kQK8_0 = 32;
 constexpr int kQK4_0 = 32;
+constexpr int kQK5_0 = 32;
 constexpr int kQK_K = 256;         // weights per K-quant super-block
 constexpr int kKScaleBytes = 12;   // Q4_K: 8 six-bit scales and 8 six-bit mins
 
@@ -19,11 +20,29 @@ struct BlockQ4_0 {
   std::uint16_t d;                // f16
   std::uint8_t qs[kQK4_0 / 2];    // weight j in the low nibble of byte j, weight j+16 in the high
 };
+struct BlockQ5_0 {
+  std::uint16_t d;                // f16
+  std::uint8_t qh[4];             // bit 4 of weight j in bit j (little-endian u32)
+  std::uint8_t qs[kQK5_0 / 2];    // low 4 bits: weight j low nibble of byte j, weight j+16 high
+};
+struct BlockQ5_1 {
+  std::uint16_t d;                // f16 step
+  std::uint16_t m;                // f16 min
+  std::uint8_t qh[4];             // as Q5_0's
+  std::uint8_t qs[kQK5_0 / 2];    // as Q5_0's
+};
 struct BlockQ4_K {
   std::uint16_t d;                      // f16 super-block scale of the sub-block scales
   std::uint16_t dmin;                   // f16 super-block scale of the sub-block mins
   std::uint8_t scales[kKScaleBytes];    // 6-bit scale and min of each 32-weight sub-block
   std::uint8_t qs[kQK_K / 2];           // per 64 weights: 32 bytes, low nibbles first 32, high next 32
+};
+struct BlockQ5_K {
+  std::uint16_t d;                      // f16 super-block scale of the sub-block scales
+  std::uint16_t dmin;                   // f16 super-block scale of the sub-block mins
+  std::uint8_t scales[kKScaleBytes];    // as Q4_K's
+  std::uint8_t qh[kQK_K / 8];           // bit 4: per 64 weights, bits 2k (first 32) and 2k+1 (next 32)
+  std::uint8_t qs[kQK_K / 2];           // low 4 bits, laid out as Q4_K's nibbles
 };
 struct BlockQ6_K {
   std::uint8_t ql[kQK_K / 2];   // low 4 bits
@@ -41,11 +60,14 @@ struct BlockQ8_K {
 
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 
-// Q4_K's 6-bit scale and min of sub-block j (0..7) packed in its 12 scale bytes.
+// Q4_K's (and Q5_K's) 6-bit scale and min of sub-block j (0..7) packed in its 12 scale bytes.
 inline void q4_k_scale_min(int j, const std::uint8_t* q, std::uint8_t& scale, std::uint8_t& min) {
   if (j < 4) {
     scale = q[j] & 63;

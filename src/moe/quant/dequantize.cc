@@ -38,6 +38,64 @@ void dequantize_q4_0(const unsigned char* p, float* y, std::size_t nb) {
   }
 }
 
+void dequantize_q5_0(const unsigned char* p, float* y, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i) {
+    const auto b = load<BlockQ5_0>(p, i);
+    const float d = half_to_float(b.d);
+    std::uint32_t qh;
+    std::memcpy(&qh, b.qh, sizeof qh);
+    for (int j = 0; j < kQK5_0 / 2; ++j) {
+      const auto xh_0 = static_cast<std::uint8_t>(((qh >> j) << 4) & 0x10);
+      const auto xh_1 = static_cast<std::uint8_t>((qh >> (j + 12)) & 0x10);
+      const std::int32_t x0 = ((b.qs[j] & 0x0F) | xh_0) - 16;
+      const std::int32_t x1 = ((b.qs[j] >> 4) | xh_1) - 16;
+      y[j] = x0 * d;
+      y[j + kQK5_0 / 2] = x1 * d;
+    }
+    y += kQK5_0;
+  }
+}
+
+void dequantize_q5_1(const unsigned char* p, float* y, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i) {
+    const auto b = load<BlockQ5_1>(p, i);
+    const float d = half_to_float(b.d);
+    const float m = half_to_float(b.m);
+    std::uint32_t qh;
+    std::memcpy(&qh, b.qh, sizeof qh);
+    for (int j = 0; j < kQK5_0 / 2; ++j) {
+      const auto xh_0 = static_cast<std::uint8_t>(((qh >> j) << 4) & 0x10);
+      const auto xh_1 = static_cast<std::uint8_t>((qh >> (j + 12)) & 0x10);
+      const int x0 = (b.qs[j] & 0x0F) | xh_0;
+      const int x1 = (b.qs[j] >> 4) | xh_1;
+      y[j] = x0 * d + m;
+      y[j + kQK5_0 / 2] = x1 * d + m;
+    }
+    y += kQK5_0;
+  }
+}
+
+void dequantize_q5_k(const unsigned char* p, float* y, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i) {
+    const auto b = load<BlockQ5_K>(p, i);
+    const float d = half_to_float(b.d);
+    const float dmin = half_to_float(b.dmin);
+    const std::uint8_t* ql = b.qs;
+    std::uint8_t u1 = 1, u2 = 2;
+    for (int j = 0, is = 0; j < kQK_K; j += 64, is += 2, ql += 32) {
+      std::uint8_t sc, m;
+      q4_k_scale_min(is, b.scales, sc, m);
+      const float d1 = d * sc, m1 = dmin * m;
+      q4_k_scale_min(is + 1, b.scales, sc, m);
+      const float d2 = d * sc, m2 = dmin * m;
+      for (int l = 0; l < 32; ++l) *y++ = d1 * ((ql[l] & 0xF) + (b.qh[l] & u1 ? 16 : 0)) - m1;
+      for (int l = 0; l < 32; ++l) *y++ = d2 * ((ql[l] >> 4) + (b.qh[l] & u2 ? 16 : 0)) - m2;
+      u1 = static_cast<std::uint8_t>(u1 << 2);
+      u2 = static_cast<std::uint8_t>(u2 << 2);
+    }
+  }
+}
+
 void dequantize_q4_k(const unsigned char* p, float* y, std::size_t nb) {
   for (std::size_t i = 0; i < nb; ++i) {
     const auto b = load<BlockQ4_K>(p, i);
@@ -106,6 +164,9 @@ void dequantize_row(QuantType type, const void* src, float* dst, std::size_t n) 
     case QuantType::kQ4_0: return dequantize_q4_0(p, dst, nb);
     case QuantType::kQ4_K: return dequantize_q4_k(p, dst, nb);
     case QuantType::kQ6_K: return dequantize_q6_k(p, dst, nb);
+    case QuantType::kQ5_0: return dequantize_q5_0(p, dst, nb);
+    case QuantType::kQ5_1: return dequantize_q5_1(p, dst, nb);
+    case QuantType::kQ5_K: return dequantize_q5_k(p, dst, nb);
   }
 }
 

@@ -208,7 +208,7 @@ GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
     const auto type = quant_type_from_ggml(ggml_type);
     if (!type)
       FERRY_THROW(FormatError, f.name_, ": ", what, " has ggml type ", ggml_type,
-                  ", which ferry does not implement (it reads ", quant_type_names(), ")");
+                  ", which ferry does not implement (it reads ", quant_stored_type_names(), ")");
     t.type = *type;
     if (!quant_row_fits(t.type, t.dims[0]))
       FERRY_THROW(FormatError, f.name_, ": ", what, " has rows of ", t.dims[0], " weights, not whole ",

@@ -34,8 +34,12 @@ DotFn dot_for(QuantType type) {
     case QuantType::kQ4_0: return t.q4_0;
     case QuantType::kQ4_K: return t.q4_k;
     case QuantType::kQ6_K: return t.q6_k;
+    case QuantType::kQ5_0:
+    case QuantType::kQ5_1:
+    case QuantType::kQ5_K: break;
   }
-  FERRY_THROW(InternalError, "no dot product for quant type ", static_cast<int>(type));
+  FERRY_THROW(InvalidArgument, "ferry stores but does not compute on ", quant_name(type), " weights (it computes on ",
+              quant_type_names(), ")");
 }
 
 }  // namespace

@@ -20,6 +20,9 @@ constexpr Entry kTypes[] = {
     {QuantType::kQ4_0, {"Q4_0", kQK4_0, sizeof(BlockQ4_0)}},
     {QuantType::kQ4_K, {"Q4_K", kQK_K, sizeof(BlockQ4_K)}},
     {QuantType::kQ6_K, {"Q6_K", kQK_K, sizeof(BlockQ6_K)}},
+    {QuantType::kQ5_0, {"Q5_0", kQK5_0, sizeof(BlockQ5_0)}},
+    {QuantType::kQ5_1, {"Q5_1", kQK5_0, sizeof(BlockQ5_1)}},
+    {QuantType::kQ5_K, {"Q5_K", kQK_K, sizeof(BlockQ5_K)}},
 };
 }  // namespace
 
@@ -48,11 +51,16 @@ std::optional<QuantType> parse_quant_type(std::string_view name) {
 
 QuantType parse_weight_format(std::string_view text) {
   const auto format = parse_quant_type(text);
-  if (!format) FERRY_THROW(InvalidArgument, "--weights '", text, "': expected one of ", quant_type_names());
+  if (!format || !quant_type_computed(*format)) FERRY_THROW(InvalidArgument, "--weights '", text, "': expected one of ", quant_type_names());
   return *format;
 }
 
+bool quant_type_computed(QuantType type) {
+  return type != QuantType::kQ5_0 && type != QuantType::kQ5_1 && type != QuantType::kQ5_K;
+}
+
 const char* quant_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K"; }
+const char* quant_stored_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q5_0, Q5_1, Q5_K"; }
 
 std::size_t quant_row_bytes(QuantType type, std::size_t n) {
   const auto& t = quant_traits(type);

@@ -7,8 +7,15 @@
 //   Q4_0   32 weights: f16 d, 16 bytes of nibbles;           w = d·(q − 8)            18 bytes
 //   Q4_K  256 weights: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins for 8 sub-blocks of 32,
 //         128 bytes of nibbles;                              w = d·sc·q − dmin·m      144 bytes
+//   Q5_0   32 weights: f16 d, 4 bytes of 5th bits, 16 bytes of nibbles;  w = d·(q − 16)  22 bytes
+//   Q5_1   32 weights: f16 d, f16 m, Q5_0's bits;          w = d·q + m              24 bytes
+//   Q5_K  256 weights: Q4_K's scales and mins, 32 bytes of 5th bits, 128 bytes of nibbles;
+//                                                            w = d·sc·q − dmin·m      176 bytes
 //   Q6_K  256 weights: 128 bytes low nibbles, 64 bytes high 2-bit pairs, 16 int8 scales
 //         (one per 16 weights), f16 d;                       w = d·sc·(q − 32)        210 bytes
+//
+// Q5_0, Q5_1 and Q5_K are stored, written and read (llama.cpp's Q4_K_M mix uses them: quant_mix.h) but
+// not computed on: the engine's --weights takes the others (matmul.h).
 //
 // Source: ggml/src/ggml-common.h (block layouts) and ggml-quants.c (dequantize_row_*).
 #pragma once
@@ -24,8 +31,11 @@ enum class QuantType : std::uint32_t {
   kF32 = 0,
   kF16 = 1,
   kQ4_0 = 2,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
   kQ8_0 = 8,
   kQ4_K = 12,
+  kQ5_K = 13,
   kQ6_K = 14,
   kBF16 = 30,
 };
@@ -42,11 +52,15 @@ inline const char* quant_name(QuantType type) { return quant_traits(type).name; 
 std::optional<QuantType> quant_type_from_ggml(std::uint32_t ggml_type);
 // Parses a name ("q4_0", "Q4_K", "f16", "bf16", ...; case-insensitive); nullopt when unknown.
 std::optional<QuantType> parse_quant_type(std::string_view name);
-// The experts' weight format of --weights: parse_quant_type, or InvalidArgument
-// "--weights 'TEXT': expected one of F32, ...".
+// The experts' weight format of --weights: parse_quant_type of a format the kernels compute on, or
+// InvalidArgument "--weights 'TEXT': expected one of F32, ...".
 QuantType parse_weight_format(std::string_view text);
-// "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K" for error messages.
+// Whether matmul.h computes on `type` (all but Q5_0, Q5_1 and Q5_K).
+bool quant_type_computed(QuantType type);
+// "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K" (the computed formats) for error messages.
 const char* quant_type_names();
+// Every format ferry reads and writes: quant_type_names() and Q5_0, Q5_1, Q5_K.
+const char* quant_stored_type_names();
 
 // Bytes of a row of `n` weights; throws InvalidArgument when n is not a multiple of the block.
 std::size_t quant_row_bytes(QuantType type, std::size_t n);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/half.h"
 #include "moe/quant/blocks.h"
@@ -58,6 +59,59 @@ void quantize_q4_0(const float* x, unsigned char* out, std::size_t nb) {
       const auto q1 = static_cast<std::uint8_t>(std::min(15, static_cast<int>(static_cast<std::int8_t>(x1 + 8.5f))));
       b.qs[j] = static_cast<std::uint8_t>(q0 | (q1 << 4));
     }
+    store(out, i, b);
+  }
+}
+
+void quantize_q5_0(const float* x, unsigned char* out, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i, x += kQK5_0) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK5_0; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -16;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    BlockQ5_0 b;
+    b.d = float_to_half(d);
+    std::uint32_t qh = 0;
+    for (int j = 0; j < kQK5_0 / 2; ++j) {
+      const float x0 = x[j] * id;
+      const float x1 = x[kQK5_0 / 2 + j] * id;
+      const auto q0 = static_cast<std::uint8_t>(std::min(31, static_cast<int>(static_cast<std::int8_t>(x0 + 16.5f))));
+      const auto q1 = static_cast<std::uint8_t>(std::min(31, static_cast<int>(static_cast<std::int8_t>(x1 + 16.5f))));
+      b.qs[j] = static_cast<std::uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+      qh |= static_cast<std::uint32_t>((q0 & 0x10u) >> 4) << j;
+      qh |= static_cast<std::uint32_t>((q1 & 0x10u) >> 4) << (j + kQK5_0 / 2);
+    }
+    std::memcpy(b.qh, &qh, sizeof qh);
+    store(out, i, b);
+  }
+}
+
+void quantize_q5_1(const float* x, unsigned char* out, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i, x += kQK5_0) {
+    float min = std::numeric_limits<float>::max(), max = -std::numeric_limits<float>::max();
+    for (int j = 0; j < kQK5_0; ++j) {
+      if (x[j] < min) min = x[j];
+      if (x[j] > max) max = x[j];
+    }
+    const float d = (max - min) / ((1 << 5) - 1);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    BlockQ5_1 b;
+    b.d = float_to_half(d);
+    b.m = float_to_half(min);
+    std::uint32_t qh = 0;
+    for (int j = 0; j < kQK5_0 / 2; ++j) {
+      const auto q0 = static_cast<std::uint8_t>((x[j] - min) * id + 0.5f);
+      const auto q1 = static_cast<std::uint8_t>((x[kQK5_0 / 2 + j] - min) * id + 0.5f);
+      b.qs[j] = static_cast<std::uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+      qh |= static_cast<std::uint32_t>((q0 & 0x10u) >> 4) << j;
+      qh |= static_cast<std::uint32_t>((q1 & 0x10u) >> 4) << (j + kQK5_0 / 2);
+    }
+    std::memcpy(b.qh, &qh, sizeof qh);
     store(out, i, b);
   }
 }
@@ -221,6 +275,71 @@ void quantize_q4_k(const float* x, unsigned char* out, std::size_t nb) {
   }
 }
 
+// Q4_K's scheme with 5-bit levels (ggml's quantize_row_q5_K_ref): the sub-block fit tries 16
+// scales from nmax − 0.5 instead of 21 from nmax − 1.
+void quantize_q5_k(const float* x, unsigned char* out, std::size_t nb) {
+  std::uint8_t L[kQK_K];
+  float weights[32], mins[kQK_K / 32], scales[kQK_K / 32];
+  for (std::size_t i = 0; i < nb; ++i, x += kQK_K) {
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < kQK_K / 32; ++j) {
+      float sum_x2 = 0;
+      for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+      const float av_x = std::sqrt(sum_x2 / 32);
+      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+      scales[j] = fit_scale_min(32, 31, x + 32 * j, weights, L + 32 * j, &mins[j], -0.5f, 0.1f, 15);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+    BlockQ5_K b{};
+    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+    for (int j = 0; j < kQK_K / 32; ++j) {
+      const auto ls = static_cast<std::uint8_t>(std::min<int>(63, static_cast<std::uint8_t>(nearest_int(inv_scale * scales[j]))));
+      const auto lm = static_cast<std::uint8_t>(std::min<int>(63, static_cast<std::uint8_t>(nearest_int(inv_min * mins[j]))));
+      if (j < 4) {
+        b.scales[j] = ls;
+        b.scales[j + 4] = lm;
+      } else {
+        b.scales[j + 4] = static_cast<std::uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
+        b.scales[j - 4] |= static_cast<std::uint8_t>((ls >> 4) << 6);
+        b.scales[j] |= static_cast<std::uint8_t>((lm >> 4) << 6);
+      }
+    }
+    b.d = float_to_half(max_scale / 63.f);
+    b.dmin = float_to_half(max_min / 63.f);
+    for (int j = 0; j < kQK_K / 32; ++j) {
+      std::uint8_t sc, m;
+      q4_k_scale_min(j, b.scales, sc, m);
+      const float d = half_to_float(b.d) * sc;
+      if (d == 0) continue;
+      const float dm = half_to_float(b.dmin) * m;
+      for (int ii = 0; ii < 32; ++ii)
+        L[32 * j + ii] = static_cast<std::uint8_t>(std::max(0, std::min(31, nearest_int((x[32 * j + ii] + dm) / d))));
+    }
+    std::uint8_t* ql = b.qs;
+    std::uint8_t m1 = 1, m2 = 2;
+    for (int n = 0; n < kQK_K; n += 64, ql += 32) {
+      for (int j = 0; j < 32; ++j) {
+        int l1 = L[n + j];
+        if (l1 > 15) {
+          l1 -= 16;
+          b.qh[j] |= m1;
+        }
+        int l2 = L[n + j + 32];
+        if (l2 > 15) {
+          l2 -= 16;
+          b.qh[j] |= m2;
+        }
+        ql[j] = static_cast<std::uint8_t>(l1 | (l2 << 4));
+      }
+      m1 = static_cast<std::uint8_t>(m1 << 2);
+      m2 = static_cast<std::uint8_t>(m2 << 2);
+    }
+    store(out, i, b);
+  }
+}
+
 void quantize_q6_k(const float* x, unsigned char* out, std::size_t nb) {
   std::int8_t L[kQK_K];
   float scales[kQK_K / 16];
@@ -289,6 +408,9 @@ void quantize_row(QuantType type, const float* src, void* dst, std::size_t n) {
     case QuantType::kQ4_0: return quantize_q4_0(src, p, nb);
     case QuantType::kQ4_K: return quantize_q4_k(src, p, nb);
     case QuantType::kQ6_K: return quantize_q6_k(src, p, nb);
+    case QuantType::kQ5_0: return quantize_q5_0(src, p, nb);
+    case QuantType::kQ5_1: return quantize_q5_1(src, p, nb);
+    case QuantType::kQ5_K: return quantize_q5_k(src, p, nb);
   }
 }
 

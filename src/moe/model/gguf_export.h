@@ -1,0 +1,54 @@
+// `ferry moe quantize`: a Hugging Face checkpoint written as the GGUF file that llama.cpp's
+// convert_hf_to_gguf.py --outtype f32 followed by llama-quantize FILE_TYPE writes: the tensors,
+// names, shapes and metadata of gguf_layout.h, each tensor in the type quant_mix.h chooses,
+// quantized with ferry's reference quantizers (quantize.h, byte for byte llama.cpp's without an
+// importance matrix), in llama-quantize's tensor order and key order.
+//
+// The file is streamed (GgufWriter with fills): one GGUF tensor is in memory at a time, in float32
+// and in its type, so a Mixtral-8x7B (one layer's stacked experts: 8 x 14336 x 4096 weights) needs
+// 1.9 GB plus the quantized copy (1.9 GB more in F32), not the model's 90 GB. Rows are quantized on
+// `threads` threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "moe/quant/quant_mix.h"
+#include "moe/quant/quant_type.h"
+
+namespace ferry::moe {
+
+struct GgufExportOptions {
+  quant::LlamaFileType file_type = quant::LlamaFileType::kAllF32;  // --type
+  bool pure = false;        // --pure: every quantized tensor in the file type's base type
+  int threads = 0;          // quantizing threads; 0 = one per core
+  std::string name;         // general.name; empty: the model directory's name (the converter's fallback)
+  // Called after each tensor is written (index, count), e.g. for a progress line; may be empty.
+  std::function<void(std::size_t, std::size_t)> progress = {};
+};
+
+struct GgufExportTensor {
+  std::string name;
+  std::vector<std::uint64_t> dims;
+  quant::QuantType type = quant::QuantType::kF32;
+  std::uint64_t bytes = 0;
+};
+
+struct GgufExportReport {
+  std::string architecture;              // general.architecture
+  std::vector<GgufExportTensor> tensors;  // in file order
+  std::uint64_t file_bytes = 0;
+  std::uint64_t metadata_keys = 0;
+  std::vector<std::string> notes;        // config values the file cannot carry (gguf_check_supported)
+};
+
+// Checks the checkpoint and the plan before writing anything: IoError for a missing or unreadable
+// directory or an unwritable output, FormatError for a checkpoint tensor missing, of another shape
+// or with no place in the family's GGUF layout, InvalidArgument for a model llama.cpp's
+// architecture cannot hold or a tensor the file type cannot store.
+GgufExportReport export_gguf(const std::string& model_dir, const std::string& out_path,
+                             const GgufExportOptions& options);
+
+}  // namespace ferry::moe

@@ -1,0 +1,455 @@
+#include "moe/model/gguf_layout.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "moe/model/config_json.h"
+#include "moe/model/family.h"
+
+namespace ferry::moe {
+
+using quant::GgufType;
+using quant::GgufValue;
+
+// ---------------------------------------------------------------------------------------------
+// GgufKeys
+
+void GgufKeys::set(const std::string& key, GgufValue value) {
+  for (auto& [k, v] : entries_)
+    if (k == key) {
+      v = std::move(value);
+      return;
+    }
+  entries_.emplace_back(key, std::move(value));
+}
+
+void GgufKeys::set_u32(const std::string& key, std::int64_t value) {
+  FERRY_REQUIRE(value >= 0 && value <= 0xFFFFFFFFll, "GGUF key '", key, "': ", value, " is not a u32");
+  GgufValue v;
+  v.type = GgufType::kU32;
+  v.i = value;
+  set(key, std::move(v));
+}
+
+void GgufKeys::set_f32(const std::string& key, double value) {
+  GgufValue v;
+  v.type = GgufType::kF32;
+  v.f = static_cast<float>(value);
+  set(key, std::move(v));
+}
+
+void GgufKeys::set_bool(const std::string& key, bool value) {
+  GgufValue v;
+  v.type = GgufType::kBool;
+  v.b = value;
+  set(key, std::move(v));
+}
+
+void GgufKeys::set_string(const std::string& key, std::string value) {
+  GgufValue v;
+  v.type = GgufType::kString;
+  v.s = std::move(value);
+  set(key, std::move(v));
+}
+
+void GgufKeys::set_strings(const std::string& key, std::vector<std::string> values) {
+  GgufValue v;
+  v.type = GgufType::kArray;
+  v.element_type = GgufType::kString;
+  v.strings = std::move(values);
+  set(key, std::move(v));
+}
+
+void GgufKeys::set_f32s(const std::string& key, const std::vector<float>& values) {
+  GgufValue v;
+  v.type = GgufType::kArray;
+  v.element_type = GgufType::kF32;
+  v.numbers.assign(values.begin(), values.end());
+  set(key, std::move(v));
+}
+
+void GgufKeys::set_i32s(const std::string& key, const std::vector<std::int32_t>& values) {
+  GgufValue v;
+  v.type = GgufType::kArray;
+  v.element_type = GgufType::kI32;
+  v.numbers.assign(values.begin(), values.end());
+  set(key, std::move(v));
+}
+
+void GgufKeys::erase(const std::string& key) {
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(), [&](const auto& e) { return e.first == key; }),
+                 entries_.end());
+}
+
+const GgufValue* GgufKeys::find(std::string_view key) const {
+  for (const auto& [k, v] : entries_)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensors
+
+namespace {
+
+// The names every family shares (the converter's tensor_mapping.py for these HF names).
+const std::vector<std::pair<std::string, std::string>>& common_tensor_names() {
+  static const std::vector<std::pair<std::string, std::string>> names = {
+      {"model.embed_tokens.weight", "token_embd.weight"},
+      {"model.norm.weight", "output_norm.weight"},
+      {"lm_head.weight", "output.weight"},
+      {"model.layers.{l}.input_layernorm.weight", "blk.{l}.attn_norm.weight"},
+      {"model.layers.{l}.self_attn.q_proj.weight", "blk.{l}.attn_q.weight"},
+      {"model.layers.{l}.self_attn.k_proj.weight", "blk.{l}.attn_k.weight"},
+      {"model.layers.{l}.self_attn.v_proj.weight", "blk.{l}.attn_v.weight"},
+      {"model.layers.{l}.self_attn.o_proj.weight", "blk.{l}.attn_output.weight"},
+      {"model.layers.{l}.self_attn.q_proj.bias", "blk.{l}.attn_q.bias"},
+      {"model.layers.{l}.self_attn.k_proj.bias", "blk.{l}.attn_k.bias"},
+      {"model.layers.{l}.self_attn.v_proj.bias", "blk.{l}.attn_v.bias"},
+      {"model.layers.{l}.self_attn.o_proj.bias", "blk.{l}.attn_output.bias"},
+      {"model.layers.{l}.self_attn.q_norm.weight", "blk.{l}.attn_q_norm.weight"},
+      {"model.layers.{l}.self_attn.k_norm.weight", "blk.{l}.attn_k_norm.weight"},
+      {"model.layers.{l}.post_attention_layernorm.weight", "blk.{l}.ffn_norm.weight"},
+  };
+  return names;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+  return s;
+}
+
+// The HF shape (row-major, one expert's for stacked tensors) of a GGUF tensor role in `layer`,
+// or empty when a model of `c` has no such tensor there. `role` is the GGUF name without "blk.N.".
+std::vector<std::int64_t> role_shape(const std::string& role, const MoeConfig& c, int layer) {
+  const std::int64_t H = c.hidden_size, V = c.vocab_size, D = c.head_dim, Q = std::int64_t{c.num_heads} * D,
+                     KV = std::int64_t{c.num_kv_heads} * D, E = c.num_experts, I = c.intermediate_size,
+                     S = c.shared_expert_intermediate_size, F = c.dense_intermediate_size;
+  const bool moe = layer >= 0 && c.moe_layer(layer) >= 0;
+  const bool dense = layer >= 0 && !moe;
+  if (role == "token_embd.weight") return {V, H};
+  if (role == "output_norm.weight") return {H};
+  if (role == "output.weight") return c.tie_word_embeddings ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{V, H};
+  if (role == "attn_norm.weight" || role == "ffn_norm.weight") return {H};
+  if (role == "attn_q.weight") return {Q, H};
+  if (role == "attn_k.weight" || role == "attn_v.weight") return {KV, H};
+  if (role == "attn_output.weight") return {H, Q};
+  if (role == "attn_q.bias") return c.qkv_bias ? std::vector<std::int64_t>{Q} : std::vector<std::int64_t>{};
+  if (role == "attn_k.bias" || role == "attn_v.bias")
+    return c.qkv_bias ? std::vector<std::int64_t>{KV} : std::vector<std::int64_t>{};
+  if (role == "attn_output.bias") return c.o_bias ? std::vector<std::int64_t>{H} : std::vector<std::int64_t>{};
+  if (role == "attn_q_norm.weight" || role == "attn_k_norm.weight") {
+    if (c.qk_norm.empty()) return {};
+    if (c.qk_norm == "head") return {D};
+    return {role == "attn_q_norm.weight" ? Q : KV};
+  }
+  if (role == "ffn_gate_inp.weight") return moe ? std::vector<std::int64_t>{E, H} : std::vector<std::int64_t>{};
+  if (role == "ffn_gate_exps.weight" || role == "ffn_up_exps.weight")
+    return moe ? std::vector<std::int64_t>{I, H} : std::vector<std::int64_t>{};
+  if (role == "ffn_down_exps.weight") return moe ? std::vector<std::int64_t>{H, I} : std::vector<std::int64_t>{};
+  const bool shared = moe && S > 0;
+  if (role == "ffn_gate_shexp.weight" || role == "ffn_up_shexp.weight")
+    return shared ? std::vector<std::int64_t>{S, H} : std::vector<std::int64_t>{};
+  if (role == "ffn_down_shexp.weight") return shared ? std::vector<std::int64_t>{H, S} : std::vector<std::int64_t>{};
+  if (role == "ffn_gate_inp_shexp.weight")
+    return shared && c.shared_expert_gate ? std::vector<std::int64_t>{1, H} : std::vector<std::int64_t>{};
+  if (role == "ffn_gate.weight" || role == "ffn_up.weight")
+    return dense ? std::vector<std::int64_t>{F, H} : std::vector<std::int64_t>{};
+  if (role == "ffn_down.weight") return dense ? std::vector<std::int64_t>{H, F} : std::vector<std::int64_t>{};
+  FERRY_THROW(InternalError, "GGUF tensor role '", role, "' has no shape rule");
+}
+
+}  // namespace
+
+std::vector<GgufTensorPlan> gguf_tensor_plan(const MoeConfig& c) {
+  const ModelFamily& family = family_of(c.model_type);
+  FERRY_REQUIRE(!family.gguf_architecture.empty(), "model family '", family.name, "' has no GGUF layout");
+  std::vector<std::pair<std::string, std::string>> names = common_tensor_names();
+  names.insert(names.end(), family.gguf_tensor_names.begin(), family.gguf_tensor_names.end());
+  std::vector<GgufTensorPlan> plan;
+  for (const auto& [hf, gguf] : names) {
+    const bool per_layer = gguf.find("{l}") != std::string::npos;
+    const bool stacked = hf.find("{e}") != std::string::npos;
+    for (int l = per_layer ? 0 : -1; l < (per_layer ? c.num_layers : 0); ++l) {
+      const std::string layer = std::to_string(l);
+      const std::string role = per_layer ? gguf.substr(gguf.find("{l}") + 4) : gguf;
+      const std::vector<std::int64_t> shape = role_shape(role, c, l);
+      if (shape.empty()) continue;
+      GgufTensorPlan t;
+      t.name = replace_all(gguf, "{l}", layer);
+      t.layer = l;
+      t.hf_shape = shape;
+      const std::string hf_name = replace_all(hf, "{l}", layer);
+      if (stacked) {
+        for (int e = 0; e < c.num_experts; ++e) t.hf_names.push_back(replace_all(hf_name, "{e}", std::to_string(e)));
+      } else {
+        t.hf_names.push_back(hf_name);
+      }
+      for (auto d = shape.rbegin(); d != shape.rend(); ++d) t.dims.push_back(static_cast<std::uint64_t>(*d));
+      if (stacked) t.dims.push_back(static_cast<std::uint64_t>(c.num_experts));
+      if (family.gguf_permute_qk) {
+        if (role == "attn_q.weight" || role == "attn_q.bias") t.permute_heads = c.num_heads;
+        if (role == "attn_k.weight" || role == "attn_k.bias") t.permute_heads = c.num_kv_heads;
+      }
+      plan.push_back(std::move(t));
+    }
+  }
+  std::stable_sort(plan.begin(), plan.end(),
+                   [](const GgufTensorPlan& a, const GgufTensorPlan& b) { return quant::gguf_tensor_order(a.name, b.name); });
+  return plan;
+}
+
+namespace {
+
+// Moves row (h, s, i) of a (n_head, 2, half) row layout to (h, i, s), or back (`inverse`).
+void permute_rows(std::span<const float> in, std::span<float> out, std::int64_t rows, std::int64_t cols, int n_head,
+                  bool inverse) {
+  FERRY_REQUIRE(n_head > 0 && rows % (2 * n_head) == 0, "q/k permutation: ", rows, " rows are not ", n_head,
+                " heads of two halves");
+  FERRY_REQUIRE(static_cast<std::int64_t>(in.size()) == rows * cols && out.size() == in.size(),
+                "q/k permutation: buffers of ", in.size(), " and ", out.size(), " values for ", rows, " x ", cols);
+  const std::int64_t half = rows / n_head / 2;
+  for (std::int64_t h = 0; h < n_head; ++h)
+    for (std::int64_t s = 0; s < 2; ++s)
+      for (std::int64_t i = 0; i < half; ++i) {
+        const std::int64_t hf_row = (h * 2 + s) * half + i;
+        const std::int64_t gguf_row = (h * half + i) * 2 + s;
+        const std::int64_t from = inverse ? gguf_row : hf_row, to = inverse ? hf_row : gguf_row;
+        std::copy_n(in.data() + from * cols, cols, out.data() + to * cols);
+      }
+}
+
+}  // namespace
+
+void gguf_permute_rows(std::span<const float> in, std::span<float> out, std::int64_t rows, std::int64_t cols,
+                       int n_head) {
+  permute_rows(in, out, rows, cols, n_head, false);
+}
+
+void gguf_unpermute_rows(std::span<const float> in, std::span<float> out, std::int64_t rows, std::int64_t cols,
+                         int n_head) {
+  permute_rows(in, out, rows, cols, n_head, true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metadata
+
+GgufKeys gguf_model_metadata(const MoeConfig& c, const nlohmann::json& j, const std::string& name) {
+  const ModelFamily& family = family_of(c.model_type);
+  FERRY_REQUIRE(!family.gguf_architecture.empty(), "model family '", family.name, "' has no GGUF layout");
+  GgufKeys k(family.gguf_architecture);
+  k.set_string("general.architecture", family.gguf_architecture);
+  k.set_string("general.type", "model");
+  k.set_string("general.name", name);
+  // Model.set_gguf_parameters: a key when config.json has it (null counts as absent).
+  auto u32_if = [&](const char* hf, const std::string& key) {
+    if (config_has(j, hf)) k.set_u32(key, j[hf].get<std::int64_t>());
+  };
+  auto f32_if = [&](const char* hf, const std::string& key) {
+    if (config_has(j, hf)) k.set_f32(key, j[hf].get<double>());
+  };
+  k.set_u32(k.arch("block_count"), c.num_layers);
+  u32_if("max_position_embeddings", k.arch("context_length"));
+  k.set_u32(k.arch("embedding_length"), c.hidden_size);
+  u32_if("intermediate_size", k.arch("feed_forward_length"));
+  k.set_u32(k.arch("attention.head_count"), c.num_heads);
+  u32_if("num_key_value_heads", k.arch("attention.head_count_kv"));
+  f32_if("rope_theta", k.arch("rope.freq_base"));
+  f32_if("rms_norm_eps", k.arch("attention.layer_norm_rms_epsilon"));
+  u32_if("num_local_experts", k.arch("expert_count"));
+  u32_if("num_experts_per_tok", k.arch("expert_used_count"));
+  if (config_has(j, "head_dim")) {
+    k.set_u32(k.arch("attention.key_length"), j["head_dim"].get<std::int64_t>());
+    k.set_u32(k.arch("attention.value_length"), j["head_dim"].get<std::int64_t>());
+  }
+  if (family.gguf_metadata) family.gguf_metadata(c, j, k);
+  return k;
+}
+
+void gguf_file_type_metadata(GgufKeys& k, quant::LlamaFileType file_type) {
+  k.erase("general.quantization_version");
+  k.erase("general.file_type");
+  k.set_u32("general.quantization_version", 2);  // GGML_QNT_VERSION
+  k.set_u32("general.file_type", static_cast<std::int64_t>(file_type));
+}
+
+namespace {
+
+nlohmann::json read_json_if_present(const std::filesystem::path& path) {
+  if (!std::filesystem::is_regular_file(path)) return nlohmann::json();
+  std::ifstream in(path);
+  if (!in) FERRY_THROW(IoError, "cannot open '", path.string(), "'");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    FERRY_THROW(FormatError, "'", path.string(), "' is not valid JSON: ", e.what());
+  }
+}
+
+// gguf-py's SpecialVocab (vocab.py): special token ids from tokenizer_config.json's
+// "<type>_token" (looked up by content among tokenizer.json's added tokens), then config.json's
+// "<type>_token_id"; add_bos_token/add_eos_token and chat_template from tokenizer_config.json.
+void add_special_vocab(GgufKeys& k, const std::string& dir, const nlohmann::json& hf_config, std::int64_t n_vocab) {
+  const std::filesystem::path d(dir);
+  static const std::vector<std::pair<std::string, const char*>> kTypes = {
+      {"bos", "tokenizer.ggml.bos_token_id"},      {"eos", "tokenizer.ggml.eos_token_id"},
+      {"unk", "tokenizer.ggml.unknown_token_id"},  {"sep", "tokenizer.ggml.seperator_token_id"},
+      {"pad", "tokenizer.ggml.padding_token_id"},  {"cls", nullptr},  // gguf-py has no cls key
+      {"mask", "tokenizer.ggml.mask_token_id"}};
+  std::vector<std::pair<std::string, std::int64_t>> ids;  // in the order they are found
+  auto set_id = [&](const std::string& type, const nlohmann::json& id) {
+    if (!id.is_number_integer()) return;
+    const std::int64_t v = id.get<std::int64_t>();
+    FERRY_REQUIRE(v >= 0, "special token ", type, " has id ", v);
+    if (n_vocab >= 0 && v >= n_vocab) return;
+    for (const auto& [t, _] : ids)
+      if (t == type) return;
+    ids.emplace_back(type, v);
+  };
+  std::vector<std::pair<std::string, bool>> add_flags;
+  std::string chat_template;
+  const nlohmann::json tokenizer = read_json_if_present(d / "tokenizer.json");
+  const nlohmann::json config = read_json_if_present(d / "tokenizer_config.json");
+  if (config.is_object()) {
+    if (config.contains("chat_template") && config["chat_template"].is_string())
+      chat_template = config["chat_template"].get<std::string>();
+    for (const auto& [type, key] : kTypes) {
+      const std::string add = "add_" + type + "_token";
+      if (config.contains(add) && config[add].is_boolean()) add_flags.emplace_back(type, config[add].get<bool>());
+      const std::string entry_key = type + "_token";
+      if (!config.contains(entry_key)) continue;
+      const nlohmann::json& entry = config[entry_key];
+      std::string content;
+      if (entry.is_string()) {
+        content = entry.get<std::string>();
+      } else if (entry.is_object() && entry.contains("content") && entry["content"].is_string()) {
+        content = entry["content"].get<std::string>();
+      } else {
+        continue;
+      }
+      if (tokenizer.is_object() && tokenizer.contains("added_tokens") && tokenizer["added_tokens"].is_array())
+        for (const auto& t : tokenizer["added_tokens"])
+          if (t.is_object() && t.value("content", std::string()) == content && t.contains("id")) {
+            set_id(type, t["id"]);
+            break;
+          }
+    }
+  }
+  for (const auto& [type, key] : kTypes)
+    if (hf_config.contains(type + "_token_id")) set_id(type, hf_config[type + "_token_id"]);
+  for (const auto& [type, id] : ids)
+    for (const auto& [t, key] : kTypes)
+      if (t == type && key) k.set_u32(key, id);
+  for (const auto& [type, value] : add_flags)
+    if (type == "bos" || type == "eos") k.set_bool("tokenizer.ggml.add_" + type + "_token", value);
+  if (!chat_template.empty()) k.set_string("tokenizer.chat_template", chat_template);
+}
+
+std::vector<std::int32_t> type_ids(const std::vector<TokenType>& types) {
+  std::vector<std::int32_t> out;
+  out.reserve(types.size());
+  for (TokenType t : types) out.push_back(static_cast<std::int32_t>(t));
+  return out;
+}
+
+}  // namespace
+
+void gguf_tokenizer_metadata(GgufKeys& k, const TokenizerVocab& vocab_in, const MoeConfig& c, const std::string& dir,
+                             const nlohmann::json& hf_config) {
+  const ModelFamily& family = family_of(c.model_type);
+  TokenizerVocab v = vocab_in;
+  const auto n = static_cast<std::size_t>(c.vocab_size);
+  if (v.tokens.size() > n)
+    FERRY_THROW(FormatError, "model '", dir, "': its tokenizer has ", v.tokens.size(),
+                " tokens, more than the embedding's vocab_size ", c.vocab_size);
+  const bool sp = v.kind == TokenizerVocab::Kind::kSentencePiece;
+  if (sp) v.scores.resize(v.tokens.size(), 0.0f);
+  for (std::size_t id = v.tokens.size(); id < n; ++id) {  // the converter's "[PAD<id>]", unused
+    v.tokens.push_back("[PAD" + std::to_string(id) + "]");
+    v.types.push_back(TokenType::kUnused);
+    if (sp) v.scores.push_back(-10000.0f);
+  }
+  switch (v.kind) {
+    case TokenizerVocab::Kind::kSentencePiece: {
+      // _create_vocab_sentencepiece: added_tokens.json and tokenizer_config.json's
+      // added_tokens_decoder override pieces (score -1000; control when special).
+      const std::filesystem::path d(dir);
+      const nlohmann::json added = read_json_if_present(d / "added_tokens.json");
+      if (added.is_object())
+        for (auto it = added.begin(); it != added.end(); ++it) {
+          if (!it.value().is_number_integer()) continue;
+          const auto id = it.value().get<std::int64_t>();
+          if (id < 0 || id >= static_cast<std::int64_t>(n)) continue;
+          v.tokens[id] = it.key();
+          v.scores[id] = -1000.0f;
+          v.types[id] = TokenType::kUserDefined;
+        }
+      const nlohmann::json config = read_json_if_present(d / "tokenizer_config.json");
+      if (config.is_object() && config.contains("added_tokens_decoder") && config["added_tokens_decoder"].is_object())
+        for (auto it = config["added_tokens_decoder"].begin(); it != config["added_tokens_decoder"].end(); ++it) {
+          if (it.key().empty() || it.key().find_first_not_of("0123456789") != std::string::npos) continue;
+          const std::int64_t id = std::stoll(it.key());
+          const nlohmann::json& t = it.value();
+          if (id < 0 || id >= static_cast<std::int64_t>(n) || !t.contains("content") || !t["content"].is_string()) continue;
+          std::string content = t["content"].get<std::string>();
+          const bool special = t.value("special", false) || (content.rfind("<|", 0) == 0 && content.size() >= 4 &&
+                                                             content.compare(content.size() - 2, 2, "|>") == 0);
+          if (!special) content = replace_all(content, "\xE2\x96\x81", " ");
+          v.types[id] = special ? TokenType::kControl : TokenType::kUserDefined;
+          v.scores[id] = -1000.0f;
+          v.tokens[id] = content;
+        }
+      k.set_string("tokenizer.ggml.model", "llama");
+      k.set_string("tokenizer.ggml.pre", "default");
+      k.set_strings("tokenizer.ggml.tokens", v.tokens);
+      k.set_f32s("tokenizer.ggml.scores", v.scores);
+      k.set_i32s("tokenizer.ggml.token_type", type_ids(v.types));
+      add_special_vocab(k, dir, hf_config, static_cast<std::int64_t>(n));
+      // LlamaModel.set_vocab: tokenizer_config.json's add_prefix_space.
+      const nlohmann::json& cfg = config;
+      if (cfg.is_object() && cfg.contains("add_prefix_space") && cfg["add_prefix_space"].is_boolean())
+        k.set_bool("tokenizer.ggml.add_space_prefix", cfg["add_prefix_space"].get<bool>());
+      break;
+    }
+    case TokenizerVocab::Kind::kByteLevelBpe:
+      k.set_string("tokenizer.ggml.model", "gpt2");
+      k.set_string("tokenizer.ggml.pre", family.gguf_tokenizer_pre);
+      k.set_strings("tokenizer.ggml.tokens", v.tokens);
+      k.set_i32s("tokenizer.ggml.token_type", type_ids(v.types));
+      if (!v.merges.empty()) k.set_strings("tokenizer.ggml.merges", v.merges);
+      add_special_vocab(k, dir, hf_config, -1);
+      break;
+    case TokenizerVocab::Kind::kBytes:
+      // ferry's byte vocabulary, which the converter has no path for: a byte-level BPE without
+      // merges, so llama.cpp's tokenizer maps each byte to its own token as ferry's does.
+      k.set_string("tokenizer.ggml.model", "gpt2");
+      k.set_string("tokenizer.ggml.pre", "default");
+      k.set_strings("tokenizer.ggml.tokens", v.tokens);
+      k.set_i32s("tokenizer.ggml.token_type", type_ids(v.types));
+      k.set_strings("tokenizer.ggml.merges", {});  // llama.cpp requires the key
+      k.set_bool("tokenizer.ggml.add_bos_token", false);
+      add_special_vocab(k, dir, hf_config, -1);
+      break;
+  }
+}
+
+void gguf_refuse_rope_scaling(const MoeConfig& c, bool linear_written) {
+  const ModelFamily& family = family_of(c.model_type);
+  FERRY_REQUIRE(c.rope_scaling.type == "default" || (linear_written && c.rope_scaling.type == "linear"),
+                "config rope_scaling ", c.rope_scaling.type, ": the converter writes no rope scaling for llama.cpp's ",
+                family.gguf_architecture, " architecture");
+}
+
+std::vector<std::string> gguf_check_supported(const MoeConfig& c) {
+  const ModelFamily& family = family_of(c.model_type);
+  FERRY_REQUIRE(!family.gguf_architecture.empty(), "model family '", family.name, "' has no GGUF layout");
+  FERRY_REQUIRE(c.rope_scaling.type != "llama3", "config rope_scaling llama3: ferry does not write its rope_freqs tensor");
+  return family.gguf_check ? family.gguf_check(c) : std::vector<std::string>{};
+}
+
+}  // namespace ferry::moe

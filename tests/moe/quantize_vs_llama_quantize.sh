@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `ferry moe quantize --type T` writes the same bytes as llama.cpp's llama-quantize run on ferry's
+# F32 file, for each family and file type (the mix, the K-quants, the fallbacks of rows that are not
+# whole blocks, the key order). Needs a llama-quantize binary: LLAMA_QUANTIZE=path (and, for a
+# build with dynamic backends, GGML_BACKEND_PATH=libggml-cpu-*.so); skipped (exit 77) without.
+set -u
+ferry="$1"
+if [ -z "${LLAMA_QUANTIZE:-}" ] || [ ! -x "${LLAMA_QUANTIZE}" ]; then
+  echo "skipped: set LLAMA_QUANTIZE to a llama-quantize binary"; exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+base=(--layers 4 --hidden 256 --heads 4 --kv-heads 2 --head-dim 64 --experts 8)
+make() { "$ferry" moe make-tiny --out "$tmp/$1" "${@:2}" >/dev/null || { echo "FAIL: make-tiny $1"; exit 1; }; }
+make mixtral "${base[@]}" --intermediate 256
+make mixtral128 --layers 4 --experts 8 --intermediate 256  # make-tiny's default width 128: Q5_1, Q5_0
+make mixtral96 --layers 3 --hidden 256 --heads 4 --kv-heads 2 --head-dim 64 --experts 4 --intermediate 96  # rows of 96: Q5_0, Q8_0 fallbacks
+make qwen3 --family qwen3_moe "${base[@]}" --intermediate 256
+make olmoe --family olmoe --layers 4 --hidden 256 --heads 4 --kv-heads 4 --head-dim 64 --experts 8 --intermediate 96
+make deepseek --family deepseek --layers 4 --hidden 256 --heads 4 --kv-heads 4 --head-dim 64 --experts 6 \
+  --intermediate 96 --shared-expert 192 --dense-layers 0
+for m in mixtral mixtral128 mixtral96 qwen3 olmoe deepseek; do
+  "$ferry" moe quantize --model "$tmp/$m" --out "$tmp/$m-F32.gguf" --type F32 >/dev/null || { echo "FAIL: $m F32"; failures=$((failures + 1)); continue; }
+  for t in F16 BF16 Q8_0 Q4_0 Q6_K Q4_K_M; do
+    "$ferry" moe quantize --model "$tmp/$m" --out "$tmp/$m-$t.gguf" --type $t >/dev/null 2>"$tmp/err" \
+      || { echo "FAIL: ferry $m $t: $(cat "$tmp/err")"; failures=$((failures + 1)); continue; }
+    "$LLAMA_QUANTIZE" "$tmp/$m-F32.gguf" "$tmp/$m-$t-llama.gguf" $t 1 >"$tmp/log" 2>&1 \
+      || { echo "FAIL: llama-quantize $m $t:"; tail -3 "$tmp/log"; failures=$((failures + 1)); continue; }
+    if cmp -s "$tmp/$m-$t.gguf" "$tmp/$m-$t-llama.gguf"; then
+      echo "ok: $m $t identical"
+    else
+      echo "FAIL: $m $t: $(cmp "$tmp/$m-$t.gguf" "$tmp/$m-$t-llama.gguf" | head -1)"; failures=$((failures + 1))
+    fi
+  done
+done
+exit $failures
