@@ -32,7 +32,8 @@ constexpr const char* kLinkHelp =
     "host-to-device link: pcie3, pcie4, BW,LAT (12GBps,10us), mixtral-a100 (the Mixtral/A100 transfer:compute "
     "ratio), file (experts read from disk) or none";
 constexpr const char* kWeightsHelp =
-    "the routed experts' weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K (quantized at load)";
+    "the routed experts' weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K (quantized at load); default: as "
+    "the model stores them (F32 for a checkpoint directory, the file's types for a GGUF file)";
 constexpr const char* kComputeHelp = "compute profile: none, a100 or DEVICE,HOST_PER_TOKEN (100us,1ms)";
 std::string sweep(const std::string& help) { return help + "; comma-separated, one run each"; }
 
@@ -52,7 +53,7 @@ void check_policy(const char* flag, const std::string& spec) {
 void check_hardware(const std::string& link, const std::string& compute, const std::string& weights) {
   moe::parse_link_spec(link);
   moe::parse_compute_profile(compute);
-  moe::quant::parse_weight_format(weights);
+  if (!weights.empty()) moe::quant::parse_weight_format(weights);
 }
 
 // The budget's form only: a percentage of one byte parses as a percentage of any model.

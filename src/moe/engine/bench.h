@@ -24,7 +24,7 @@ struct BenchOptions {
   int new_tokens = 64;                       // generated tokens per sequence
   std::string link = "mixtral-a100";         // see parse_link_spec()
   std::string compute = "a100";              // see parse_compute_profile()
-  std::string weights = "F32";               // the experts' weight format (EngineOptions::weights)
+  std::string weights = "";                  // the experts' weight format (EngineOptions::weights)
   std::string corpus;                        // prompts and calibration text come from here ("" = random tokens)
   int calibration_tokens = 512;              // routing counts for static-hot / fiddler, from other text than the prompts
   std::uint64_t seed = 1;                    // prompt selection

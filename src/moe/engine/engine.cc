@@ -113,7 +113,9 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   // disk into the device budget (the whole point when they do not fit in memory), and none can
   // run on the host, whatever the policy would choose.
   const bool from_disk = !link_entry(parse_link_spec(options.link).kind).keeps_host_copy;
-  m.pool = HostPool::load(*m.ck, !from_disk, quant::parse_weight_format(options.weights));
+  m.pool = HostPool::load(*m.ck, !from_disk,
+                          options.weights.empty() ? std::nullopt
+                                                  : std::optional(quant::parse_weight_format(options.weights)));
   const std::uint64_t eb = m.pool->layout().bytes();
   m.budget = parse_device_mem(options.device_mem, m.pool->total_bytes());
   const std::uint64_t need = static_cast<std::uint64_t>(c.top_k) * eb;

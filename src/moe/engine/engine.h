@@ -25,8 +25,9 @@ struct EngineOptions {
   std::string link = "pcie4";      // see parse_link_spec(); "mixtral-a100" scales to the compute profile
   std::string compute = "none";    // see parse_compute_profile()
   // The routed experts' weight format in the host pool, on the link and in the device budget:
-  // F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K (moe/quant; quantized at load from the checkpoint).
-  std::string weights = "F32";
+  // F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K (moe/quant; quantized at load from the checkpoint), or
+  // "" for as the model stores them (float32 for a safetensors checkpoint; a GGUF file's types).
+  std::string weights = "";
   std::uint64_t chunk_bytes = 1u << 20;  // transfer chunk (cancellation granularity)
   bool preload = false;            // fill the device budget before the first step (all-resident runs)
   // Routing replay (tests: the engine against the simulator): when set, each layer's top-k is the

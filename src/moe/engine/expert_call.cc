@@ -52,9 +52,10 @@ torch::Tensor run_expert(const ExpertLayout& L, const std::byte* base, const tor
   auto idx = torch::from_blob(const_cast<std::int64_t*>(work.rows.data()), {n}, torch::kInt64);
   auto gate = torch::from_blob(const_cast<float*>(work.gates.data()), {n, 1});
   auto x = m.index_select(0, idx).contiguous();
-  if (kernels == ExpertKernels::kAuto) kernels = auto_kernels(L.format, n);
+  const bool f32 = L.format == quant::QuantType::kF32 && L.down_format == quant::QuantType::kF32;
+  if (kernels == ExpertKernels::kAuto) kernels = f32 ? auto_kernels(L.format, n) : ExpertKernels::kBlocks;
   if (kernels == ExpertKernels::kLibtorch) {
-    FERRY_CHECK(L.format == quant::QuantType::kF32, "libtorch computes float32 experts only");
+    FERRY_CHECK(f32, "libtorch computes float32 experts only");
     // from_blob wants non-const; the views are only read.
     auto* p = const_cast<float*>(reinterpret_cast<const float*>(base));
     auto w1 = torch::from_blob(p + L.w1_offset() / 4, {L.intermediate, L.hidden});
@@ -66,7 +67,7 @@ torch::Tensor run_expert(const ExpertLayout& L, const std::byte* base, const tor
   auto g = quantized_linear(L.format, base + L.w1_offset(), L.intermediate, L.hidden, x);
   auto u = quantized_linear(L.format, base + L.w3_offset(), L.intermediate, L.hidden, x);
   auto h = (activation(hidden_act, g) * u).contiguous();
-  return quantized_linear(L.format, base + L.w2_offset(), L.hidden, L.intermediate, h) * gate;
+  return quantized_linear(L.down_format, base + L.w2_offset(), L.hidden, L.intermediate, h) * gate;
 }
 
 double measure_expert_call_s(const ExpertLayout& layout, const std::string& hidden_act) {
@@ -74,9 +75,12 @@ double measure_expert_call_s(const ExpertLayout& layout, const std::string& hidd
   auto x = torch::randn({1, layout.hidden});
   // Weights in the layout's format, from random floats (the cost does not depend on the values,
   // but a block format's scales must be finite numbers).
-  auto values = torch::randn({static_cast<std::int64_t>(layout.params())});
+  const auto up = static_cast<std::size_t>(layout.hidden * layout.intermediate);  // weights of w1, w3, w2 each
+  auto values = torch::randn({static_cast<std::int64_t>(up)});
   std::vector<std::byte> weights(layout.bytes());
-  quant::quantize_row(layout.format, values.data_ptr<float>(), weights.data(), layout.params());
+  quant::quantize_row(layout.format, values.data_ptr<float>(), weights.data() + layout.w1_offset(), up);
+  quant::quantize_row(layout.format, values.data_ptr<float>(), weights.data() + layout.w3_offset(), up);
+  quant::quantize_row(layout.down_format, values.data_ptr<float>(), weights.data() + layout.w2_offset(), up);
   ExpertWork work{0, {0}, {1.f}};
   std::vector<double> t;
   for (int i = 0; i < 15; ++i) {

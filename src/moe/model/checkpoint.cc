@@ -41,9 +41,14 @@ std::vector<std::pair<std::string, std::string>> parse_safetensors_index(const s
 }
 
 std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
-  if (!fs::is_directory(dir)) FERRY_THROW(IoError, "model directory '", dir, "' does not exist");
   auto ck = std::make_unique<Checkpoint>();
   ck->dir_ = dir;
+  if (fs::is_regular_file(dir)) {  // a model file: GGUF (a checkpoint is a directory)
+    ck->gguf_ = GgufModel::open(dir);
+    ck->config_ = ck->gguf_->config();
+    return ck;
+  }
+  if (!fs::is_directory(dir)) FERRY_THROW(IoError, "model directory '", dir, "' does not exist");
   ck->config_ = load_config(dir);
   const fs::path index = fs::path(dir) / "model.safetensors.index.json";
   const fs::path single = fs::path(dir) / "model.safetensors";
@@ -80,12 +85,22 @@ TensorRef Checkpoint::find(const std::string& name) const {
 }
 
 TensorRef Checkpoint::at(const std::string& name) const {
+  if (gguf_) {
+    gguf_->shape(name);  // throws when absent
+    return {nullptr, nullptr};
+  }
   TensorRef r = find(name);
   if (!r.file) FERRY_THROW(FormatError, "tensor '", name, "' missing from checkpoint '", dir_, "'");
   return r;
 }
 
 TensorRef Checkpoint::expect(const std::string& name, const std::vector<std::int64_t>& expected_shape) const {
+  if (gguf_) {
+    if (gguf_->shape(name) != expected_shape)
+      FERRY_THROW(FormatError, "tensor '", name, "' in GGUF '", dir_, "' has shape ", shape_string(gguf_->shape(name)),
+                  ", expected ", shape_string(expected_shape), " from its metadata");
+    return {nullptr, nullptr};
+  }
   TensorRef r = at(name);
   if (r.info->shape != expected_shape)
     FERRY_THROW(FormatError, "tensor '", name, "' in '", r.file->path(), "' has shape ", shape_string(r.info->shape),
@@ -95,8 +110,12 @@ TensorRef Checkpoint::expect(const std::string& name, const std::vector<std::int
 
 void Checkpoint::read_f32(const std::string& name, const std::vector<std::int64_t>& expected_shape, float* dst) const {
   TensorRef r = expect(name, expected_shape);
-  const auto n = static_cast<std::size_t>(r.info->numel());
-  convert_to_f32(r.info->dtype, r.file->data(*r.info), dst, n);
+  std::size_t n = 1;
+  for (auto d : expected_shape) n *= static_cast<std::size_t>(d);
+  if (gguf_)
+    gguf_->read_f32(name, dst);
+  else
+    convert_to_f32(r.info->dtype, r.file->data(*r.info), dst, n);
   // A NaN or Inf weight turns every later activation into garbage text: refused at load. One
   // branch-free pass (all exponent bits set = Inf or NaN) that the compiler vectorises.
   std::uint32_t bad = 0;
@@ -108,7 +127,7 @@ void Checkpoint::read_f32(const std::string& name, const std::vector<std::int64_
   if (bad) {
     std::size_t i = 0;
     while (std::isfinite(dst[i])) ++i;
-    FERRY_THROW(FormatError, "tensor '", name, "' in '", r.file->path(), "' holds ", dst[i], " at element ", i,
+    FERRY_THROW(FormatError, "tensor '", name, "' in '", gguf_ ? dir_ : r.file->path(), "' holds ", dst[i], " at element ", i,
                 ": weights must be finite");
   }
 }

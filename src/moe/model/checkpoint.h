@@ -1,5 +1,6 @@
 // A checkpoint directory: config.json plus one safetensors file or shards listed in
-// model.safetensors.index.json ({"weight_map": {tensor: shard file}}).
+// model.safetensors.index.json ({"weight_map": {tensor: shard file}}); or a GGUF file
+// (gguf_model.h), read through the same HF tensor names. Every loader opens a model here.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "moe/model/config.h"
+#include "moe/model/gguf_model.h"
 #include "moe/model/safetensors.h"
 
 namespace ferry::moe {
@@ -28,18 +30,24 @@ std::vector<std::pair<std::string, std::string>> parse_safetensors_index(const s
 
 class Checkpoint {
  public:
-  // Opens DIR: reads config.json and maps every shard. Throws IoError / FormatError naming files.
+  // Opens DIR: reads config.json and maps every shard; or, when the path is a file, maps it as a
+  // GGUF file. Throws IoError / FormatError naming files.
   static std::unique_ptr<Checkpoint> open(const std::string& dir);
 
+  // The directory, or the GGUF file's path.
   const std::string& dir() const { return dir_; }
   const MoeConfig& config() const { return config_; }
-  bool contains(const std::string& name) const { return find(name).file != nullptr; }
+  bool contains(const std::string& name) const { return gguf_ ? gguf_->contains(name) : find(name).file != nullptr; }
+  // The GGUF file the model was opened from, or nullptr for a safetensors checkpoint.
+  const GgufModel* gguf() const { return gguf_.get(); }
+  // A safetensors tensor ({nullptr, nullptr} when absent, and always for a GGUF file).
   TensorRef find(const std::string& name) const;
   // Throws FormatError "tensor 'X' missing from checkpoint DIR" when absent.
   TensorRef at(const std::string& name) const;
   // Checks the shape and converts the tensor to float32 into `dst` (numel floats).
   void read_f32(const std::string& name, const std::vector<std::int64_t>& expected_shape, float* dst) const;
-  // Shape check only; throws FormatError naming tensor, expected and found shapes.
+  // Shape check only; throws FormatError naming tensor, expected and found shapes. The TensorRef
+  // is empty for a GGUF file.
   TensorRef expect(const std::string& name, const std::vector<std::int64_t>& expected_shape) const;
   const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
 
@@ -48,6 +56,7 @@ class Checkpoint {
   MoeConfig config_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::unordered_map<std::string, std::size_t> shard_of_;  // tensor -> index into files_
+  std::unique_ptr<GgufModel> gguf_;                         // set when opened from a GGUF file
 };
 
 }  // namespace ferry::moe

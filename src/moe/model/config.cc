@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "moe/model/config_json.h"
 #include "moe/model/family.h"
+#include "moe/model/gguf_layout.h"
 
 namespace ferry::moe {
 namespace {
@@ -196,7 +197,11 @@ MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin) {
 
 MoeConfig load_config(const std::string& dir_or_file) {
   std::string path = dir_or_file;
-  if (std::filesystem::is_directory(path)) path = (std::filesystem::path(path) / "config.json").string();
+  if (std::filesystem::is_directory(path)) {
+    path = (std::filesystem::path(path) / "config.json").string();
+  } else if (std::filesystem::is_regular_file(path) && std::filesystem::path(path).extension() != ".json") {
+    return gguf_config(quant::GgufFile::open(path));  // a model file (Checkpoint::open reads it the same way)
+  }
   std::ifstream in(path);
   if (!in) FERRY_THROW(IoError, "cannot open model config '", path, "'");
   nlohmann::json j;

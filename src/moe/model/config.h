@@ -70,7 +70,8 @@ struct MoeConfig {
   void validate(const std::string& origin) const;
 };
 
-// Reads DIR/config.json (or a path to the file). Throws IoError / FormatError naming the file.
+// Reads DIR/config.json (or a path to the file), or the metadata of a GGUF model file (any other
+// file: gguf_layout.h's gguf_config). Throws IoError / FormatError naming the file.
 MoeConfig load_config(const std::string& dir_or_file);
 MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin);
 nlohmann::json config_to_json(const MoeConfig& c);

@@ -71,6 +71,21 @@ const ModelFamily& family_of(const std::string& model_type) {
   return registry().at(model_type);  // throws, listing the known families
 }
 
+const ModelFamily* find_family_by_gguf_architecture(const std::string& arch) {
+  register_builtin_families();
+  for (const ModelFamily& f : registry().entries())
+    if (!f.gguf_architecture.empty() && f.gguf_architecture == arch) return &f;
+  return nullptr;
+}
+
+std::string gguf_architecture_names() {
+  register_builtin_families();
+  std::string out;
+  for (const ModelFamily& f : registry().entries())
+    if (!f.gguf_architecture.empty()) out += (out.empty() ? "" : ", ") + f.gguf_architecture;
+  return out;
+}
+
 std::vector<std::string> model_family_names() {
   register_builtin_families();
   std::vector<std::string> out;

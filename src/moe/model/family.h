@@ -21,6 +21,7 @@
 namespace ferry::moe {
 
 class GgufKeys;
+class GgufArchReader;
 
 // Defaults of the keys every family has, as HF's config class of the family sets them.
 struct FamilyDefaults {
@@ -72,6 +73,11 @@ struct ModelFamily {
   // refuses (InvalidArgument naming the config key) a model llama.cpp's architecture cannot load,
   // and returns one line per config value the file cannot carry (llama.cpp will compute without it).
   std::function<std::vector<std::string>(const MoeConfig&)> gguf_check = {};
+  // the inverse of gguf_metadata, for loading a GGUF file: takes the family's own "<arch>.*" keys
+  // from `keys` into config.json keys of `hf_config` (which holds the common ones) and sets what
+  // llama.cpp's architecture hard-codes (e.g. norm_topk_prob); a key it does not take is refused by
+  // name (gguf_hf_config(), gguf_layout.h).
+  std::function<void(GgufArchReader& keys, nlohmann::json& hf_config)> gguf_read_metadata = {};
 };
 
 // Registers a family; InvalidArgument if its name or an alias is taken.
@@ -82,6 +88,10 @@ void register_builtin_families();
 const ModelFamily* find_family(const std::string& model_type);
 // As find_family(); InvalidArgument "unknown model family 'X' (known: ...)" for an unknown one.
 const ModelFamily& family_of(const std::string& model_type);
+// The family whose GGUF files have general.architecture `arch`; nullptr for none.
+const ModelFamily* find_family_by_gguf_architecture(const std::string& arch);
+// Every family's GGUF architecture, "a, b, c" (error messages).
+std::string gguf_architecture_names();
 // In registration order (help texts and error messages).
 std::vector<std::string> model_family_names();
 

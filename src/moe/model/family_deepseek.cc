@@ -111,6 +111,19 @@ ModelFamily deepseek_family() {
     k.set_u32(k.arch("expert_count"), c.num_experts);
     k.set_u32(k.arch("expert_shared_count"), c.shared_expert_intermediate_size / c.intermediate_size);
   };
+  f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
+    r.take_equal("rope.dimension_count", gguf_hf_head_dim(j), "rotary embedding of whole heads");
+    if (r.take_string("rope.scaling.type", "none") != "none") r.refuse("rope.scaling.type", "implemented: none");
+    r.take_int("leading_dense_block_count", j, "first_k_dense_replace");
+    r.take_equal("vocab_size", j["vocab_size"].get<std::int64_t>(), "the rows of token_embd");
+    r.take_int("expert_feed_forward_length", j, "moe_intermediate_size");
+    if (const quant::GgufValue* scale = r.take("expert_weights_scale"))
+      if (!scale->is_number() || (scale->is_integer() ? double(scale->i) : scale->f) != 1.0)
+        r.refuse("expert_weights_scale", "DeepSeek-MoE V1 scales the routed experts' weights by 1");
+    r.take_int("expert_count", j, "n_routed_experts");
+    r.take_int("expert_shared_count", j, "n_shared_experts");
+    j["norm_topk_prob"] = false;  // llama.cpp's deepseek does not renormalise the top-k weights
+  };
   f.gguf_check = [](const MoeConfig& c) {
     gguf_refuse_rope_scaling(c, false);
     for (std::size_t k = 0; k < c.dense_layers.size(); ++k)

@@ -52,6 +52,19 @@ ModelFamily mixtral_family() {
       k.set_f32(k.arch("rope.scaling.factor"), c.rope_scaling.factor);
     }
   };
+  f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
+    r.take_int("expert_count", j, "num_local_experts");
+    r.take_equal("vocab_size", j["vocab_size"].get<std::int64_t>(), "the rows of token_embd");
+    r.take_equal("rope.dimension_count", gguf_hf_head_dim(j), "rotary embedding of whole heads");
+    const std::string scaling = r.take_string("rope.scaling.type", "none");
+    if (scaling == "linear") {
+      const quant::GgufValue* factor = r.take("rope.scaling.factor");
+      if (!factor || !factor->is_number()) r.refuse("rope.scaling.type", "linear scaling needs rope.scaling.factor");
+      j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", factor->is_integer() ? double(factor->i) : factor->f}};
+    } else if (scaling != "none") {
+      r.refuse("rope.scaling.type", "implemented: none, linear");
+    }
+  };
   f.gguf_check = [](const MoeConfig& c) {
     gguf_refuse_rope_scaling(c, /*linear_written=*/true);
     std::vector<std::string> notes;

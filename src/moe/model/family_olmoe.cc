@@ -48,6 +48,10 @@ ModelFamily olmoe_family() {
     k.set_f32(k.arch("attention.layer_norm_rms_epsilon"), 1e-5);
     if (config_has(j, "num_experts")) k.set_u32(k.arch("expert_count"), j["num_experts"].get<std::int64_t>());
   };
+  f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
+    r.take_int("expert_count", j, "num_experts");
+    j["norm_topk_prob"] = false;  // llama.cpp's olmoe does not renormalise the top-k weights
+  };
   f.gguf_check = [](const MoeConfig& c) {
     gguf_refuse_rope_scaling(c, false);
     FERRY_REQUIRE(!c.qkv_bias && !c.o_bias, "config attention_bias: llama.cpp's olmoe has no attention biases");

@@ -21,6 +21,12 @@ void qwen_moe_gguf_metadata(const MoeConfig&, const nlohmann::json& j, GgufKeys&
     k.set_u32(k.arch("expert_shared_feed_forward_length"), j["shared_expert_intermediate_size"].get<std::int64_t>());
 }
 
+// Their inverse (gguf_read_metadata): the expert count and widths back to config.json's keys.
+void qwen_moe_gguf_read(GgufArchReader& r, nlohmann::json& j) {
+  r.take_int("expert_count", j, "num_experts");
+  r.take_int("expert_feed_forward_length", j, "moe_intermediate_size");
+}
+
 ModelFamily qwen2_moe_family() {
   ModelFamily f;
   f.name = "qwen2_moe";
@@ -85,6 +91,11 @@ ModelFamily qwen2_moe_family() {
       {"model.layers.{l}.mlp.shared_expert_gate.weight", "blk.{l}.ffn_gate_inp_shexp.weight"},
   };
   f.gguf_metadata = qwen_moe_gguf_metadata;
+  f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
+    qwen_moe_gguf_read(r, j);
+    r.take_int("expert_shared_feed_forward_length", j, "shared_expert_intermediate_size");
+    j["norm_topk_prob"] = false;  // llama.cpp's qwen2moe does not renormalise the top-k weights
+  };
   f.gguf_check = [](const MoeConfig& c) {
     gguf_refuse_rope_scaling(c, false);
     FERRY_REQUIRE(c.dense_layers.empty(), "config mlp_only_layers / decoder_sparse_step: llama.cpp's qwen2moe has no "

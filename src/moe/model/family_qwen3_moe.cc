@@ -11,7 +11,9 @@
 
 namespace ferry::moe {
 
-void qwen_moe_gguf_metadata(const MoeConfig&, const nlohmann::json& j, GgufKeys& k);  // family_qwen2_moe.cc
+// family_qwen2_moe.cc
+void qwen_moe_gguf_metadata(const MoeConfig&, const nlohmann::json& j, GgufKeys& k);
+void qwen_moe_gguf_read(GgufArchReader& r, nlohmann::json& j);
 
 ModelFamily qwen3_moe_family() {
   ModelFamily f;
@@ -54,6 +56,10 @@ ModelFamily qwen3_moe_family() {
       {"model.layers.{l}.mlp.experts.{e}.up_proj.weight", "blk.{l}.ffn_up_exps.weight"},
   };
   f.gguf_metadata = qwen_moe_gguf_metadata;
+  f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
+    qwen_moe_gguf_read(r, j);
+    j["norm_topk_prob"] = true;  // llama.cpp's qwen3moe renormalises the top-k weights
+  };
   f.gguf_check = [](const MoeConfig& c) {
     gguf_refuse_rope_scaling(c, false);
     FERRY_REQUIRE(c.dense_layers.empty(), "config mlp_only_layers / decoder_sparse_step: llama.cpp's qwen3moe has no "

@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -121,5 +122,48 @@ std::vector<std::string> gguf_check_supported(const MoeConfig& config);
 // For a family's gguf_check: refuses rope scaling other than none (and linear when the family's
 // metadata writes it).
 void gguf_refuse_rope_scaling(const MoeConfig& config, bool linear_written);
+
+// ---------------------------------------------------------------------------------------------
+// Reading a GGUF file back (the loader, gguf_model.h)
+
+// The "<arch>.*" keys of a GGUF file, taken one by one into config.json keys (the inverse of
+// gguf_model_metadata and of each family's gguf_metadata). A key nobody takes is refused by name
+// (refuse_untaken), as config.json refuses keys it does not know.
+class GgufArchReader {
+ public:
+  // `file` outlives the reader (both are locals of gguf_hf_config's caller).
+  GgufArchReader(const quant::GgufFile& file, std::string arch);
+  const std::string& arch() const { return arch_; }
+  // "<arch>.<name>", marked as taken; nullptr when absent.
+  const quant::GgufValue* take(std::string_view name);
+  // An integer >= 0 into hf[hf_key] when present (required: FormatError when absent).
+  void take_int(std::string_view name, nlohmann::json& hf, const char* hf_key, bool required = false);
+  // A number into hf[hf_key] when present.
+  void take_number(std::string_view name, nlohmann::json& hf, const char* hf_key);
+  // An integer key that, when present, must equal `expected` (else refused, naming `what`).
+  void take_equal(std::string_view name, std::int64_t expected, const std::string& what);
+  // A string key, or `fallback` when absent.
+  std::string take_string(std::string_view name, const std::string& fallback);
+  // FormatError "GGUF 'PATH': key '<arch>.NAME' = VALUE is not implemented (WHY)".
+  [[noreturn]] void refuse(std::string_view name, const std::string& why) const;
+  // Refuses the first "<arch>.*" key not taken.
+  void refuse_untaken() const;
+
+ private:
+  const quant::GgufFile* file_;
+  std::string arch_;
+  std::set<std::string, std::less<>> taken_;  // full keys
+};
+
+// The config.json of a GGUF file: the family found by general.architecture (registry), the common
+// keys here, the family's own by its gguf_read_metadata, the vocabulary size from token_embd, tied
+// embeddings when there is no output.weight, "ferry_tokenizer": "byte" for ferry's byte vocabulary.
+// FormatError naming the file and the key for an unknown architecture or a key no one takes.
+nlohmann::json gguf_hf_config(const quant::GgufFile& file);
+// config_from_json of gguf_hf_config, the file's path as origin.
+MoeConfig gguf_config(const quant::GgufFile& file);
+// The head width a config.json implies (head_dim, else hidden_size / num_attention_heads); 0 when
+// it cannot tell.
+int gguf_hf_head_dim(const nlohmann::json& hf);
 
 }  // namespace ferry::moe

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "moe/model/bpe_tokenizer.h"
 #include "moe/model/byte_level.h"
+#include "moe/model/gguf_tokenizer.h"
 
 namespace ferry::moe {
 
@@ -35,6 +36,7 @@ TokenizerVocab ByteTokenizer::vocabulary() const {
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const std::string& config_tokenizer,
                                           int vocab_size) {
+  if (std::filesystem::is_regular_file(dir)) return load_gguf_tokenizer(quant::GgufFile::open(dir));  // a GGUF model
   const auto sp = std::filesystem::path(dir) / "tokenizer.model";
   const auto hf = std::filesystem::path(dir) / "tokenizer.json";
   if (config_tokenizer == "byte") return std::make_unique<ByteTokenizer>();

@@ -64,7 +64,8 @@ std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::string& model
 
 // The tokenizer of a model directory: byte-level when config.json says "ferry_tokenizer": "byte";
 // else tokenizer.model (SentencePiece) when present; else tokenizer.json (byte-level BPE) when
-// present; else byte-level when the vocabulary is 256. Throws IoError naming what is missing,
+// present; else byte-level when the vocabulary is 256. A GGUF model file (`dir` a file): the
+// tokenizer it stores (gguf_tokenizer.h). Throws IoError naming what is missing,
 // FormatError for a tokenizer file ferry cannot read.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const std::string& config_tokenizer,
                                           int vocab_size);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "moe/quant/quant_type.h"
 
@@ -29,24 +30,40 @@ inline double format_bytes_per_param(quant::QuantType format) {
 }
 
 // The host pool's layout: [w1 (I x H) | w3 (I x H) | w2 (H x I)] in one contiguous block of
-// `format` rows, so that moving an expert is one byte span.
+// rows, so that moving an expert is one byte span. w1 and w3 are in `format`, w2 in `down_format`
+// (equal unless the experts come from a GGUF file whose ffn_down is stored in another type, as
+// llama.cpp's Q4_K_M stores it in Q6_K).
 struct ExpertLayout {
   std::int64_t hidden = 0;        // H
   std::int64_t intermediate = 0;  // I
-  quant::QuantType format = quant::QuantType::kF32;
+  quant::QuantType format = quant::QuantType::kF32;       // w1 and w3
+  quant::QuantType down_format = quant::QuantType::kF32;  // w2
+
+  ExpertLayout() = default;
+  // One format for all three projections unless `down` is given.
+  ExpertLayout(std::int64_t h, std::int64_t i, quant::QuantType f) : hidden(h), intermediate(i), format(f), down_format(f) {}
+  ExpertLayout(std::int64_t h, std::int64_t i, quant::QuantType f, quant::QuantType down)
+      : hidden(h), intermediate(i), format(f), down_format(down) {}
 
   // Bytes of w1 (or w3): I rows of H weights; of w2: H rows of I weights.
   std::uint64_t up_bytes() const {
     return quant::quant_matrix_bytes(format, static_cast<std::size_t>(intermediate), static_cast<std::size_t>(hidden));
   }
   std::uint64_t down_bytes() const {
-    return quant::quant_matrix_bytes(format, static_cast<std::size_t>(hidden), static_cast<std::size_t>(intermediate));
+    return quant::quant_matrix_bytes(down_format, static_cast<std::size_t>(hidden),
+                                     static_cast<std::size_t>(intermediate));
   }
   std::uint64_t w1_offset() const { return 0; }  // in bytes
   std::uint64_t w3_offset() const { return up_bytes(); }
   std::uint64_t w2_offset() const { return 2 * up_bytes(); }
   std::uint64_t bytes() const { return 2 * up_bytes() + down_bytes(); }
   std::uint64_t params() const { return expert_params(hidden, intermediate); }
+  // The format name, "Q4_K" or "Q4_K+Q6_K" (w1/w3 + w2).
+  std::string format_name() const {
+    std::string s = quant::quant_name(format);
+    if (down_format != format) s += std::string("+") + quant::quant_name(down_format);
+    return s;
+  }
 };
 
 }  // namespace ferry::moe

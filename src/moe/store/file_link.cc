@@ -37,8 +37,11 @@ class FileLink : public Link {
     FERRY_REQUIRE(ck_ != nullptr, "the file link needs the checkpoint");
     // A safetensors checkpoint holds float experts; a quantized format would be quantized on
     // every transfer. Streaming quantized experts reads them from a GGUF file as stored.
-    FERRY_REQUIRE(layout_.format == quant::QuantType::kF32, "--link file streams float32 experts from a safetensors ",
-                  "checkpoint; experts in ", quant::quant_name(layout_.format), " need the host pool (another --link)");
+    FERRY_REQUIRE(ck_->gguf() == nullptr, "--link file streams float32 experts from a safetensors checkpoint; the ",
+                  "experts of GGUF file '", ck_->dir(), "' need the host pool (another --link)");
+    FERRY_REQUIRE(layout_.format == quant::QuantType::kF32 && layout_.down_format == quant::QuantType::kF32,
+                  "--link file streams float32 experts from a safetensors checkpoint; experts in ",
+                  layout_.format_name(), " need the host pool (another --link)");
     chunk_ = std::max<std::uint64_t>(kAlign, spec.chunk_bytes / kAlign * kAlign);
     void* p = nullptr;
     if (posix_memalign(&p, kAlign, chunk_ + 2 * kAlign) != 0) FERRY_THROW(IoError, "cannot allocate the O_DIRECT buffer");

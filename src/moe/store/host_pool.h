@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -16,14 +18,23 @@
 
 namespace ferry::moe {
 
+// The formats the experts of `ck` are stored in, (w1 and w3, w2): float32 for a safetensors
+// checkpoint; for a GGUF file the types of its ffn_{gate,up,down}_exps tensors, which must be one
+// type for gate and up, one for down across the layers, and a type the engine computes on
+// (quant_type_computed) — else InvalidArgument naming the tensors and types (and --weights, which
+// converts them).
+std::pair<quant::QuantType, quant::QuantType> expert_formats_as_stored(const Checkpoint& ck);
+
 class HostPool {
  public:
   // Reads every expert of `ck` and stores it in `format` (float32 as read; a block format
   // quantized row by row with the reference quantizers, moe/quant/quantize.h). Checks shapes
   // (FormatError naming a tensor) and that rows are whole blocks of `format` (InvalidArgument).
   // with_data false: the shapes are checked, nothing is read or allocated.
+  // No format: as stored (expert_formats_as_stored). A projection that a GGUF file stores in the
+  // pool's format is copied block for block; any other is dequantized and quantized again.
   static std::unique_ptr<HostPool> load(const Checkpoint& ck, bool with_data = true,
-                                        quant::QuantType format = quant::QuantType::kF32);
+                                        std::optional<quant::QuantType> format = std::nullopt);
 
   bool has_data() const { return !data_.empty(); }
   const std::byte* expert(ExpertId id) const {

@@ -1,0 +1,147 @@
+#include "moe/model/gguf_tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "moe/model/bpe_tokenizer.h"
+#include "moe/model/byte_level.h"
+#include "moe/model/pre_tokenizer.h"
+
+namespace ferry::moe {
+
+using quant::GgufType;
+using quant::GgufValue;
+
+namespace {
+
+const std::vector<std::string>& gguf_strings(const quant::GgufFile& f, const char* key) {
+  const GgufValue& v = f.get(key);
+  if (v.type != GgufType::kArray || v.element_type != GgufType::kString)
+    FERRY_THROW(FormatError, "GGUF '", f.path(), "': key '", key, "' must be an array of strings");
+  return v.strings;
+}
+
+// tokenizer.ggml.token_type, one per token (kNormal when the key is absent).
+std::vector<TokenType> gguf_token_types(const quant::GgufFile& f, std::size_t n) {
+  std::vector<TokenType> types(n, TokenType::kNormal);
+  const GgufValue* v = f.find("tokenizer.ggml.token_type");
+  if (!v) return types;
+  if (v->type != GgufType::kArray || v->array_size() != n || v->element_type == GgufType::kString)
+    FERRY_THROW(FormatError, "GGUF '", f.path(), "': tokenizer.ggml.token_type must hold one integer per token (", n,
+                ")");
+  for (std::size_t i = 0; i < n; ++i) {
+    const double t = v->numbers[i];
+    if (t < 1 || t > 6 || t != static_cast<int>(t))
+      FERRY_THROW(FormatError, "GGUF '", f.path(), "': tokenizer.ggml.token_type[", i, "] = ", t, " is not 1..6");
+    types[i] = static_cast<TokenType>(static_cast<int>(t));
+  }
+  return types;
+}
+
+bool gguf_bool_or(const quant::GgufFile& f, const char* key, bool fallback) {
+  const GgufValue* v = f.find(key);
+  if (!v) return fallback;
+  if (v->type != GgufType::kBool) FERRY_THROW(FormatError, "GGUF '", f.path(), "': key '", key, "' must be a bool");
+  return v->b;
+}
+
+// llama.cpp's pre-tokenizer of tokenizer.ggml.pre as a tokenizer.json pre_tokenizer.
+nlohmann::json gguf_pre_tokenizer(const quant::GgufFile& f) {
+  const GgufValue* v = f.find("tokenizer.ggml.pre");
+  const std::string pre = v && v->type == GgufType::kString ? v->s : "default";
+  const nlohmann::json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+  if (pre == "default" || pre == "gpt2" || pre == "olmo") return byte_level;
+  if (pre == "qwen2") {
+    nlohmann::json no_regex = byte_level;
+    no_regex["use_regex"] = false;
+    const char* regex =
+        R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    return {{"type", "Sequence"},
+            {"pretokenizers",
+             {{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}},
+              no_regex}}};
+  }
+  FERRY_THROW(FormatError, "GGUF '", f.path(), "': tokenizer.ggml.pre '", pre,
+              "' is not implemented (ferry builds default, gpt2, olmo and qwen2)");
+}
+
+}  // namespace
+
+bool gguf_byte_vocabulary(const quant::GgufFile& f) {
+  const GgufValue* model = f.find("tokenizer.ggml.model");
+  if (!model || model->type != GgufType::kString || model->s != "gpt2") return false;
+  if (const GgufValue* merges = f.find("tokenizer.ggml.merges"); merges && merges->array_size() != 0) return false;
+  const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
+  if (!tokens || tokens->type != GgufType::kArray || tokens->element_type != GgufType::kString ||
+      tokens->strings.size() < 256)
+    return false;
+  const std::vector<TokenType> types = gguf_token_types(f, tokens->strings.size());
+  for (std::size_t id = 0; id < tokens->strings.size(); ++id) {
+    if (id >= 256) {
+      if (types[id] != TokenType::kUnused) return false;
+      continue;
+    }
+    const char byte = static_cast<char>(id);
+    if (tokens->strings[id] != byte_level_encode(std::string_view(&byte, 1))) return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Tokenizer> load_gguf_tokenizer(const quant::GgufFile& f) {
+  const std::string model = f.get_string("tokenizer.ggml.model");
+  if (model != "gpt2")
+    FERRY_THROW(FormatError, "GGUF '", f.path(), "': tokenizer.ggml.model '", model, "' is not implemented (ferry builds ",
+                "gpt2, byte-level BPE, from a GGUF file; a SentencePiece tokenizer needs its tokenizer.model)");
+  if (gguf_byte_vocabulary(f)) return std::make_unique<ByteTokenizer>();
+  const std::vector<std::string>& tokens = gguf_strings(f, "tokenizer.ggml.tokens");
+  const std::vector<TokenType> types = gguf_token_types(f, tokens.size());
+  // The tokenizer.json this vocabulary was converted from, as far as the file records it.
+  nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
+  for (std::size_t id = 0; id < tokens.size(); ++id) {
+    switch (types[id]) {
+      case TokenType::kNormal: vocab[tokens[id]] = id; break;
+      case TokenType::kControl:
+      case TokenType::kUserDefined: {
+        const bool special = types[id] == TokenType::kControl;
+        added.push_back({{"id", id}, {"content", tokens[id]}, {"single_word", false}, {"lstrip", false},
+                         {"rstrip", false}, {"normalized", !special}, {"special", special}});
+        break;
+      }
+      case TokenType::kUnused: break;
+      default:
+        FERRY_THROW(FormatError, "GGUF '", f.path(), "': token ", id, " '", tokens[id], "' has type ",
+                    static_cast<int>(types[id]), ", which a gpt2 vocabulary does not have");
+    }
+  }
+  nlohmann::json merges = nlohmann::json::array();
+  if (f.find("tokenizer.ggml.merges"))
+    for (const std::string& m : gguf_strings(f, "tokenizer.ggml.merges")) merges.push_back(m);
+  nlohmann::json post = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+  if (gguf_bool_or(f, "tokenizer.ggml.add_bos_token", false)) {
+    const std::int64_t bos = f.get_int("tokenizer.ggml.bos_token_id");
+    if (bos < 0 || bos >= static_cast<std::int64_t>(tokens.size()))
+      FERRY_THROW(FormatError, "GGUF '", f.path(), "': tokenizer.ggml.bos_token_id ", bos, " is not a token");
+    const std::string& name = tokens[static_cast<std::size_t>(bos)];
+    post = {{"type", "TemplateProcessing"},
+            {"single", {{{"SpecialToken", {{"id", name}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+            {"pair", nlohmann::json::array()},
+            {"special_tokens", {{name, {{"id", name}, {"ids", {bos}}, {"tokens", {name}}}}}}};
+  }
+  const nlohmann::json j = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", gguf_pre_tokenizer(f)},
+      {"post_processor", post},
+      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"model",
+       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
+        {"vocab", vocab}, {"merges", merges}}}};
+  return parse_bpe_tokenizer_json(j.dump(), f.path());
+}
+
+}  // namespace ferry::moe

@@ -1,0 +1,25 @@
+// The tokenizer stored in a GGUF file (tokenizer.ggml.*, as gguf_tokenizer_metadata writes it),
+// built with ferry's tokenizer classes:
+//   - model "gpt2" whose first 256 tokens are GPT-2's byte symbols, without merges and with every
+//     other token unused: ferry's byte vocabulary (ByteTokenizer);
+//   - model "gpt2" with merges: byte-level BPE (bpe_tokenizer.h) from tokens, merges and types
+//     (normal tokens are the BPE vocabulary, control and user-defined ones added tokens, unused
+//     ones skipped), the pre-tokenizer of tokenizer.ggml.pre as llama.cpp's llama-vocab.cpp
+//     defines it for "default"/"gpt2"/"olmo" (GPT-2's regex) and "qwen2" (Qwen2's tokenizer.json
+//     regex), a BOS prepended when tokenizer.ggml.add_bos_token is true.
+// Any other model ("llama": SentencePiece, whose model ferry builds from tokenizer.model only) or
+// pre-tokenizer is refused with a FormatError naming the file and the value.
+#pragma once
+
+#include <memory>
+
+#include "moe/model/tokenizer.h"
+#include "moe/quant/gguf_file.h"
+
+namespace ferry::moe {
+
+// Whether the file holds ferry's byte vocabulary.
+bool gguf_byte_vocabulary(const quant::GgufFile& file);
+std::unique_ptr<Tokenizer> load_gguf_tokenizer(const quant::GgufFile& file);
+
+}  // namespace ferry::moe
