@@ -1,5 +1,7 @@
 // A GGUF file's metadata read back as the config.json it was written from (gguf_layout.h): the
 // inverse of gguf_model_metadata here, of each family's gguf_metadata in its own file.
+#include <charconv>
+#include <cstdlib>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -59,7 +61,17 @@ void GgufArchReader::take_number(std::string_view name, nlohmann::json& hf, cons
   const GgufValue* v = take(name);
   if (!v) return;
   if (!v->is_number()) refuse(name, "expected a number");
-  hf[hf_key] = v->is_integer() ? static_cast<double>(v->i) : v->f;
+  if (v->is_integer()) {
+    hf[hf_key] = static_cast<double>(v->i);
+  } else if (v->type == GgufType::kF32) {
+    // The shortest decimal that is this float, as config.json spelled it (1e-05, not
+    // 9.999999747378752e-06): the converter wrote the config's double as an f32.
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof text, static_cast<float>(v->f)).ptr;
+    hf[hf_key] = std::strtod(std::string(text, end).c_str(), nullptr);
+  } else {
+    hf[hf_key] = v->f;
+  }
 }
 
 void GgufArchReader::take_equal(std::string_view name, std::int64_t expected, const std::string& what) {
