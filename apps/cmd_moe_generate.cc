@@ -74,7 +74,7 @@ MoeSubcommand add_generate_command(CLI::App& moe) {
   auto flags = std::make_shared<GenerateFlags>();
   auto& f = *flags;
   auto* gen = moe.add_subcommand("generate", "generate text with experts offloaded under a device budget");
-  gen->add_option("--model", f.model, "model directory")->required();
+  gen->add_option("--model", f.model, "model directory or GGUF file")->required();
   gen->add_option("--prompt", f.prompt, "prompt text")->capture_default_str();
   add_engine_flags(*gen, f.engine);
   gen->add_option("--tokens", f.tokens, "tokens to generate")->capture_default_str();

@@ -124,7 +124,7 @@ MoeSubcommand add_logits_command(CLI::App& moe) {
   auto flags = std::make_shared<LogitsFlags>();
   auto& f = *flags;
   auto* c = moe.add_subcommand("logits", "teacher-forced logits of token sequences (prefill, then decode steps), as .npy");
-  c->add_option("--model", f.model, "model directory")->required();
+  c->add_option("--model", f.model, "model directory or GGUF file")->required();
   c->add_option("--tokens", f.tokens, "JSON file: [[id, ...], ...], sequences of equal length")->required();
   c->add_option("--out", f.out, ".npy file of float32 [sequences, tokens, vocab]")->required();
   c->add_option("--prompt", f.prompt, "tokens of the prefill; the rest are decode steps")->capture_default_str();

@@ -94,7 +94,7 @@ MoeSubcommand add_serve_command(CLI::App& moe) {
   auto flags = std::make_shared<ServeFlags>();
   auto& f = *flags;
   auto* c = moe.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat) with continuous batching");
-  c->add_option("--model", f.model, "model directory")->required();
+  c->add_option("--model", f.model, "model directory or GGUF file")->required();
   add_engine_flags(*c, f.engine);
   c->add_option("--host", f.serve.host, "address to listen on (loopback by default)")->capture_default_str();
   c->add_option("--port", f.serve.port, "TCP port (0 = any free port)")->check(CLI::Range(0, 65535))->capture_default_str();

@@ -56,7 +56,7 @@ MoeSubcommand add_trace_command(CLI::App& moe) {
   auto flags = std::make_shared<TraceFlags>();
   auto& f = *flags;
   auto* tr = moe.add_subcommand("trace", "record routing per token and layer (JSONL + hidden states)");
-  tr->add_option("--model", f.model, "model directory")->required();
+  tr->add_option("--model", f.model, "model directory or GGUF file")->required();
   tr->add_option("--corpus", f.corpus, "text file or folder (default: the Python standard library)");
   tr->add_option("--out", f.out, "JSONL file to write (hidden states go to FILE.hidden.bin)")->required();
   tr->add_option("--sequences", f.sequences, "sequences to trace")->capture_default_str();
