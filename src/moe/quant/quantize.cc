@@ -228,46 +228,55 @@ float fit_scale_symmetric(int n, int nmax, const float* x, std::int8_t* L) {
   return scale;
 }
 
+// The part Q4_K and Q5_K share (ggml's quantize_row_q4_K_ref / q5_K_ref): each of the 8
+// sub-blocks of 32 gets a (scale, min) fit over levels 0..nmax (fit_scale_min with rmin, nstep),
+// the 8 pairs are packed as 6-bit values under the super-block's d and dmin, and L receives every
+// weight's level under the packed pair.
+template <typename Block>
+void fit_k_super_block(const float* x, int nmax, float rmin, int nstep, Block& b, std::uint8_t* L) {
+  float weights[32], mins[kQK_K / 32], scales[kQK_K / 32];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < kQK_K / 32; ++j) {
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+    const float av_x = std::sqrt(sum_x2 / 32);
+    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+    scales[j] = fit_scale_min(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], rmin, 0.1f, nstep);
+    max_scale = std::max(max_scale, scales[j]);
+    max_min = std::max(max_min, mins[j]);
+  }
+  const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+  const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+  for (int j = 0; j < kQK_K / 32; ++j) {
+    const auto ls = static_cast<std::uint8_t>(std::min<int>(63, static_cast<std::uint8_t>(nearest_int(inv_scale * scales[j]))));
+    const auto lm = static_cast<std::uint8_t>(std::min<int>(63, static_cast<std::uint8_t>(nearest_int(inv_min * mins[j]))));
+    if (j < 4) {
+      b.scales[j] = ls;
+      b.scales[j + 4] = lm;
+    } else {
+      b.scales[j + 4] = static_cast<std::uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
+      b.scales[j - 4] |= static_cast<std::uint8_t>((ls >> 4) << 6);
+      b.scales[j] |= static_cast<std::uint8_t>((lm >> 4) << 6);
+    }
+  }
+  b.d = float_to_half(max_scale / 63.f);
+  b.dmin = float_to_half(max_min / 63.f);
+  for (int j = 0; j < kQK_K / 32; ++j) {
+    std::uint8_t sc, m;
+    q4_k_scale_min(j, b.scales, sc, m);
+    const float d = half_to_float(b.d) * sc;
+    if (d == 0) continue;
+    const float dm = half_to_float(b.dmin) * m;
+    for (int ii = 0; ii < 32; ++ii)
+      L[32 * j + ii] = static_cast<std::uint8_t>(std::max(0, std::min(nmax, nearest_int((x[32 * j + ii] + dm) / d))));
+  }
+}
+
 void quantize_q4_k(const float* x, unsigned char* out, std::size_t nb) {
   std::uint8_t L[kQK_K];
-  float weights[32], mins[kQK_K / 32], scales[kQK_K / 32];
   for (std::size_t i = 0; i < nb; ++i, x += kQK_K) {
-    float max_scale = 0, max_min = 0;
-    for (int j = 0; j < kQK_K / 32; ++j) {
-      float sum_x2 = 0;
-      for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
-      const float av_x = std::sqrt(sum_x2 / 32);
-      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-      scales[j] = fit_scale_min(32, 15, x + 32 * j, weights, L + 32 * j, &mins[j], -1.f, 0.1f, 20);
-      max_scale = std::max(max_scale, scales[j]);
-      max_min = std::max(max_min, mins[j]);
-    }
     BlockQ4_K b{};
-    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
-    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-    for (int j = 0; j < kQK_K / 32; ++j) {
-      const auto ls = static_cast<std::uint8_t>(std::min<int>(63, static_cast<std::uint8_t>(nearest_int(inv_scale * scales[j]))));
-      const auto lm = static_cast<std::uint8_t>(std::min<int>(63, static_cast<std::uint8_t>(nearest_int(inv_min * mins[j]))));
-      if (j < 4) {
-        b.scales[j] = ls;
-        b.scales[j + 4] = lm;
-      } else {
-        b.scales[j + 4] = static_cast<std::uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
-        b.scales[j - 4] |= static_cast<std::uint8_t>((ls >> 4) << 6);
-        b.scales[j] |= static_cast<std::uint8_t>((lm >> 4) << 6);
-      }
-    }
-    b.d = float_to_half(max_scale / 63.f);
-    b.dmin = float_to_half(max_min / 63.f);
-    for (int j = 0; j < kQK_K / 32; ++j) {
-      std::uint8_t sc, m;
-      q4_k_scale_min(j, b.scales, sc, m);
-      const float d = half_to_float(b.d) * sc;
-      if (d == 0) continue;
-      const float dm = half_to_float(b.dmin) * m;
-      for (int ii = 0; ii < 32; ++ii)
-        L[32 * j + ii] = static_cast<std::uint8_t>(std::max(0, std::min(15, nearest_int((x[32 * j + ii] + dm) / d))));
-    }
+    fit_k_super_block(x, 15, -1.f, 20, b, L);
     std::uint8_t* q = b.qs;
     for (int j = 0; j < kQK_K; j += 64, q += 32)
       for (int l = 0; l < 32; ++l) q[l] = static_cast<std::uint8_t>(L[j + l] | (L[j + l + 32] << 4));
@@ -279,44 +288,9 @@ void quantize_q4_k(const float* x, unsigned char* out, std::size_t nb) {
 // scales from nmax − 0.5 instead of 21 from nmax − 1.
 void quantize_q5_k(const float* x, unsigned char* out, std::size_t nb) {
   std::uint8_t L[kQK_K];
-  float weights[32], mins[kQK_K / 32], scales[kQK_K / 32];
   for (std::size_t i = 0; i < nb; ++i, x += kQK_K) {
-    float max_scale = 0, max_min = 0;
-    for (int j = 0; j < kQK_K / 32; ++j) {
-      float sum_x2 = 0;
-      for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
-      const float av_x = std::sqrt(sum_x2 / 32);
-      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-      scales[j] = fit_scale_min(32, 31, x + 32 * j, weights, L + 32 * j, &mins[j], -0.5f, 0.1f, 15);
-      max_scale = std::max(max_scale, scales[j]);
-      max_min = std::max(max_min, mins[j]);
-    }
     BlockQ5_K b{};
-    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
-    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-    for (int j = 0; j < kQK_K / 32; ++j) {
-      const auto ls = static_cast<std::uint8_t>(std::min<int>(63, static_cast<std::uint8_t>(nearest_int(inv_scale * scales[j]))));
-      const auto lm = static_cast<std::uint8_t>(std::min<int>(63, static_cast<std::uint8_t>(nearest_int(inv_min * mins[j]))));
-      if (j < 4) {
-        b.scales[j] = ls;
-        b.scales[j + 4] = lm;
-      } else {
-        b.scales[j + 4] = static_cast<std::uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
-        b.scales[j - 4] |= static_cast<std::uint8_t>((ls >> 4) << 6);
-        b.scales[j] |= static_cast<std::uint8_t>((lm >> 4) << 6);
-      }
-    }
-    b.d = float_to_half(max_scale / 63.f);
-    b.dmin = float_to_half(max_min / 63.f);
-    for (int j = 0; j < kQK_K / 32; ++j) {
-      std::uint8_t sc, m;
-      q4_k_scale_min(j, b.scales, sc, m);
-      const float d = half_to_float(b.d) * sc;
-      if (d == 0) continue;
-      const float dm = half_to_float(b.dmin) * m;
-      for (int ii = 0; ii < 32; ++ii)
-        L[32 * j + ii] = static_cast<std::uint8_t>(std::max(0, std::min(31, nearest_int((x[32 * j + ii] + dm) / d))));
-    }
+    fit_k_super_block(x, 31, -0.5f, 15, b, L);
     std::uint8_t* ql = b.qs;
     std::uint8_t m1 = 1, m2 = 2;
     for (int n = 0; n < kQK_K; n += 64, ql += 32) {
