@@ -44,6 +44,7 @@ std::string bench_header(const BenchOptions& o) {
   eo.device_mem = o.budgets.front();
   eo.link = o.link;
   eo.compute = o.compute;
+  eo.weights = o.weights;
   eo.policy = o.policies.front().substr(0, o.policies.front().find(':'));  // "prescope:PREDICTOR" -> prescope
   auto eng = MoeEngine::open(o.model_dir, eo);
   return "ferry moe bench on " + o.model_dir + ": " + eng->describe() + "; prompt " + std::to_string(o.prompt_tokens) +

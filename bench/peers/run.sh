@@ -108,11 +108,13 @@ for t in json.load(open(sys.argv[1])):
     test = "decode" if t["n_gen"] > 0 else "prefill%d" % t["n_prompt"]
     print(",".join([sys.argv[2], sys.argv[3], "llama.cpp", test, "1", sys.argv[4], "%.3f" % t["avg_ts"]]))
 EOF
-      read -r dec pre64 < <(ferry_run "$shape" "$f" 1 64 32)
-      echo "$shape,$f,ferry,decode,1,$rep,$dec" >>"$csv"
-      echo "$shape,$f,ferry,prefill64,1,$rep,$pre64" >>"$csv"
-      read -r _ pre512 < <(ferry_run "$shape" "$f" 1 512 2)
-      echo "$shape,$f,ferry,prefill512,1,$rep,$pre512" >>"$csv"
+      # A failed run is reported on stderr and leaves its cells empty; the others go on.
+      dec="" pre64="" pre512=""
+      read -r dec pre64 < <(ferry_run "$shape" "$f" 1 64 32) || true
+      [ -n "$dec" ] && echo "$shape,$f,ferry,decode,1,$rep,$dec" >>"$csv"
+      [ -n "$pre64" ] && echo "$shape,$f,ferry,prefill64,1,$rep,$pre64" >>"$csv"
+      read -r _ pre512 < <(ferry_run "$shape" "$f" 1 512 2) || true
+      [ -n "$pre512" ] && echo "$shape,$f,ferry,prefill512,1,$rep,$pre512" >>"$csv"
       # Batched decode: B sequences of a 64-token prompt, 32 new tokens each.
       llama "$PEERS/bin/llama-batched-bench" -m "$gguf" -c 4096 -b 2048 -ub 512 -npp 64 -ntg 32 -npl 4,16 \
         -t "$THREADS" --output-format jsonl 2>/dev/null >"$OUT/llama_batched_${shape}_${f}_$rep.jsonl" || true
@@ -125,8 +127,9 @@ for line in open(sys.argv[1]):
         print(",".join([sys.argv[2], sys.argv[3], "llama.cpp", "decode", str(r["pl"]), sys.argv[4], "%.3f" % r["speed_tg"]]))
 EOF
       for b in 4 16; do
-        read -r dec _ < <(ferry_run "$shape" "$f" "$b" 64 32)
-        echo "$shape,$f,ferry,decode,$b,$rep,$dec" >>"$csv"
+        dec=""
+        read -r dec _ < <(ferry_run "$shape" "$f" "$b" 64 32) || true
+        [ -n "$dec" ] && echo "$shape,$f,ferry,decode,$b,$rep,$dec" >>"$csv"
       done
     done
   done

@@ -32,4 +32,9 @@ expect_cli_error "$tmp/text.gguf" "$ferry" "${gen[@]}" --model "$tmp/text.gguf"
 expect_cli_error "'blk.0.ffn_gate_exps.weight' is stored in Q5_0" "$ferry" "${gen[@]}" --model "$tmp/Q4_K_M.gguf"
 "$ferry" "${gen[@]}" --model "$tmp/Q4_K_M.gguf" --weights Q8_0 >"$tmp/km.txt" 2>&1 && echo "ok: Q4_K_M.gguf --weights Q8_0" \
   || { echo "FAIL: Q4_K_M.gguf --weights Q8_0"; cat "$tmp/km.txt"; failures=$((failures + 1)); }
+# bench and serve open a second engine for their calibration counts: it takes --weights too.
+"$ferry" moe bench --model "$tmp/Q4_K_M.gguf" --weights Q8_0 --policies lru,static-hot --device-mem 50% --link none \
+  --compute none --batch 1 --tokens 2 --prompt-tokens 4 --corpus '' --out "$tmp/bench" >"$tmp/bench.txt" 2>&1 \
+  && echo "ok: bench Q4_K_M.gguf --weights Q8_0" \
+  || { echo "FAIL: bench Q4_K_M.gguf --weights Q8_0"; cat "$tmp/bench.txt"; failures=$((failures + 1)); }
 exit $failures

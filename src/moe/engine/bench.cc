@@ -59,8 +59,9 @@ TokenBatch make_prompts(const std::string& model_dir, const std::string& corpus,
 }
 
 std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, const std::string& corpus, int tokens,
-                                              std::uint64_t seed) {
+                                              std::uint64_t seed, const std::string& weights) {
   EngineOptions eo;
+  eo.weights = weights;
   eo.policy = "lru";
   eo.device_mem = "100%";
   eo.link = "none";
@@ -86,7 +87,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
   for (int b : o.batches) FERRY_REQUIRE(b >= 1, "--batch values must be positive, got ", b);
   FERRY_REQUIRE(o.new_tokens >= 2, "--tokens must be at least 2 (one prefill, one decode step)");
   // Routing counts from calibration text (not the prompts), for the static placements.
-  const std::vector<std::uint64_t> counts = calibration_counts(o.model_dir, o.corpus, o.calibration_tokens, o.seed + 99);
+  const std::vector<std::uint64_t> counts = calibration_counts(o.model_dir, o.corpus, o.calibration_tokens, o.seed + 99, o.weights);
   std::vector<BenchRow> rows;
   const std::vector<std::string> policies = join_spec_items(o.policies);  // a spec's keys were split off on ','
   for (const auto& p : policies) make_policy(p);  // a bad spec fails before any run

@@ -81,8 +81,9 @@ OverheadResult measure_overhead(const std::string& model_dir, int batch, int pro
 // Routing counts [layer * E + e] of `tokens` calibration tokens for the static placements
 // (static-hot, fiddler: PolicyOptions::expert_counts): from the last quarter of the corpus, which
 // make_prompts() never takes prompts from, or random tokens drawn with `seed` when corpus is empty.
+// `weights`: the experts' format (EngineOptions::weights; a GGUF file may need one).
 std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, const std::string& corpus, int tokens,
-                                              std::uint64_t seed);
+                                              std::uint64_t seed, const std::string& weights = "");
 
 // B prompts of `len` tokens: windows of the corpus text (or random tokens when corpus is empty).
 TokenBatch make_prompts(const std::string& model_dir, const std::string& corpus, int batch, int len,
