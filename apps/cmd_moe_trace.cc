@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/corpus_sequences.h"
+#include "apps/engine_flags.h"
 #include "apps/moe_subcommands.h"
 #include "core/corpus.h"
 #include "moe/engine/engine.h"
@@ -20,7 +21,7 @@ namespace {
 using namespace ferry::moe;
 
 struct TraceFlags {
-  std::string model, corpus, out, dataset = "ferry";
+  std::string model, corpus, out, dataset = "ferry", weights;
   int sequences = 16, tokens = 256;
   bool no_hidden = false;
 };
@@ -37,6 +38,7 @@ int run_trace(TraceFlags& f) {
     eo.link = "none";
     eo.compute = "none";
     eo.preload = true;
+    eo.weights = f.weights;
     auto eng = MoeEngine::open(f.model, eo);
     TraceRecorder rec(eng.get(), TraceRecorderOptions{f.out, false, f.dataset});
     for (const auto& s : seqs) rec.record_sequence(s);
@@ -44,7 +46,7 @@ int run_trace(TraceFlags& f) {
     std::printf("wrote %llu rows to %s\n", static_cast<unsigned long long>(rec.rows()), f.out.c_str());
     return 0;
   }
-  auto t = record_routing(f.model, seqs, f.out, f.dataset);
+  auto t = record_routing(f.model, seqs, f.out, f.dataset, f.weights);
   std::printf("wrote %zu tokens x %d layers to %s (+ %s.hidden.bin)\n%s\n", t.tokens.size(), t.num_layers,
               f.out.c_str(), f.out.c_str(), format_routing_stats(routing_stats(t)).c_str());
   return 0;
@@ -63,6 +65,7 @@ MoeSubcommand add_trace_command(CLI::App& moe) {
   tr->add_option("--tokens", f.tokens, "tokens per sequence")->capture_default_str();
   tr->add_option("--dataset", f.dataset, "the rows' dataset field")->capture_default_str();
   tr->add_flag("--no-hidden", f.no_hidden, "skip the hidden-state side file");
+  add_weights_flag(*tr, f.weights);
   return MoeSubcommand{tr, [flags] { return run_trace(*flags); }};
 }
 

@@ -61,6 +61,11 @@ void check_device_mem(const std::string& text) { moe::parse_device_mem(text, /*t
 
 }  // namespace
 
+void add_weights_flag(CLI::App& app, std::string& weights) {
+  app.add_option("--weights", weights, kWeightsHelp)
+      ->each([](const std::string& w) { moe::quant::parse_weight_format(w); });  // throws naming --weights
+}
+
 void add_engine_flags(CLI::App& app, moe::EngineOptions& o) {
   app.add_option("--policy", o.policy, policy_help())->capture_default_str();
   app.add_option("--device-mem", o.device_mem, kDeviceMemHelp)->capture_default_str();

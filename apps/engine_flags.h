@@ -21,6 +21,10 @@ void add_engine_flags(CLI::App& app, moe::EngineOptions& o);
 // checks every value (check_engine_sweep_flags). `o` must outlive the parse.
 void add_engine_sweep_flags(CLI::App& app, moe::BenchOptions& o);
 
+// --weights alone (commands that open an engine of their own settings, e.g. `ferry moe trace`),
+// checked by parse_weight_format once parsing succeeded.
+void add_weights_flag(CLI::App& app, std::string& weights);
+
 // What can be checked before a model loads: the policy spec (and that it does not need the
 // recorded future, which only the simulator has), the budget's form, the link and the compute
 // profile. Throws InvalidArgument naming the flag; the budget against the model's experts is

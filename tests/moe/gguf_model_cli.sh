@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `ferry moe generate --model FILE.gguf`: a file written by `ferry moe quantize` generates
 # the same text as its checkpoint directory (F32) and runs quantized (Q8_0, experts as stored); a
-# bad GGUF file is one error line naming it and exit code 2.
+# bad GGUF file is one error line naming it and exit code 2; bench and trace take --weights for a
+# file whose experts need converting.
 set -u
 ferry="$1"
 tmp=$(mktemp -d)
@@ -37,4 +38,8 @@ expect_cli_error "'blk.0.ffn_gate_exps.weight' is stored in Q5_0" "$ferry" "${ge
   --compute none --batch 1 --tokens 2 --prompt-tokens 4 --corpus '' --out "$tmp/bench" >"$tmp/bench.txt" 2>&1 \
   && echo "ok: bench Q4_K_M.gguf --weights Q8_0" \
   || { echo "FAIL: bench Q4_K_M.gguf --weights Q8_0"; cat "$tmp/bench.txt"; failures=$((failures + 1)); }
+"$ferry" moe trace --model "$tmp/Q4_K_M.gguf" --weights Q8_0 --corpus "$0" --sequences 1 --tokens 8 --no-hidden \
+  --out "$tmp/t.jsonl" >"$tmp/trace.txt" 2>&1 && echo "ok: trace Q4_K_M.gguf --weights Q8_0" \
+  || { echo "FAIL: trace Q4_K_M.gguf --weights Q8_0"; cat "$tmp/trace.txt"; failures=$((failures + 1)); }
+expect_cli_error "--weights" "$ferry" moe trace --model "$tmp/Q8_0.gguf" --weights Q3_K --out "$tmp/t.jsonl"
 exit $failures

@@ -95,8 +95,10 @@ void TraceRecorder::finish() {
 namespace ferry::moe {
 
 RoutingTrace record_routing(const std::string& model_dir, const std::vector<std::vector<std::int32_t>>& sequences,
-                            const std::string& jsonl_path, const std::string& dataset) {
+                            const std::string& jsonl_path, const std::string& dataset,
+                            const std::string& weights) {
   EngineOptions eo;
+  eo.weights = weights;
   eo.policy = "lru";
   eo.device_mem = "100%";
   eo.link = "none";

@@ -60,8 +60,10 @@ class TraceRecorder {
 namespace ferry::moe {
 
 // Routing of `sequences` (each from position 0) through the model in `model_dir` with every expert
-// resident; written to `jsonl_path` (plus side file) unless it is empty.
+// resident; written to `jsonl_path` (plus side file) unless it is empty. `weights`: the experts'
+// format (EngineOptions::weights; "" = as stored).
 RoutingTrace record_routing(const std::string& model_dir, const std::vector<std::vector<std::int32_t>>& sequences,
-                            const std::string& jsonl_path = "", const std::string& dataset = "ferry");
+                            const std::string& jsonl_path = "", const std::string& dataset = "ferry",
+                            const std::string& weights = "");
 
 }  // namespace ferry::moe
