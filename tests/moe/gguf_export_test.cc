@@ -24,6 +24,7 @@
 #include "moe/quant/dequantize.h"
 #include "moe/quant/gguf_file.h"
 #include "moe/quant/quantize.h"
+#include "bpe_test_util.h"
 #include "moe_test_util.h"
 
 namespace ferry::moe {
@@ -409,29 +410,9 @@ TEST(GgufExport, TokenizerJsonVocabulary) {
   c.vocab_size = 262;
   c.tokenizer = "";
   const std::string dir = make_model(tmp, c, "q");
-  nlohmann::json vocab = nlohmann::json::object();
-  for (int b = 0; b < 256; ++b) {
-    const char byte = static_cast<char>(b);
-    vocab[byte_level_encode(std::string_view(&byte, 1))] = b;
-  }
-  vocab["\xC4\xA0t"] = 256;  // Ġt
-  vocab["he"] = 257;
-  const nlohmann::json added = nlohmann::json::array(
-      {{{"id", 258}, {"content", "<|endoftext|>"}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
-        {"normalized", false}, {"special", true}},
-       {{"id", 259}, {"content", "<|im_start|>"}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
-        {"normalized", false}, {"special", false}},
-       {{"id", 260}, {"content", "<tool>"}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
-        {"normalized", false}, {"special", false}}});
-  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
-  const nlohmann::json tokenizer = {
-      {"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", added},
-      {"normalizer", nullptr}, {"pre_tokenizer", byte_level}, {"decoder", byte_level},
-      {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
-        {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false}, {"vocab", vocab},
-        {"merges", nlohmann::json::array({"\xC4\xA0 t", "h e"})}}}};
-  std::ofstream(dir + "/tokenizer.json") << tokenizer.dump();
+  testing::write_small_bpe_tokenizer(dir, {testing::added_token(258, "<|endoftext|>", true),
+                                            testing::added_token(259, "<|im_start|>", false),
+                                            testing::added_token(260, "<tool>", false)});
   std::ofstream(dir + "/tokenizer_config.json")
       << nlohmann::json({{"eos_token", "<|endoftext|>"}, {"add_bos_token", false}, {"chat_template", "{{ x }}"}}).dump();
   export_gguf(dir, tmp / "t.gguf", {});

@@ -36,6 +36,7 @@
 #include "moe/quant/quantize.h"
 #include "moe/store/host_pool.h"
 #include "engine_test_util.h"
+#include "bpe_test_util.h"
 #include "moe_test_util.h"
 
 namespace ferry::moe {
@@ -302,27 +303,8 @@ TEST(GgufModel, BpeTokenizerFromTheFile) {
   c.vocab_size = 262;
   c.tokenizer = "";
   const std::string dir = make_model(tmp, c, "q");
-  nlohmann::json vocab = nlohmann::json::object();
-  for (int b = 0; b < 256; ++b) {
-    const char byte = static_cast<char>(b);
-    vocab[byte_level_encode(std::string_view(&byte, 1))] = b;
-  }
-  vocab["\xC4\xA0t"] = 256;  // Ġt
-  vocab["he"] = 257;
-  auto added = [](int id, const char* content, bool special) {
-    return nlohmann::json{{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
-                          {"rstrip", false}, {"normalized", false}, {"special", special}};
-  };
-  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
-  const nlohmann::json tokenizer = {
-      {"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr},
-      {"added_tokens", {added(258, "<|endoftext|>", true), added(259, "<tool>", false)}},
-      {"normalizer", nullptr}, {"pre_tokenizer", byte_level}, {"decoder", byte_level},
-      {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
-        {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false}, {"vocab", vocab},
-        {"merges", nlohmann::json::array({"\xC4\xA0 t", "h e"})}}}};
-  std::ofstream(dir + "/tokenizer.json") << tokenizer.dump();
+  testing::write_small_bpe_tokenizer(dir, {testing::added_token(258, "<|endoftext|>", true),
+                                            testing::added_token(259, "<tool>", false)});
   const std::string gguf = export_model(dir, tmp / "t.gguf", LlamaFileType::kAllF32, false);
   auto from_dir = load_tokenizer(dir, "", 262);
   auto from_file = load_tokenizer(gguf, "", 262);
