@@ -81,24 +81,28 @@ TEST(Dequantize, Q4_0LowNibblesFirstThenHigh) {
   }
 }
 
-TEST(Dequantize, Q4_KSixBitScalesAndMins) {
-  // Sub-block j has scale 10 + 6j and min 3 + 7j (6 bits each: 10..52 and 3..52).
-  BlockQ4_K b{};
-  b.d = float_to_half(0.25f);
-  b.dmin = float_to_half(0.125f);
-  int sc[8], mn[8];
+// Sub-block j's scale 10 + 6j and min 3 + 7j (6 bits each: 10..52 and 3..52) packed by hand as
+// ggml-common.h lays out Q4_K's and Q5_K's 12 scale bytes: bytes 0-3 hold scales 0-3 (low 6 bits)
+// and the top 2 bits of scales 4-7; bytes 4-7 mins 0-3 and the top bits of mins 4-7; bytes 8-11
+// the low 4 bits of scale (low nibble) and min (high nibble) 4-7.
+void pack_k_scales(std::uint8_t* scales, int* sc, int* mn) {
   for (int j = 0; j < 8; ++j) {
     sc[j] = 10 + 6 * j;
     mn[j] = 3 + 7 * j;
   }
-  // The packing of ggml-common.h, written out by hand: bytes 0-3 hold scales 0-3 (low 6 bits)
-  // and the top 2 bits of scales 4-7; bytes 4-7 mins 0-3 and the top bits of mins 4-7; bytes
-  // 8-11 the low 4 bits of scale (low nibble) and min (high nibble) 4-7.
   for (int j = 0; j < 4; ++j) {
-    b.scales[j] = static_cast<std::uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
-    b.scales[j + 4] = static_cast<std::uint8_t>(mn[j] | ((mn[j + 4] >> 4) << 6));
-    b.scales[j + 8] = static_cast<std::uint8_t>((sc[j + 4] & 0xF) | ((mn[j + 4] & 0xF) << 4));
+    scales[j] = static_cast<std::uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    scales[j + 4] = static_cast<std::uint8_t>(mn[j] | ((mn[j + 4] >> 4) << 6));
+    scales[j + 8] = static_cast<std::uint8_t>((sc[j + 4] & 0xF) | ((mn[j + 4] & 0xF) << 4));
   }
+}
+
+TEST(Dequantize, Q4_KSixBitScalesAndMins) {
+  BlockQ4_K b{};
+  b.d = float_to_half(0.25f);
+  b.dmin = float_to_half(0.125f);
+  int sc[8], mn[8];
+  pack_k_scales(b.scales, sc, mn);
   for (int l = 0; l < 128; ++l) b.qs[l] = static_cast<std::uint8_t>((l % 16) | (((l * 7) % 16) << 4));
   const auto y = dequantize_block(QuantType::kQ4_K, b);
   for (int i = 0; i < 256; ++i) {
@@ -324,15 +328,7 @@ TEST(Dequantize, Q5_KFifthBitsPerPairOfSubBlocks) {
   b.d = float_to_half(0.25f);
   b.dmin = float_to_half(0.125f);
   int sc[8], mn[8];
-  for (int j = 0; j < 8; ++j) {
-    sc[j] = 10 + 6 * j;
-    mn[j] = 3 + 7 * j;
-  }
-  for (int j = 0; j < 4; ++j) {  // Q4_K's packing (Dequantize.Q4_KSixBitScalesAndMins)
-    b.scales[j] = static_cast<std::uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
-    b.scales[j + 4] = static_cast<std::uint8_t>(mn[j] | ((mn[j + 4] >> 4) << 6));
-    b.scales[j + 8] = static_cast<std::uint8_t>((sc[j + 4] & 0xF) | ((mn[j + 4] & 0xF) << 4));
-  }
+  pack_k_scales(b.scales, sc, mn);
   int q[256];
   for (int i = 0; i < 256; ++i) q[i] = (i * 11 + 3) % 32;
   // Weights 64c + l (l < 32): low nibble of qs[32c + l], fifth bit in bit 2c of qh[l]; weights
