@@ -57,11 +57,6 @@ struct ModelFamily {
   // (moe/model/gguf_layout.h reads these both ways):
   // general.architecture of a GGUF of this family;
   std::string gguf_architecture = {};
-  // the GGUF names of its tensors besides the ones every family shares (gguf_layout.cc), HF name
-  // pattern -> GGUF's: "{l}" a decoder layer, "{e}" an expert, whose tensors are stacked into one
-  // 3-D GGUF tensor (e.g. "model.layers.{l}.mlp.experts.{e}.down_proj.weight" ->
-  // "blk.{l}.ffn_down_exps.weight");
-  std::vector<std::pair<std::string, std::string>> gguf_tensor_names = {};
   // whether q and k rows are permuted from HF's rotate-half order to llama.cpp's interleaved one
   // (the converter's LlamaModel.permute; gguf_permute_rows());
   bool gguf_permute_qk = false;

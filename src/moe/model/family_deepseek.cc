@@ -89,18 +89,6 @@ ModelFamily deepseek_family() {
   f.gguf_architecture = "deepseek";
   f.gguf_permute_qk = true;
   f.gguf_tokenizer_pre = "deepseek-llm";
-  f.gguf_tensor_names = {
-      {"model.layers.{l}.mlp.gate.weight", "blk.{l}.ffn_gate_inp.weight"},
-      {"model.layers.{l}.mlp.experts.{e}.gate_proj.weight", "blk.{l}.ffn_gate_exps.weight"},
-      {"model.layers.{l}.mlp.experts.{e}.down_proj.weight", "blk.{l}.ffn_down_exps.weight"},
-      {"model.layers.{l}.mlp.experts.{e}.up_proj.weight", "blk.{l}.ffn_up_exps.weight"},
-      {"model.layers.{l}.mlp.shared_experts.gate_proj.weight", "blk.{l}.ffn_gate_shexp.weight"},
-      {"model.layers.{l}.mlp.shared_experts.down_proj.weight", "blk.{l}.ffn_down_shexp.weight"},
-      {"model.layers.{l}.mlp.shared_experts.up_proj.weight", "blk.{l}.ffn_up_shexp.weight"},
-      {"model.layers.{l}.mlp.gate_proj.weight", "blk.{l}.ffn_gate.weight"},
-      {"model.layers.{l}.mlp.down_proj.weight", "blk.{l}.ffn_down.weight"},
-      {"model.layers.{l}.mlp.up_proj.weight", "blk.{l}.ffn_up.weight"},
-  };
   f.gguf_metadata = [](const MoeConfig& c, const nlohmann::json&, GgufKeys& k) {
     k.set_u32(k.arch("rope.dimension_count"), c.head_dim);
     k.set_string(k.arch("rope.scaling.type"), "none");

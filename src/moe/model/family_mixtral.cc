@@ -37,12 +37,6 @@ ModelFamily mixtral_family() {
   // vocab_size, rope.dimension_count and linear rope scaling added.
   f.gguf_architecture = "llama";
   f.gguf_permute_qk = true;
-  f.gguf_tensor_names = {
-      {"model.layers.{l}.block_sparse_moe.gate.weight", "blk.{l}.ffn_gate_inp.weight"},
-      {"model.layers.{l}.block_sparse_moe.experts.{e}.w1.weight", "blk.{l}.ffn_gate_exps.weight"},
-      {"model.layers.{l}.block_sparse_moe.experts.{e}.w2.weight", "blk.{l}.ffn_down_exps.weight"},
-      {"model.layers.{l}.block_sparse_moe.experts.{e}.w3.weight", "blk.{l}.ffn_up_exps.weight"},
-  };
   f.gguf_metadata = [](const MoeConfig& c, const nlohmann::json&, GgufKeys& k) {
     k.set_u32(k.arch("vocab_size"), c.vocab_size);
     k.set_u32(k.arch("rope.dimension_count"), c.head_dim);  // head_dim, else hidden_size / heads

@@ -38,12 +38,6 @@ ModelFamily olmoe_family() {
   // says, the expert count from num_experts.
   f.gguf_architecture = "olmoe";
   f.gguf_tokenizer_pre = "olmo";
-  f.gguf_tensor_names = {
-      {"model.layers.{l}.mlp.gate.weight", "blk.{l}.ffn_gate_inp.weight"},
-      {"model.layers.{l}.mlp.experts.{e}.gate_proj.weight", "blk.{l}.ffn_gate_exps.weight"},
-      {"model.layers.{l}.mlp.experts.{e}.down_proj.weight", "blk.{l}.ffn_down_exps.weight"},
-      {"model.layers.{l}.mlp.experts.{e}.up_proj.weight", "blk.{l}.ffn_up_exps.weight"},
-  };
   f.gguf_metadata = [](const MoeConfig&, const nlohmann::json& j, GgufKeys& k) {
     k.set_f32(k.arch("attention.layer_norm_rms_epsilon"), 1e-5);
     if (config_has(j, "num_experts")) k.set_u32(k.arch("expert_count"), j["num_experts"].get<std::int64_t>());

@@ -80,16 +80,6 @@ ModelFamily qwen2_moe_family() {
   // sigmoid-gated shared expert in every layer and no dense layers.
   f.gguf_architecture = "qwen2moe";
   f.gguf_tokenizer_pre = "qwen2";
-  f.gguf_tensor_names = {
-      {"model.layers.{l}.mlp.gate.weight", "blk.{l}.ffn_gate_inp.weight"},
-      {"model.layers.{l}.mlp.experts.{e}.gate_proj.weight", "blk.{l}.ffn_gate_exps.weight"},
-      {"model.layers.{l}.mlp.experts.{e}.down_proj.weight", "blk.{l}.ffn_down_exps.weight"},
-      {"model.layers.{l}.mlp.experts.{e}.up_proj.weight", "blk.{l}.ffn_up_exps.weight"},
-      {"model.layers.{l}.mlp.shared_expert.gate_proj.weight", "blk.{l}.ffn_gate_shexp.weight"},
-      {"model.layers.{l}.mlp.shared_expert.down_proj.weight", "blk.{l}.ffn_down_shexp.weight"},
-      {"model.layers.{l}.mlp.shared_expert.up_proj.weight", "blk.{l}.ffn_up_shexp.weight"},
-      {"model.layers.{l}.mlp.shared_expert_gate.weight", "blk.{l}.ffn_gate_inp_shexp.weight"},
-  };
   f.gguf_metadata = qwen_moe_gguf_metadata;
   f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
     qwen_moe_gguf_read(r, j);

@@ -49,12 +49,6 @@ ModelFamily qwen3_moe_family() {
   // GGUF: the converter's Qwen3MoeModel is its Qwen2MoeModel under another architecture.
   f.gguf_architecture = "qwen3moe";
   f.gguf_tokenizer_pre = "qwen2";
-  f.gguf_tensor_names = {
-      {"model.layers.{l}.mlp.gate.weight", "blk.{l}.ffn_gate_inp.weight"},
-      {"model.layers.{l}.mlp.experts.{e}.gate_proj.weight", "blk.{l}.ffn_gate_exps.weight"},
-      {"model.layers.{l}.mlp.experts.{e}.down_proj.weight", "blk.{l}.ffn_down_exps.weight"},
-      {"model.layers.{l}.mlp.experts.{e}.up_proj.weight", "blk.{l}.ffn_up_exps.weight"},
-  };
   f.gguf_metadata = qwen_moe_gguf_metadata;
   f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
     qwen_moe_gguf_read(r, j);

@@ -119,6 +119,22 @@ const std::vector<std::pair<std::string, std::string>>& common_tensor_names() {
   return names;
 }
 
+// The MLP tensors, named as the family's HF modeling code names them (ModelFamily::tensors, the
+// names TensorNames reads): router, routed experts (stacked over "{e}"), shared expert and its gate,
+// a dense layer's MLP. A tensor the model does not have is dropped by role_shape().
+std::vector<std::pair<std::string, std::string>> mlp_tensor_names(const FamilyTensorNames& n) {
+  const std::string m = "model.layers.{l}." + n.moe_module;
+  std::vector<std::pair<std::string, std::string>> names = {
+      {m + "gate.weight", "blk.{l}.ffn_gate_inp.weight"},
+      {m + "shared_expert_gate.weight", "blk.{l}.ffn_gate_inp_shexp.weight"}};
+  for (const auto& [proj, role] : {std::pair{n.gate, "gate"}, {n.up, "up"}, {n.down, "down"}}) {
+    names.push_back({m + "experts.{e}." + proj + ".weight", std::string("blk.{l}.ffn_") + role + "_exps.weight"});
+    names.push_back({m + n.shared_expert + proj + ".weight", std::string("blk.{l}.ffn_") + role + "_shexp.weight"});
+    names.push_back({m + proj + ".weight", std::string("blk.{l}.ffn_") + role + ".weight"});
+  }
+  return names;
+}
+
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
   return s;
@@ -170,7 +186,8 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const MoeConfig& c) {
   const ModelFamily& family = family_of(c.model_type);
   FERRY_REQUIRE(!family.gguf_architecture.empty(), "model family '", family.name, "' has no GGUF layout");
   std::vector<std::pair<std::string, std::string>> names = common_tensor_names();
-  names.insert(names.end(), family.gguf_tensor_names.begin(), family.gguf_tensor_names.end());
+  const auto mlp = mlp_tensor_names(family.tensors);
+  names.insert(names.end(), mlp.begin(), mlp.end());
   std::vector<GgufTensorPlan> plan;
   for (const auto& [hf, gguf] : names) {
     const bool per_layer = gguf.find("{l}") != std::string::npos;

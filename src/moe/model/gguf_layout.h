@@ -5,7 +5,7 @@
 // the same plan back.
 //
 // Tensors (gguf_tensor_plan): every family shares the embedding, norms, attention and head names
-// below; its registry entry (ModelFamily::gguf_tensor_names) adds its MoE names. ggml dims are the
+// below; its MoE names follow from its entry's HF names (ModelFamily::tensors). ggml dims are the
 // HF shape reversed (row length first); the experts of a layer are stacked into one 3-D tensor per
 // projection, expert e at index e of the last dim:
 //
