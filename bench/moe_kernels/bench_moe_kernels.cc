@@ -102,9 +102,18 @@ int main(int argc, char** argv) {
   app.add_option("--formats", formats, "weight formats; comma-separated")->delimiter(',')->capture_default_str();
   app.add_option("--batches", batches, "tokens per call; comma-separated")->delimiter(',')->capture_default_str();
   app.add_option("--threads", threads, "intra-op threads; comma-separated")->delimiter(',')->capture_default_str();
+  std::vector<std::string> kernel_sets = {quant::kernels_name(quant::best_matmul_kernels())};
+  app.add_option("--kernels", kernel_sets, "ferry's kernels to time (portable, avx2, avx512vnni); comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_option("--reps", reps, "timed calls per cell (median)")->capture_default_str();
   app.add_option("--out", out_dir, "output directory")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  auto set_kernels = [](const std::string& name) {
+    for (auto k : {quant::Kernels::kPortable, quant::Kernels::kAvx2, quant::Kernels::kAvx512Vnni})
+      if (name == quant::kernels_name(k)) return quant::set_matmul_kernels(k);
+    FERRY_THROW(InvalidArgument, "--kernels: unknown kernels '", name, "' (portable, avx2, avx512vnni)");
+  };
   try {
     FERRY_REQUIRE(reps >= 1, "--reps must be positive");
     torch::NoGradGuard ng;
@@ -124,13 +133,17 @@ int main(int argc, char** argv) {
       const std::size_t copies = std::max<std::size_t>(2, (std::size_t{512} << 20) / layout.bytes() + 1);
       std::vector<std::byte> weights(layout.bytes() * copies);
       quant::quantize_row(*format, values.data_ptr<float>(), weights.data(), layout.params());
+      layout.to_kernel_layout(weights.data());
       for (std::size_t c = 1; c < copies; ++c)
         std::copy(weights.begin(), weights.begin() + static_cast<std::ptrdiff_t>(layout.bytes()),
                   weights.begin() + static_cast<std::ptrdiff_t>(c * layout.bytes()));
-      // Float32 runs twice: through libtorch (the engine's F32 path) and through ferry's kernel.
-      std::vector<std::string> paths = {*format == quant::QuantType::kF32 ? "libtorch" : "ferry"};
-      if (*format == quant::QuantType::kF32) paths.push_back("ferry");
+      // Float32 also through libtorch (the engine's F32 path from 8 tokens on); every format
+      // through each of ferry's kernel sets asked for.
+      std::vector<std::string> paths;
+      if (*format == quant::QuantType::kF32) paths.push_back("libtorch");
+      for (const auto& k : kernel_sets) paths.push_back("ferry-" + k);
       for (const auto& path : paths) {
+        if (path != "libtorch") set_kernels(path.substr(6));
         for (int t : threads) {
           at::set_num_threads(t);
           for (int b : batches) {

@@ -30,6 +30,7 @@
 #include "moe/model/safetensors.h"
 #include "moe/model/tiny_model.h"
 #include "moe/model/tokenizer.h"
+#include "moe/model/weights.h"
 #include "moe/quant/dequantize.h"
 #include "moe/quant/gguf_file.h"
 #include "moe/quant/gguf_writer.h"
@@ -94,10 +95,11 @@ std::vector<float> read_all(const Checkpoint& ck, const TensorInfo& t) {
 }
 
 // Every position's logits of two prompts (all experts resident: placement does not change the math).
-std::vector<float> engine_logits(const std::string& model, const std::string& weights) {
+std::vector<float> engine_logits(const std::string& model, const std::string& weights, bool dense_as_stored = true) {
   EngineOptions o;
   o.device_mem = "100%";
   o.weights = weights;
+  o.dense_as_stored = dense_as_stored;
   auto eng = MoeEngine::open(model, o);
   return eng->forward(testing::random_tokens(2, 9, 3), true);
 }
@@ -177,10 +179,24 @@ TEST_P(GgufModelFamily, PureQ8_0AndQ4_0ExpertsAreCopiedAsStored) {
         }
         EXPECT_EQ(std::memcmp(got.data(), expect.data(), got.size() * 4), 0) << name << " " << t.name;
       }
-    // The engine on the file = the engine on its dequantized weights with the same --weights:
-    // the same expert blocks and the same dense floats, so bit-identical logits.
+    // The engine on the file with float32 dense weights = the engine on its dequantized weights
+    // with the same --weights: the same expert blocks and the same dense floats, so bit-identical
+    // logits.
     const std::string ref = write_dequantized_dir(gguf, dir, tmp / ("ref_" + name));
-    EXPECT_EQ(engine_logits(gguf, ""), engine_logits(ref, name)) << name;
+    EXPECT_EQ(engine_logits(gguf, "", false), engine_logits(ref, name)) << name;
+    // As stored, the dense projections keep the file's blocks (q/k rows un-permuted, in the
+    // kernels' layout): back in float they are exactly the file's dequantized values.
+    const DenseWeights dense = load_dense_weights(*g);
+    const MoeConfig& gc = g->config();
+    TensorNames tn(gc);
+    for (auto [which, weight] : {std::pair{'q', &dense.layers[0].wq}, std::pair{'k', &dense.layers[0].wk},
+                                 std::pair{'o', &dense.layers[0].wo}}) {
+      EXPECT_EQ(weight->type, format) << name << " " << which;
+      const auto back = weight->to_float();
+      std::vector<float> expect(static_cast<std::size_t>(back.numel()));
+      g->read_f32(tn.attn(0, which), {weight->rows, weight->cols}, expect.data());
+      EXPECT_EQ(std::memcmp(back.data_ptr<float>(), expect.data(), expect.size() * 4), 0) << name << " " << which;
+    }
     // An explicit other format re-quantizes from the dequantized values.
     EXPECT_EQ(HostPool::load(*g, true, QuantType::kF16)->layout().format, QuantType::kF16);
   }

@@ -1,6 +1,7 @@
-// Products on quantized blocks (moe/quant/matmul): for every weight format, the portable and the
-// AVX2 kernels equal the product of the dequantized weights and the dequantized activations
-// (computed here in double) within the float rounding of their block sums, derived below.
+// Products on quantized blocks (moe/quant/matmul): for every weight format, the portable, AVX2 and
+// AVX-512 VNNI kernels equal the product of the dequantized weights and the dequantized
+// activations (computed here in double) within the float rounding of their block sums, derived
+// below; and the row-group layout (moe/quant/row_groups.h) is the one its header describes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "moe/quant/dequantize.h"
 #include "moe/quant/matmul.h"
 #include "moe/quant/quantize.h"
+#include "moe/quant/row_groups.h"
 
 namespace ferry::moe::quant {
 namespace {
@@ -29,7 +31,17 @@ std::vector<float> dequantized_activations(QuantType weights, const std::vector<
     const std::byte* p = act.data() + b * row;
     switch (activation_format(weights)) {
       case ActivationFormat::kF32: std::memcpy(out.data() + b * n, p, n * 4); break;
-      case ActivationFormat::kQ8_0: dequantize_row(QuantType::kQ8_0, p, out.data() + b * n, n); break;
+      case ActivationFormat::kQ8_0: {
+        dequantize_row(QuantType::kQ8_0, p, out.data() + b * n, n);
+        // After the blocks, each block's sum of quants (kernels.h).
+        for (std::size_t i = 0; i < n / kQK8_0; ++i) {
+          std::int32_t sum = 0, stored;
+          for (int j = 0; j < kQK8_0; ++j) sum += reinterpret_cast<const BlockQ8_0*>(p)[i].qs[j];
+          std::memcpy(&stored, p + quant_row_bytes(QuantType::kQ8_0, n) + 4 * i, 4);
+          EXPECT_EQ(stored, sum) << "block " << i;
+        }
+        break;
+      }
       case ActivationFormat::kQ8_K:
         for (std::size_t i = 0; i < n / kQK_K; ++i) {
           const auto* blk = reinterpret_cast<const BlockQ8_K*>(p) + i;
@@ -41,13 +53,22 @@ std::vector<float> dequantized_activations(QuantType weights, const std::vector<
   return out;
 }
 
-class QuantMatmul : public ::testing::TestWithParam<bool> {  // parameter: AVX2 kernels
+// The weights of `rows` × n quantized row by row, in the kernels' layout.
+std::vector<std::byte> kernel_weights(QuantType type, const std::vector<float>& w, std::size_t rows, std::size_t n) {
+  std::vector<std::byte> wq(quant_matrix_bytes(type, rows, n));
+  quantize_row(type, w.data(), wq.data(), rows * n);
+  to_row_groups(type, wq.data(), rows, n);
+  return wq;
+}
+
+class QuantMatmul : public ::testing::TestWithParam<Kernels> {
  protected:
   void SetUp() override {
-    set_matmul_portable(!GetParam());
-    if (GetParam() && !matmul_uses_avx2()) GTEST_SKIP() << "this CPU has no AVX2/FMA/F16C: only the portable kernels run";
+    if (static_cast<int>(GetParam()) > static_cast<int>(best_matmul_kernels()))
+      GTEST_SKIP() << "this CPU cannot run the " << kernels_name(GetParam()) << " kernels";
+    set_matmul_kernels(GetParam());
   }
-  void TearDown() override { set_matmul_portable(false); }
+  void TearDown() override { set_matmul_kernels(best_matmul_kernels()); }
 };
 
 // Each output is Σ_blocks of a float product of scales and an exact integer sum (float
@@ -57,17 +78,21 @@ class QuantMatmul : public ::testing::TestWithParam<bool> {  // parameter: AVX2 
 // |d·sc·q| + |dmin·m| for |ŵ|, an upper bound of the same sum). A factor 2 covers the reassociation
 // of the AVX2 kernels (8 partial sums added at the end).
 TEST_P(QuantMatmul, EqualsTheDequantizedProduct) {
-  const std::size_t rows = 7, n = 512, batch = 3;
+  // 19 rows: two row groups and 3 rows as stored; 6 activation rows: a tile of 4 and one of 2.
+  const std::size_t rows = 19, n = 512, batch = 6;
   std::mt19937 rng(11);
   std::normal_distribution<float> dist;
   std::vector<float> w(rows * n), x(batch * n);
   for (auto& v : w) v = dist(rng);
   for (auto& v : x) v = dist(rng);
   for (QuantType type : kTypes) {
-    std::vector<std::byte> wq(quant_matrix_bytes(type, rows, n));
-    quantize_row(type, w.data(), wq.data(), w.size());
+    std::vector<std::byte> wq = kernel_weights(type, w, rows, n);
     std::vector<float> wd(rows * n), wabs(rows * n);
-    dequantize_row(type, wq.data(), wd.data(), wd.size());
+    {
+      std::vector<std::byte> stored = wq;
+      from_row_groups(type, stored.data(), rows, n);
+      dequantize_row(type, stored.data(), wd.data(), wd.size());
+    }
     for (std::size_t i = 0; i < wd.size(); ++i) wabs[i] = std::fabs(wd[i]);
     if (type == QuantType::kQ4_K) {  // |d·sc·q| + |dmin·m| ≤ 2·max|ŵ| + 2·|ŵ|, generous and simple
       for (std::size_t r = 0; r < rows; ++r) {
@@ -80,7 +105,7 @@ TEST_P(QuantMatmul, EqualsTheDequantizedProduct) {
     quantize_activations(type, x.data(), batch, n, act);
     const auto xd = dequantized_activations(type, act, batch, n);
     std::vector<float> y(batch * rows, std::numeric_limits<float>::quiet_NaN());
-    matmul_rows(type, wq.data(), n, 0, rows, act.data(), batch, y.data(), rows);
+    matmul_rows(type, wq.data(), rows, n, 0, rows, act.data(), batch, y.data(), rows);
     const std::size_t nb = n / quant_traits(type).block_elems;
     const double u = std::ldexp(1.0, -24);
     for (std::size_t b = 0; b < batch; ++b) {
@@ -97,27 +122,57 @@ TEST_P(QuantMatmul, EqualsTheDequantizedProduct) {
   }
 }
 
-// A row range writes exactly its rows (threads split a matrix by rows).
+// A row range writes exactly its rows (threads split a matrix by whole row groups).
 TEST_P(QuantMatmul, RowRangeWritesOnlyItsRows) {
-  const std::size_t rows = 6, n = 256;
+  const std::size_t rows = 20, n = 256;  // row groups [0, 8), [8, 16), rows 16..19 as stored
   std::vector<float> w(rows * n, 0.5f), x(n, 1.0f);
-  for (QuantType type : {QuantType::kQ4_0, QuantType::kQ6_K, QuantType::kF32}) {
-    std::vector<std::byte> wq(quant_matrix_bytes(type, rows, n)), act;
-    quantize_row(type, w.data(), wq.data(), w.size());
+  for (QuantType type : {QuantType::kQ4_0, QuantType::kQ8_0, QuantType::kQ6_K, QuantType::kF32}) {
+    const std::vector<std::byte> wq = kernel_weights(type, w, rows, n);
+    std::vector<std::byte> act;
     quantize_activations(type, x.data(), 1, n, act);
-    std::vector<float> y(rows, -1.0f);
-    matmul_rows(type, wq.data(), n, 2, 5, act.data(), 1, y.data(), rows);
-    for (std::size_t r = 0; r < rows; ++r) {
-      if (r >= 2 && r < 5)
-        EXPECT_NEAR(y[r], 128.0f, 128.0f * 0.01f) << quant_name(type);  // 256 · 0.5 · 1
-      else
-        EXPECT_EQ(y[r], -1.0f) << quant_name(type) << " row " << r;
+    for (auto [begin, end] : {std::pair<std::size_t, std::size_t>{8, 16}, {16, 18}, {0, 20}}) {
+      std::vector<float> y(rows, -1.0f);
+      matmul_rows(type, wq.data(), rows, n, begin, end, act.data(), 1, y.data(), rows);
+      for (std::size_t r = 0; r < rows; ++r) {
+        if (r >= begin && r < end)
+          EXPECT_NEAR(y[r], 128.0f, 128.0f * 0.01f) << quant_name(type);  // 256 · 0.5 · 1
+        else
+          EXPECT_EQ(y[r], -1.0f) << quant_name(type) << " row " << r;
+      }
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, QuantMatmul, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "Avx2" : "Portable"; });
+INSTANTIATE_TEST_SUITE_P(Kernels, QuantMatmul,
+                         ::testing::Values(Kernels::kPortable, Kernels::kAvx2, Kernels::kAvx512Vnni),
+                         [](const auto& info) { return std::string(kernels_name(info.param)); });
+
+// The row-group layout byte for byte as row_groups.h states it: scales of rows 0..7 first, then
+// chunk c of row r at byte 16 + 4·(8c + r) of each block; the rows after the last group as stored;
+// and back again.
+TEST(RowGroups, LayoutAsDocumentedAndInvertible) {
+  for (QuantType type : {QuantType::kQ8_0, QuantType::kQ4_0}) {
+    const std::size_t rows = 11, n = 64, block = quant_traits(type).block_bytes, nb = 2, row = nb * block;
+    std::vector<std::byte> stored(rows * row);
+    for (std::size_t i = 0; i < stored.size(); ++i) stored[i] = static_cast<std::byte>((i * 7 + 3) % 251);
+    std::vector<std::byte> g = stored;
+    to_row_groups(type, g.data(), rows, n);
+    for (std::size_t b = 0; b < nb; ++b)
+      for (std::size_t r = 0; r < kRowGroup; ++r) {
+        const std::byte* s = stored.data() + r * row + b * block;
+        const std::byte* gb = g.data() + b * kRowGroup * block;
+        EXPECT_EQ(std::memcmp(gb + 2 * r, s, 2), 0) << quant_name(type) << " scale of row " << r;
+        for (std::size_t c = 0; c < (block - 2) / 4; ++c)
+          EXPECT_EQ(std::memcmp(gb + 16 + 4 * (8 * c + r), s + 2 + 4 * c, 4), 0) << quant_name(type) << " chunk " << c;
+      }
+    EXPECT_EQ(std::memcmp(g.data() + 8 * row, stored.data() + 8 * row, 3 * row), 0) << "rows after the group";
+    from_row_groups(type, g.data(), rows, n);
+    EXPECT_EQ(g, stored) << quant_name(type);
+  }
+  std::vector<std::byte> k(quant_matrix_bytes(QuantType::kQ4_K, 8, 256), std::byte{5}), k0 = k;
+  to_row_groups(QuantType::kQ4_K, k.data(), 8, 256);
+  EXPECT_EQ(k, k0) << "formats without row groups stay as stored";
+}
 
 // Q8_K activations: |x − d·q| ≤ d/2 with d = max|x|/127, and bsums are the sums of each 16 q.
 TEST(QuantActivations, Q8_KWithinHalfAStepAndSums) {

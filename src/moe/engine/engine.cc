@@ -108,7 +108,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
     }
     FERRY_REQUIRE(!m.forced.empty(), "routing trace '", t->path, "' has no decode tokens");
   }
-  m.w = load_dense_weights(*m.ck);
+  m.w = load_dense_weights(*m.ck, options.dense_as_stored);
   // A link that reads the checkpoint itself (file) leaves no host copy: the experts stream from
   // disk into the device budget (the whole point when they do not fit in memory), and none can
   // run on the host, whatever the policy would choose.

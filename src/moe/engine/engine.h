@@ -28,6 +28,10 @@ struct EngineOptions {
   // F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K (moe/quant; quantized at load from the checkpoint), or
   // "" for as the model stores them (float32 for a safetensors checkpoint; a GGUF file's types).
   std::string weights = "";
+  // The dense projections (attention, shared experts, dense MLPs, head) of a GGUF file: computed
+  // on their blocks as stored (true, as llama.cpp does), or dequantized to float32 at load (false:
+  // only the experts' format then differs from the float model).
+  bool dense_as_stored = true;
   std::uint64_t chunk_bytes = 1u << 20;  // transfer chunk (cancellation granularity)
   bool preload = false;            // fill the device budget before the first step (all-resident runs)
   // Routing replay (tests: the engine against the simulator): when set, each layer's top-k is the

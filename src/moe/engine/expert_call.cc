@@ -14,29 +14,6 @@
 #include "moe/quant/quantize.h"
 
 namespace ferry::moe {
-namespace {
-
-// y[n, rows] = x[n, cols] · W[rows, cols]ᵀ on the blocks of W, rows split across the intra-op
-// threads. The activations are converted once to the format the kernels take.
-torch::Tensor quantized_linear(quant::QuantType format, const std::byte* w, std::int64_t rows, std::int64_t cols,
-                               const torch::Tensor& x) {
-  const auto n = static_cast<std::size_t>(x.size(0));
-  std::vector<std::byte> act;
-  quant::quantize_activations(format, x.data_ptr<float>(), n, static_cast<std::size_t>(cols), act);
-  auto y = torch::empty({x.size(0), rows});
-  float* out = y.data_ptr<float>();
-  // Rows per task: enough weight bytes (~64 KB) that a task outweighs its scheduling.
-  const auto grain = std::max<std::int64_t>(
-      16, 65536 / std::max<std::int64_t>(1, static_cast<std::int64_t>(quant::quant_row_bytes(format, cols))));
-  at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
-    quant::matmul_rows(format, w, static_cast<std::size_t>(cols), static_cast<std::size_t>(begin),
-                       static_cast<std::size_t>(end), act.data(), n, out, static_cast<std::size_t>(rows));
-  });
-  return y;
-}
-
-}  // namespace
-
 ExpertKernels auto_kernels(quant::QuantType format, std::int64_t tokens) {
   // Float32 at a few tokens is a matrix-vector product: ferry's kernel streams the weights near
   // the memory roofline where libtorch's reached 30 % of it on one thread (bench_moe_kernels:
@@ -64,10 +41,10 @@ torch::Tensor run_expert(const ExpertLayout& L, const std::byte* base, const tor
     // libtorch's matmul itself (gated_mlp streams small batches through ferry's kernel).
     return torch::matmul(activation(hidden_act, torch::matmul(x, w1.t())) * torch::matmul(x, w3.t()), w2.t()) * gate;
   }
-  auto g = quantized_linear(L.format, base + L.w1_offset(), L.intermediate, L.hidden, x);
-  auto u = quantized_linear(L.format, base + L.w3_offset(), L.intermediate, L.hidden, x);
+  auto g = project_blocks(x, L.format, base + L.w1_offset(), L.intermediate, L.hidden);
+  auto u = project_blocks(x, L.format, base + L.w3_offset(), L.intermediate, L.hidden);
   auto h = (activation(hidden_act, g) * u).contiguous();
-  return quantized_linear(L.down_format, base + L.w2_offset(), L.hidden, L.intermediate, h) * gate;
+  return project_blocks(h, L.down_format, base + L.w2_offset(), L.hidden, L.intermediate) * gate;
 }
 
 double measure_expert_call_s(const ExpertLayout& layout, const std::string& hidden_act) {
@@ -81,6 +58,7 @@ double measure_expert_call_s(const ExpertLayout& layout, const std::string& hidd
   quant::quantize_row(layout.format, values.data_ptr<float>(), weights.data() + layout.w1_offset(), up);
   quant::quantize_row(layout.format, values.data_ptr<float>(), weights.data() + layout.w3_offset(), up);
   quant::quantize_row(layout.down_format, values.data_ptr<float>(), weights.data() + layout.w2_offset(), up);
+  layout.to_kernel_layout(weights.data());
   ExpertWork work{0, {0}, {1.f}};
   std::vector<double> t;
   for (int i = 0; i < 15; ++i) {

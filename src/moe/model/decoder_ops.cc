@@ -26,38 +26,55 @@ at::Tensor activation(const std::string& hidden_act, const at::Tensor& x) {
   FERRY_THROW(InvalidArgument, "hidden_act '", hidden_act, "' is not implemented");
 }
 
-at::Tensor project(const at::Tensor& x, const at::Tensor& w) {
-  const std::int64_t in = w.size(1), out = w.size(0);
-  const std::int64_t rows = in > 0 ? x.numel() / in : 0;
-  const bool streaming = rows > 0 && rows < 8 && w.dim() == 2 && w.scalar_type() == at::kFloat &&
-                         x.scalar_type() == at::kFloat && w.is_contiguous() && !w.requires_grad() &&
-                         !x.requires_grad() && x.device().is_cpu() && w.device().is_cpu();
-  if (!streaming) return torch::matmul(x, w.t());
-  auto xc = x.contiguous();
-  std::vector<std::int64_t> shape(x.sizes().begin(), x.sizes().end());
-  shape.back() = out;
-  auto y = torch::empty(shape, x.options());
-  const auto* act = reinterpret_cast<const std::byte*>(xc.data_ptr<float>());
-  float* dst = y.data_ptr<float>();
-  const float* wp = w.data_ptr<float>();
-  // Rows of w per task: ~64 KB of weights, enough to outweigh the task's scheduling.
-  const std::int64_t grain = std::max<std::int64_t>(16, 65536 / (4 * std::max<std::int64_t>(1, in)));
-  at::parallel_for(0, out, grain, [&](std::int64_t begin, std::int64_t end) {
-    quant::matmul_rows(quant::QuantType::kF32, wp, static_cast<std::size_t>(in), static_cast<std::size_t>(begin),
-                       static_cast<std::size_t>(end), act, static_cast<std::size_t>(rows), dst,
-                       static_cast<std::size_t>(out));
+at::Tensor project_blocks(const at::Tensor& x, quant::QuantType type, const std::byte* w, std::int64_t rows,
+                          std::int64_t cols) {
+  const auto n = static_cast<std::size_t>(x.size(0));
+  thread_local std::vector<std::byte> act;
+  quant::quantize_activations(type, x.data_ptr<float>(), n, static_cast<std::size_t>(cols), act);
+  auto y = torch::empty({x.size(0), rows});
+  float* out = y.data_ptr<float>();
+  // Tasks of whole row groups (matmul_row_unit), each ~64 KB of weights, enough to outweigh its
+  // scheduling.
+  const auto unit = static_cast<std::int64_t>(quant::matmul_row_unit(type));
+  const auto row_bytes = static_cast<std::int64_t>(quant::quant_row_bytes(type, static_cast<std::size_t>(cols)));
+  const std::int64_t units = (rows + unit - 1) / unit;
+  const auto grain = std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, unit * row_bytes));
+  const std::byte* a = act.data();
+  at::parallel_for(0, units, grain, [&](std::int64_t begin, std::int64_t end) {
+    quant::matmul_rows(type, w, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols),
+                       static_cast<std::size_t>(begin * unit), static_cast<std::size_t>(std::min(rows, end * unit)), a, n,
+                       out, static_cast<std::size_t>(rows));
   });
   return y;
 }
 
-at::Tensor gated_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w3, const at::Tensor& w2,
+at::Tensor project(const at::Tensor& x, const Weight& w) {
+  const std::int64_t in = w.cols, out = w.rows;
+  const std::int64_t rows = in > 0 ? x.numel() / in : 0;
+  const bool cpu_no_grad = x.scalar_type() == at::kFloat && !x.requires_grad() && x.device().is_cpu();
+  if (w.type == quant::QuantType::kF32) {
+    const at::Tensor& t = w.values;
+    const bool streaming = rows > 0 && rows < 8 && t.dim() == 2 && t.scalar_type() == at::kFloat && t.is_contiguous() &&
+                           !t.requires_grad() && t.device().is_cpu() && cpu_no_grad;
+    if (!streaming) return torch::matmul(x, t.t());
+  } else {
+    FERRY_REQUIRE(cpu_no_grad, "a weight in ", quant::quant_name(w.type),
+                  " blocks is computed on CPU float32 activations without gradients");
+  }
+  std::vector<std::int64_t> shape(x.sizes().begin(), x.sizes().end());
+  shape.back() = out;
+  const auto* blocks = static_cast<const std::byte*>(w.values.data_ptr());
+  return project_blocks(x.contiguous().view({rows, in}), w.type, blocks, out, in).view(shape);
+}
+
+at::Tensor gated_mlp(const at::Tensor& x, const Weight& w1, const Weight& w3, const Weight& w2,
                      const std::string& hidden_act) {
   return project(activation(hidden_act, project(x, w1)) * project(x, w3), w2);
 }
 
 Qkv project_qkv(const at::Tensor& a, const LayerWeights& lw, const MoeConfig& c) {
   const std::int64_t B = a.size(0), T = a.size(1), D = c.head_dim;
-  auto proj = [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  auto proj = [](const at::Tensor& x, const Weight& w, const at::Tensor& b) {
     auto y = project(x, w);
     return b.defined() ? y + b : y;
   };

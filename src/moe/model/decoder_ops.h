@@ -18,14 +18,19 @@ namespace ferry::moe {
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, double eps);
 // HF's ACT2FN[hidden_act]: silu (swish), gelu (erf), gelu_pytorch_tanh and gelu_new (tanh form).
 at::Tensor activation(const std::string& hidden_act, const at::Tensor& x);
-// down(act(gate(x)) * up(x)): w1 = gate [I, H], w3 = up [I, H], w2 = down [H, I].
-// x · wᵀ for a float32 weight w [out, in] and x [..., in]. Fewer than 8 rows of x are a
-// matrix-vector product, which streams w once: ferry's kernel (moe/quant/matmul.h) over the rows
-// of w split across the intra-op threads runs it near the memory bandwidth, 3x libtorch's GEMV on
-// one thread (bench/RESULTS.md, "MoE kernels"); more rows go to libtorch's GEMM.
-at::Tensor project(const at::Tensor& x, const at::Tensor& w);
+// x · wᵀ for a weight w [out, in] and x [..., in]. A weight in a block format is computed on its
+// blocks by ferry's kernels (moe/quant/matmul.h) at every batch size. A float32 weight at fewer
+// than 8 rows of x is a matrix-vector product, which streams w once: the same kernels over the
+// rows of w split across the intra-op threads run it near the memory bandwidth, 3x libtorch's
+// GEMV on one thread (bench/RESULTS.md, "MoE kernels"); more rows go to libtorch's GEMM.
+at::Tensor project(const at::Tensor& x, const Weight& w);
+// x [n, cols] (float32, contiguous) · Wᵀ for W [rows, cols] in `type` at `w`, in the kernels'
+// layout (moe/quant/row_groups.h), its rows split across the intra-op threads: [n, rows].
+at::Tensor project_blocks(const at::Tensor& x, quant::QuantType type, const std::byte* w, std::int64_t rows,
+                          std::int64_t cols);
 
-at::Tensor gated_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w3, const at::Tensor& w2,
+// down(act(gate(x)) * up(x)): w1 = gate [I, H], w3 = up [I, H], w2 = down [H, I].
+at::Tensor gated_mlp(const at::Tensor& x, const Weight& w1, const Weight& w3, const Weight& w2,
                      const std::string& hidden_act);
 // q [B, heads, T, D], k and v [B, kv, T, D] of the normed input a [B, T, H], before the rotary
 // embedding: biases (qkv_bias), OLMoE's RMSNorm of the whole q/k projection and clip_qkv, or

@@ -223,13 +223,15 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const MoeConfig& c) {
 
 namespace {
 
-// Moves row (h, s, i) of a (n_head, 2, half) row layout to (h, i, s), or back (`inverse`).
-void permute_rows(std::span<const float> in, std::span<float> out, std::int64_t rows, std::int64_t cols, int n_head,
+// Moves row (h, s, i) of a (n_head, 2, half) row layout to (h, i, s), or back (`inverse`); a row
+// is `row` elements of T.
+template <typename T>
+void permute_rows(std::span<const T> in, std::span<T> out, std::int64_t rows, std::int64_t row, int n_head,
                   bool inverse) {
   FERRY_REQUIRE(n_head > 0 && rows % (2 * n_head) == 0, "q/k permutation: ", rows, " rows are not ", n_head,
                 " heads of two halves");
-  FERRY_REQUIRE(static_cast<std::int64_t>(in.size()) == rows * cols && out.size() == in.size(),
-                "q/k permutation: buffers of ", in.size(), " and ", out.size(), " values for ", rows, " x ", cols);
+  FERRY_REQUIRE(static_cast<std::int64_t>(in.size()) == rows * row && out.size() == in.size(),
+                "q/k permutation: buffers of ", in.size(), " and ", out.size(), " values for ", rows, " x ", row);
   const std::int64_t half = rows / n_head / 2;
   for (std::int64_t h = 0; h < n_head; ++h)
     for (std::int64_t s = 0; s < 2; ++s)
@@ -237,7 +239,7 @@ void permute_rows(std::span<const float> in, std::span<float> out, std::int64_t 
         const std::int64_t hf_row = (h * 2 + s) * half + i;
         const std::int64_t gguf_row = (h * half + i) * 2 + s;
         const std::int64_t from = inverse ? gguf_row : hf_row, to = inverse ? hf_row : gguf_row;
-        std::copy_n(in.data() + from * cols, cols, out.data() + to * cols);
+        std::copy_n(in.data() + from * row, row, out.data() + to * row);
       }
 }
 
@@ -251,6 +253,11 @@ void gguf_permute_rows(std::span<const float> in, std::span<float> out, std::int
 void gguf_unpermute_rows(std::span<const float> in, std::span<float> out, std::int64_t rows, std::int64_t cols,
                          int n_head) {
   permute_rows(in, out, rows, cols, n_head, true);
+}
+
+void gguf_unpermute_row_bytes(std::span<const std::byte> in, std::span<std::byte> out, std::int64_t rows,
+                              std::int64_t row_bytes, int n_head) {
+  permute_rows(in, out, rows, row_bytes, n_head, true);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@
 // and general.file_type last, where llama-quantize moves them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <set>
@@ -97,6 +98,9 @@ void gguf_permute_rows(std::span<const float> in, std::span<float> out, std::int
                        int n_head);
 void gguf_unpermute_rows(std::span<const float> in, std::span<float> out, std::int64_t rows, std::int64_t cols,
                          int n_head);
+// The same inverse on rows of blocks (`row_bytes` bytes each), as a block format stores them.
+void gguf_unpermute_row_bytes(std::span<const std::byte> in, std::span<std::byte> out, std::int64_t rows,
+                              std::int64_t row_bytes, int n_head);
 
 // Up to general.file_type (excluded): the general keys, the converter's common keys and the
 // family's. `hf_config` is config.json as read (the converter writes a key only when it is there);

@@ -1,5 +1,7 @@
 #include "moe/model/gguf_model.h"
 
+#include <cstring>
+
 #include <set>
 
 #include "core/error.h"
@@ -66,6 +68,20 @@ void GgufModel::read_f32(const std::string& hf_name, float* dst) const {
   quant::dequantize_row(e.tensor->type, src.data(), permuted.data(), n);
   const std::int64_t rows = e.shape[0], cols = numel / rows;  // a bias is rows x 1
   gguf_unpermute_rows(permuted, std::span<float>(dst, n), rows, cols, e.permute_heads);
+}
+
+quant::QuantType GgufModel::stored_type(const std::string& hf_name) const { return entry(hf_name).tensor->type; }
+
+void GgufModel::read_blocks(const std::string& hf_name, std::byte* dst) const {
+  const Entry& e = entry(hf_name);
+  const std::span<const std::byte> src = bytes(e);
+  if (e.permute_heads == 0) {
+    std::memcpy(dst, src.data(), src.size());
+    return;
+  }
+  const std::int64_t rows = e.shape[0];
+  gguf_unpermute_row_bytes(src, std::span<std::byte>(dst, src.size()), rows,
+                           static_cast<std::int64_t>(src.size()) / rows, e.permute_heads);
 }
 
 StoredTensor GgufModel::stored(const std::string& hf_name) const {

@@ -118,7 +118,7 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
   }
   impl_->pos += T;
   auto h = rms_norm(all_positions ? x : x.slice(1, T - 1, T), impl_->w.final_norm, c.rms_norm_eps);
-  auto logits = torch::matmul(h, impl_->w.lm_head.t()).contiguous();
+  auto logits = project(h, impl_->w.lm_head).contiguous();
   return std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
 }
 

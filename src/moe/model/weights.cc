@@ -3,7 +3,47 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <cstring>
+
+#include "moe/model/gguf_model.h"
+#include "moe/quant/dequantize.h"
+#include "moe/quant/row_groups.h"
+
 namespace ferry::moe {
+
+torch::Tensor Weight::to_float() const {
+  if (type == quant::QuantType::kF32 || !values.defined()) return values;
+  auto blocks = values.clone();
+  quant::from_row_groups(type, blocks.data_ptr<std::uint8_t>(), static_cast<std::size_t>(rows),
+                         static_cast<std::size_t>(cols));
+  auto out = torch::empty({rows, cols}, torch::kFloat32);
+  quant::dequantize_row(type, blocks.data_ptr<std::uint8_t>(), out.data_ptr<float>(), static_cast<std::size_t>(rows * cols));
+  return out;
+}
+
+Weight load_weight(const Checkpoint& ck, const std::string& name, std::int64_t rows, std::int64_t cols,
+                   bool as_stored) {
+  if (as_stored && ck.gguf() != nullptr) {
+    const quant::QuantType type = ck.gguf()->stored_type(name);
+    if (quant::quant_type_computed(type) && type != quant::QuantType::kF32 && type != quant::QuantType::kF16 &&
+        type != quant::QuantType::kBF16) {
+      // Read as float first: the shape and the values (no NaN/Inf) are checked as for any tensor.
+      load_tensor_f32(ck, name, {rows, cols});
+      Weight w;
+      w.type = type;
+      w.rows = rows;
+      w.cols = cols;
+      w.values = torch::empty({static_cast<std::int64_t>(quant::quant_matrix_bytes(
+                                  type, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)))},
+                              torch::kUInt8);
+      ck.gguf()->read_blocks(name, reinterpret_cast<std::byte*>(w.values.data_ptr<std::uint8_t>()));
+      quant::to_row_groups(type, w.values.data_ptr<std::uint8_t>(), static_cast<std::size_t>(rows),
+                           static_cast<std::size_t>(cols));
+      return w;
+    }
+  }
+  return load_tensor_f32(ck, name, {rows, cols});
+}
 
 torch::Tensor load_tensor_f32(const Checkpoint& ck, const std::string& name, const std::vector<std::int64_t>& shape) {
   ck.expect(name, shape);  // before allocating: a config's sizes are checked against the file's tensor first
@@ -12,7 +52,7 @@ torch::Tensor load_tensor_f32(const Checkpoint& ck, const std::string& name, con
   return t;
 }
 
-DenseWeights load_dense_weights(const Checkpoint& ck) {
+DenseWeights load_dense_weights(const Checkpoint& ck, bool as_stored) {
   const MoeConfig& c = ck.config();
   TensorNames n(c);
   DenseWeights w;
@@ -24,15 +64,15 @@ DenseWeights load_dense_weights(const Checkpoint& ck) {
   if (c.tie_word_embeddings)
     w.lm_head = w.embed;
   else
-    w.lm_head = load_tensor_f32(ck, n.lm_head(), {V, H});
+    w.lm_head = load_weight(ck, n.lm_head(), V, H, as_stored);
   for (int l = 0; l < c.num_layers; ++l) {
     LayerWeights lw;
     lw.attn_norm = load_tensor_f32(ck, n.attn_norm(l), {H});
     lw.ffn_norm = load_tensor_f32(ck, n.ffn_norm(l), {H});
-    lw.wq = load_tensor_f32(ck, n.attn(l, 'q'), {c.num_heads * D, H});
-    lw.wk = load_tensor_f32(ck, n.attn(l, 'k'), {c.num_kv_heads * D, H});
-    lw.wv = load_tensor_f32(ck, n.attn(l, 'v'), {c.num_kv_heads * D, H});
-    lw.wo = load_tensor_f32(ck, n.attn(l, 'o'), {H, c.num_heads * D});
+    lw.wq = load_weight(ck, n.attn(l, 'q'), c.num_heads * D, H, as_stored);
+    lw.wk = load_weight(ck, n.attn(l, 'k'), c.num_kv_heads * D, H, as_stored);
+    lw.wv = load_weight(ck, n.attn(l, 'v'), c.num_kv_heads * D, H, as_stored);
+    lw.wo = load_weight(ck, n.attn(l, 'o'), H, c.num_heads * D, as_stored);
     // Mixtral's attention has no biases, and HF ignores any stored; the other families' as
     // their config says (qkv_bias, o_bias), required then.
     if (c.qkv_bias) {
@@ -48,18 +88,18 @@ DenseWeights load_dense_weights(const Checkpoint& ck) {
     }
     if (c.moe_layer(l) < 0) {
       const std::int64_t F = c.dense_intermediate_size;
-      lw.dw1 = load_tensor_f32(ck, n.dense_mlp(l, 1), {F, H});
-      lw.dw3 = load_tensor_f32(ck, n.dense_mlp(l, 3), {F, H});
-      lw.dw2 = load_tensor_f32(ck, n.dense_mlp(l, 2), {H, F});
+      lw.dw1 = load_weight(ck, n.dense_mlp(l, 1), F, H, as_stored);
+      lw.dw3 = load_weight(ck, n.dense_mlp(l, 3), F, H, as_stored);
+      lw.dw2 = load_weight(ck, n.dense_mlp(l, 2), H, F, as_stored);
       w.layers.push_back(std::move(lw));
       continue;
     }
     lw.router = load_tensor_f32(ck, n.router(l), {c.num_experts, H});
     if (c.shared_expert_intermediate_size > 0) {
       const std::int64_t S = c.shared_expert_intermediate_size;
-      lw.sw1 = load_tensor_f32(ck, n.shared_expert(l, 1), {S, H});
-      lw.sw3 = load_tensor_f32(ck, n.shared_expert(l, 3), {S, H});
-      lw.sw2 = load_tensor_f32(ck, n.shared_expert(l, 2), {H, S});
+      lw.sw1 = load_weight(ck, n.shared_expert(l, 1), S, H, as_stored);
+      lw.sw3 = load_weight(ck, n.shared_expert(l, 3), S, H, as_stored);
+      lw.sw2 = load_weight(ck, n.shared_expert(l, 2), H, S, as_stored);
       if (c.shared_expert_gate) lw.sgate = load_tensor_f32(ck, n.shared_expert_gate(l), {1, H});
     }
     w.layers.push_back(std::move(lw));

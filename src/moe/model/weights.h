@@ -1,4 +1,5 @@
-// Non-expert weights (always resident) and per-expert weights as float32 libtorch tensors.
+// Non-expert weights (always resident) and per-expert weights as libtorch tensors: float32, or
+// (a GGUF file's projections in a block format ferry computes on) the blocks as stored.
 // Internal to ferry_moe: includes libtorch types.
 #pragma once
 
@@ -7,25 +8,44 @@
 #include <torch/types.h>
 
 #include "moe/model/checkpoint.h"
+#include "moe/quant/quant_type.h"
 
 namespace ferry::moe {
 
+// A projection's weight [rows, cols]: float32 (`values` is that tensor), or a GGUF block format
+// as the file stores it (`values` holds its bytes, uint8, in the kernels' layout:
+// moe/quant/row_groups.h), computed on by moe/quant's kernels (decoder_ops.h, project).
+struct Weight {
+  torch::Tensor values;
+  quant::QuantType type = quant::QuantType::kF32;
+  std::int64_t rows = 0, cols = 0;
+
+  Weight() = default;
+  Weight(torch::Tensor f32)  // NOLINT(google-explicit-constructor): a float32 tensor is a weight
+      : values(std::move(f32)), rows(values.defined() ? values.size(0) : 0), cols(values.defined() ? values.size(1) : 0) {}
+  bool defined() const { return values.defined(); }
+  // Bytes the weight occupies.
+  std::uint64_t bytes() const { return values.defined() ? values.numel() * values.element_size() : 0; }
+  // The weight as float32 [rows, cols] (dequantized when stored in blocks).
+  torch::Tensor to_float() const;
+};
+
 struct LayerWeights {
   torch::Tensor attn_norm, ffn_norm;  // [H]
-  torch::Tensor wq, wk, wv, wo;       // [heads*D, H], [kv*D, H], [kv*D, H], [H, heads*D]
+  Weight wq, wk, wv, wo;              // [heads*D, H], [kv*D, H], [kv*D, H], [H, heads*D]
   torch::Tensor bq, bk, bv, bo;       // optional biases (undefined when absent)
   torch::Tensor q_norm, k_norm;       // q/k RMSNorm weights: [D] per head, or [heads*D] / [kv*D] whole
   torch::Tensor router;               // [E, H] (undefined in a dense layer)
-  torch::Tensor sw1, sw3, sw2;        // shared expert (undefined when the model has none)
+  Weight sw1, sw3, sw2;               // shared expert (undefined when the model has none)
   torch::Tensor sgate;                // [1, H] shared-expert gate (optional)
-  torch::Tensor dw1, dw3, dw2;        // a dense layer's MLP (undefined in an MoE layer)
+  Weight dw1, dw3, dw2;               // a dense layer's MLP (undefined in an MoE layer)
 };
 
 struct DenseWeights {
   MoeConfig config;
   torch::Tensor embed;       // [V, H]
   torch::Tensor final_norm;  // [H]
-  torch::Tensor lm_head;     // [V, H]
+  Weight lm_head;            // [V, H]
   std::vector<LayerWeights> layers;
 };
 
@@ -35,8 +55,14 @@ struct ExpertWeights {
 
 // Reads `name` (checking the shape) as a float32 tensor.
 torch::Tensor load_tensor_f32(const Checkpoint& ck, const std::string& name, const std::vector<std::int64_t>& shape);
-// Everything but the routed experts.
-DenseWeights load_dense_weights(const Checkpoint& ck);
+// Reads projection `name` [rows, cols]: with `as_stored`, as stored when a GGUF file holds it in
+// a block format the kernels compute on (not F16/BF16, which the float32 GEMM serves better);
+// else float32.
+Weight load_weight(const Checkpoint& ck, const std::string& name, std::int64_t rows, std::int64_t cols,
+                   bool as_stored = true);
+// Everything but the routed experts. The embedding, norms, biases and routers are float32; the
+// projections are load_weight's.
+DenseWeights load_dense_weights(const Checkpoint& ck, bool as_stored = true);
 // Routed expert `expert` of MoE layer `moe_layer` (MoeConfig::decoder_layer maps it to its block).
 ExpertWeights load_expert_weights(const Checkpoint& ck, int moe_layer, int expert);
 

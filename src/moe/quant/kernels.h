@@ -1,6 +1,9 @@
-// The per-block dot products behind matmul.h, one per weight format, in a portable and an
-// AVX2 build. Internal to moe/quant. `w` is one row of weights, `x` one activation row in the
-// format activation_format() names, `n` the row length.
+// The kernels behind matmul.h, one per weight format, in a portable, an AVX2 and an AVX-512 VNNI
+// build. Internal to moe/quant. Dot products: `w` is one row of weights as stored, `x` one
+// activation row in the format activation_format() names, `n` the row length. Group kernels:
+// the 8 rows of one row group (row_groups.h) times `tokens` activation rows. Q8_0 activation rows
+// are n/32 Q8_0 blocks followed by the n/32 blocks' sums of quants (int32), which the group
+// kernels' unsigned products need (Σ (u − o)·x = Σ u·x − o·Σ x).
 #pragma once
 
 #include <cstddef>
@@ -21,5 +24,16 @@ struct DotTable {
 };
 const DotTable& portable_dots();
 const DotTable& avx2_dots();  // call only when the CPU has AVX2, FMA and F16C
+
+// y[t·y_stride + r] for the group's rows r = 0..7 and activation rows t < tokens (x_row bytes apart).
+using GroupFn = void (*)(const void* group, std::size_t n, const std::byte* x, std::size_t x_row, std::size_t tokens,
+                         float* y, std::size_t y_stride);
+struct GroupTable {
+  GroupFn q8_0;
+  GroupFn q4_0;
+};
+const GroupTable& portable_groups();
+const GroupTable& avx2_groups();
+const GroupTable& vnni_groups();  // call only when the CPU has AVX-512 F/BW/VL and VNNI as well
 
 }  // namespace ferry::moe::quant::kernels

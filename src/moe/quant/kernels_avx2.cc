@@ -11,8 +11,11 @@
 #include "core/half.h"
 #include "moe/quant/blocks.h"
 #include "moe/quant/kernels.h"
+#include "moe/quant/row_groups.h"
 
 #pragma GCC target("avx2,fma,f16c")
+
+#include "moe/quant/kernels_groups_x86.h"
 
 namespace ferry::moe::quant::kernels {
 namespace {
@@ -187,7 +190,23 @@ float dot_q6_k(const void* w, const void* x, std::size_t n) {
   return hsum(acc);
 }
 
+// The row-group kernels' products without VNNI: signed Q8_0 weights through the sign trick above,
+// 4-bit weights (0..15) straight into _mm256_maddubs_epi16 (|pair sum| ≤ 2·15·127, no saturation).
+struct Avx2 {
+  static constexpr std::int32_t kQ8Offset = 0;
+  static __m256i prep_q8(__m256i w) { return w; }
+  static __m256i dot_q8(__m256i acc, __m256i w, __m256i x) { return _mm256_add_epi32(acc, dot_i8_pairs(w, x)); }
+  static __m256i dot_u4(__m256i acc, __m256i u, __m256i x) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
+  }
+};
+
 }  // namespace
+
+const GroupTable& avx2_groups() {
+  static const GroupTable table{group_kernel<Avx2, false>, group_kernel<Avx2, true>};
+  return table;
+}
 
 const DotTable& avx2_dots() {
   static const DotTable table{dot_f32, dot_half<false>, dot_half<true>, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k};

@@ -1,12 +1,14 @@
 // Portable dot products on quantized blocks: the integer sums and scale products of matmul.h,
-// written out in scalar C++ (the reference the AVX2 kernels are tested against).
+// written out in scalar C++ (the reference the AVX2 and VNNI kernels are tested against).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/half.h"
 #include "moe/quant/blocks.h"
 #include "moe/quant/kernels.h"
+#include "moe/quant/row_groups.h"
 
 namespace ferry::moe::quant::kernels {
 namespace {
@@ -132,7 +134,25 @@ float dot_q6_k(const void* w, const void* x, std::size_t n) {
   return s;
 }
 
+// A row group as the reference computes it: its rows put back as stored, then the dot products.
+template <QuantType kType, float (*kDot)(const void*, const void*, std::size_t)>
+void group(const void* g, std::size_t n, const std::byte* x, std::size_t x_row, std::size_t tokens, float* y,
+           std::size_t y_stride) {
+  const std::size_t row = quant_row_bytes(kType, n);
+  thread_local std::vector<unsigned char> rows;
+  const auto* p = static_cast<const unsigned char*>(g);
+  rows.assign(p, p + kRowGroup * row);
+  from_row_groups(kType, rows.data(), kRowGroup, n);
+  for (std::size_t t = 0; t < tokens; ++t)
+    for (std::size_t r = 0; r < kRowGroup; ++r) y[t * y_stride + r] = kDot(rows.data() + r * row, x + t * x_row, n);
+}
+
 }  // namespace
+
+const GroupTable& portable_groups() {
+  static const GroupTable table{group<QuantType::kQ8_0, dot_q8_0>, group<QuantType::kQ4_0, dot_q4_0>};
+  return table;
+}
 
 void quantize_row_q8_k(const float* x, void* out, std::size_t n) {
   auto* y = static_cast<BlockQ8_K*>(out);

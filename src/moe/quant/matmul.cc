@@ -1,31 +1,38 @@
 #include "moe/quant/matmul.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 
 #include "core/error.h"
 #include "moe/quant/blocks.h"
 #include "moe/quant/kernels.h"
 #include "moe/quant/quantize.h"
+#include "moe/quant/row_groups.h"
 
 namespace ferry::moe::quant {
 namespace {
 
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
-  return has;
+bool cpu_has(Kernels k) {
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                           __builtin_cpu_supports("f16c");
+  static const bool vnni = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  switch (k) {
+    case Kernels::kPortable: return true;
+    case Kernels::kAvx2: return avx2;
+    case Kernels::kAvx512Vnni: return vnni;
+  }
+  return false;
 }
 
-std::atomic<bool> g_portable{false};
-
-const kernels::DotTable& dots() {
-  return matmul_uses_avx2() ? kernels::avx2_dots() : kernels::portable_dots();
-}
+std::atomic<Kernels> g_kernels{best_matmul_kernels()};
 
 using DotFn = float (*)(const void*, const void*, std::size_t);
 
-DotFn dot_for(QuantType type) {
-  const auto& t = dots();
+DotFn dot_for(Kernels k, QuantType type) {
+  const auto& t = k == Kernels::kPortable ? kernels::portable_dots() : kernels::avx2_dots();
   switch (type) {
     case QuantType::kF32: return t.f32;
     case QuantType::kF16: return t.f16;
@@ -42,10 +49,34 @@ DotFn dot_for(QuantType type) {
               quant_type_names(), ")");
 }
 
+kernels::GroupFn group_for(Kernels k, QuantType type) {
+  const auto& t = k == Kernels::kAvx512Vnni ? kernels::vnni_groups()
+                  : k == Kernels::kAvx2     ? kernels::avx2_groups()
+                                            : kernels::portable_groups();
+  return type == QuantType::kQ4_0 ? t.q4_0 : t.q8_0;
+}
+
 }  // namespace
 
-bool matmul_uses_avx2() { return cpu_has_avx2() && !g_portable.load(std::memory_order_relaxed); }
-void set_matmul_portable(bool portable) { g_portable.store(portable); }
+const char* kernels_name(Kernels k) {
+  switch (k) {
+    case Kernels::kPortable: return "portable";
+    case Kernels::kAvx2: return "avx2";
+    case Kernels::kAvx512Vnni: return "avx512vnni";
+  }
+  return "?";
+}
+
+Kernels best_matmul_kernels() {
+  return cpu_has(Kernels::kAvx512Vnni) ? Kernels::kAvx512Vnni
+         : cpu_has(Kernels::kAvx2)     ? Kernels::kAvx2
+                                       : Kernels::kPortable;
+}
+Kernels matmul_kernels() { return g_kernels.load(std::memory_order_relaxed); }
+void set_matmul_kernels(Kernels k) {
+  FERRY_REQUIRE(cpu_has(k), "this CPU cannot run the ", kernels_name(k), " kernels");
+  g_kernels.store(k);
+}
 
 ActivationFormat activation_format(QuantType weights) {
   switch (weights) {
@@ -60,7 +91,7 @@ ActivationFormat activation_format(QuantType weights) {
 std::size_t activation_row_bytes(QuantType weights, std::size_t n) {
   quant_row_bytes(weights, n);  // n must be whole blocks of the weights' format
   switch (activation_format(weights)) {
-    case ActivationFormat::kQ8_0: return quant_row_bytes(QuantType::kQ8_0, n);
+    case ActivationFormat::kQ8_0: return quant_row_bytes(QuantType::kQ8_0, n) + n / kQK8_0 * sizeof(std::int32_t);
     case ActivationFormat::kQ8_K: return n / kQK_K * sizeof(BlockQ8_K);
     case ActivationFormat::kF32: break;
   }
@@ -72,22 +103,47 @@ void quantize_activations(QuantType weights, const float* x, std::size_t batch, 
   const std::size_t row = activation_row_bytes(weights, n);
   out.resize(batch * row);
   for (std::size_t b = 0; b < batch; ++b) {
-    void* dst = out.data() + b * row;
+    std::byte* dst = out.data() + b * row;
     switch (activation_format(weights)) {
       case ActivationFormat::kF32: quantize_row(QuantType::kF32, x + b * n, dst, n); break;
-      case ActivationFormat::kQ8_0: quantize_row(QuantType::kQ8_0, x + b * n, dst, n); break;
+      case ActivationFormat::kQ8_0: {
+        quantize_row(QuantType::kQ8_0, x + b * n, dst, n);
+        // The blocks' sums of quants, after the blocks (kernels.h).
+        std::byte* sums = dst + quant_row_bytes(QuantType::kQ8_0, n);
+        for (std::size_t i = 0; i < n / kQK8_0; ++i) {
+          const auto* q = reinterpret_cast<const std::int8_t*>(dst + i * sizeof(BlockQ8_0) + 2);
+          std::int32_t s = 0;
+          for (int j = 0; j < kQK8_0; ++j) s += q[j];
+          std::memcpy(sums + i * sizeof s, &s, sizeof s);
+        }
+        break;
+      }
       case ActivationFormat::kQ8_K: kernels::quantize_row_q8_k(x + b * n, dst, n); break;
     }
   }
 }
 
-void matmul_rows(QuantType type, const void* w, std::size_t n, std::size_t row_begin, std::size_t row_end,
-                 const std::byte* activations, std::size_t batch, float* y, std::size_t y_stride) {
-  const DotFn dot = dot_for(type);
+std::size_t matmul_row_unit(QuantType type) { return has_row_groups(type) ? kRowGroup : 1; }
+
+void matmul_rows(QuantType type, const void* w, std::size_t rows, std::size_t n, std::size_t row_begin,
+                 std::size_t row_end, const std::byte* activations, std::size_t batch, float* y, std::size_t y_stride) {
+  const Kernels k = matmul_kernels();
+  const DotFn dot = dot_for(k, type);
   const std::size_t w_row = quant_row_bytes(type, n);
   const std::size_t x_row = activation_row_bytes(type, n);
   const auto* base = static_cast<const unsigned char*>(w);
-  for (std::size_t r = row_begin; r < row_end; ++r) {
+  std::size_t r = row_begin;
+  if (has_row_groups(type)) {
+    const std::size_t grouped = rows / kRowGroup * kRowGroup;
+    FERRY_CHECK(row_begin % kRowGroup == 0 || row_begin >= grouped, "row range [", row_begin, ", ", row_end,
+                ") splits a row group");
+    FERRY_CHECK(row_end % kRowGroup == 0 || row_end >= grouped, "row range [", row_begin, ", ", row_end,
+                ") splits a row group");
+    const kernels::GroupFn group = group_for(k, type);
+    for (; r + kRowGroup <= std::min(row_end, grouped); r += kRowGroup)
+      group(base + r * w_row, n, activations, x_row, batch, y + r, y_stride);
+  }
+  for (; r < row_end; ++r) {
     const void* wr = base + r * w_row;
     for (std::size_t b = 0; b < batch; ++b) y[b * y_stride + r] = dot(wr, activations + b * x_row, n);
   }

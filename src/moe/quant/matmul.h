@@ -10,8 +10,9 @@
 //
 // Q8_0 activations are quantized as Q8_0 weights are (quantize.h); Q8_K activations use
 // d = max|x|/127, q = round(x/d) per 256 values, plus the sums of each 16 q for the mins.
-// Kernels: AVX2+FMA when the CPU has them (checked at run time), portable C++ otherwise; both
-// sum the same integer products, so they differ only in the order of float additions.
+// Weights are read in the kernel layout (row_groups.h: Q8_0 and Q4_0 in groups of 8 rows).
+// Kernels: AVX-512 VNNI, AVX2+FMA or portable C++, the best the CPU has (checked at run time);
+// all sum the same integer products, so they differ only in the order of float additions.
 #pragma once
 
 #include <cstddef>
@@ -32,16 +33,22 @@ std::size_t activation_row_bytes(QuantType weights, std::size_t n);
 void quantize_activations(QuantType weights, const float* x, std::size_t batch, std::size_t n,
                           std::vector<std::byte>& out);
 
-// y[b·y_stride + r] = Σ_k W[r, k]·x_b[k] for rows r in [row_begin, row_end) of W (rows of `n`
-// weights in `type`, contiguous from `w`) and `batch` activation rows from quantize_activations.
-// Disjoint row ranges may run on different threads.
-void matmul_rows(QuantType type, const void* w, std::size_t n, std::size_t row_begin, std::size_t row_end,
-                 const std::byte* activations, std::size_t batch, float* y, std::size_t y_stride);
+// The rows a thread's share of a matrix starts at a multiple of: kRowGroup for row-group formats.
+std::size_t matmul_row_unit(QuantType type);
 
-// Whether the AVX2 kernels are in use (the CPU has AVX2, FMA and F16C, and they are not
-// switched off).
-bool matmul_uses_avx2();
-// Switches to the portable kernels (or back), process-wide: tests and benchmarks compare both.
-void set_matmul_portable(bool portable);
+// y[b·y_stride + r] = Σ_k W[r, k]·x_b[k] for rows r in [row_begin, row_end) of W, `rows` rows of
+// `n` weights in `type` at `w` in the kernel layout (row_groups.h), and `batch` activation rows
+// from quantize_activations. row_begin and row_end are multiples of matmul_row_unit(type) (or
+// `rows`); disjoint row ranges may run on different threads.
+void matmul_rows(QuantType type, const void* w, std::size_t rows, std::size_t n, std::size_t row_begin,
+                 std::size_t row_end, const std::byte* activations, std::size_t batch, float* y, std::size_t y_stride);
+
+// The kernels in use: the best this CPU runs unless switched (tests and benchmarks compare them).
+enum class Kernels { kPortable, kAvx2, kAvx512Vnni };
+const char* kernels_name(Kernels k);
+Kernels best_matmul_kernels();
+Kernels matmul_kernels();
+// Process-wide; refuses (InvalidArgument) kernels this CPU cannot run.
+void set_matmul_kernels(Kernels k);
 
 }  // namespace ferry::moe::quant

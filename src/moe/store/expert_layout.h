@@ -1,14 +1,17 @@
 // One routed expert's weights: w1 and w3 (I x H) and w2 (H x I), each stored row by row in the
-// expert's weight format (float32, or a GGUF block format: moe/quant). Its size is computed here
+// expert's weight format (float32, or a GGUF block format: moe/quant), held in memory in the
+// kernels' layout of those rows (the same bytes, reordered: moe/quant/row_groups.h). Its size is computed here
 // and nowhere else — the host pool and its links, the device slots, the simulator's model shapes —
 // so that a weight format changes it everywhere at once.
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "moe/quant/quant_type.h"
+#include "moe/quant/row_groups.h"
 
 namespace ferry::moe {
 
@@ -58,11 +61,24 @@ struct ExpertLayout {
   std::uint64_t w2_offset() const { return 2 * up_bytes(); }
   std::uint64_t bytes() const { return 2 * up_bytes() + down_bytes(); }
   std::uint64_t params() const { return expert_params(hidden, intermediate); }
+  // An expert's bytes at `data`, as stored (each projection's rows one after the other) → the
+  // kernels' layout (moe/quant/row_groups.h), in place; and back.
+  void to_kernel_layout(std::byte* data) const { move_layout(data, true); }
+  void from_kernel_layout(std::byte* data) const { move_layout(data, false); }
   // The format name, "Q4_K" or "Q4_K+Q6_K" (w1/w3 + w2).
   std::string format_name() const {
     std::string s = quant::quant_name(format);
     if (down_format != format) s += std::string("+") + quant::quant_name(down_format);
     return s;
+  }
+
+ private:
+  void move_layout(std::byte* data, bool to) const {
+    const auto H = static_cast<std::size_t>(hidden), I = static_cast<std::size_t>(intermediate);
+    const auto move = to ? quant::to_row_groups : quant::from_row_groups;
+    move(format, data + w1_offset(), I, H);
+    move(format, data + w3_offset(), I, H);
+    move(down_format, data + w2_offset(), H, I);
   }
 };
 

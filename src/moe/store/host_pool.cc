@@ -95,6 +95,7 @@ std::unique_ptr<HostPool> HostPool::load(const Checkpoint& ck, bool with_data, s
         ck.read_f32(name, {p.rows, p.cols}, scratch.data());
         quant::quantize_row(p.format, scratch.data(), dst + p.offset, scratch.size());
       }
+      L.to_kernel_layout(dst);
     }
   });
   return pool;
