@@ -39,15 +39,8 @@ struct BenchFlags {
   bool overhead = false;
 };
 
-std::string bench_header(const BenchOptions& o) {
-  EngineOptions eo;
-  eo.device_mem = o.budgets.front();
-  eo.link = o.link;
-  eo.compute = o.compute;
-  eo.weights = o.weights;
-  eo.policy = o.policies.front().substr(0, o.policies.front().find(':'));  // "prescope:PREDICTOR" -> prescope
-  auto eng = MoeEngine::open(o.model_dir, eo);
-  return "ferry moe bench on " + o.model_dir + ": " + eng->describe() + "; prompt " + std::to_string(o.prompt_tokens) +
+std::string bench_header(const BenchOptions& o, const std::string& engine) {
+  return "ferry moe bench on " + o.model_dir + ": " + engine + "; prompt " + std::to_string(o.prompt_tokens) +
          " tokens, " + std::to_string(o.new_tokens) + " generated";
 }
 
@@ -56,18 +49,22 @@ std::string bench_header(const BenchOptions& o) {
 int run_bench_report(BenchOptions& o, const std::string& out, int threads, bool overhead) {
   at::set_num_threads(threads);
   if (o.corpus == "default") o.corpus = default_corpus_path();
-  const std::string header = bench_header(o);
-  std::printf("%s\n", header.c_str());
   ProgressOptions po;
   po.label = "bench";
   po.unit = "run";
   Progress bar(static_cast<std::int64_t>(o.policies.size() * o.batches.size() * o.budgets.size()), po);
-  auto rows = run_bench(o, [&](const BenchRow& r, int done, int) {
-    char s[128];
-    std::snprintf(s, sizeof s, "%s b%d %s: %.1f tok/s", r.policy.c_str(), r.batch, r.budget.c_str(), r.tokens_per_s);
-    bar.update(done, s);
-  });
+  std::string engine;
+  auto rows = run_bench(
+      o,
+      [&](const BenchRow& r, int done, int) {
+        char s[128];
+        std::snprintf(s, sizeof s, "%s b%d %s: %.1f tok/s", r.policy.c_str(), r.batch, r.budget.c_str(), r.tokens_per_s);
+        bar.update(done, s);
+      },
+      &engine);
   bar.finish();
+  const std::string header = bench_header(o, engine);
+  std::printf("%s\n", header.c_str());
   render_plots(write_bench_outputs(rows, out, header), "ferry moe bench");
   std::printf("\n%s\n", bench_markdown(rows).c_str());
   if (overhead) {

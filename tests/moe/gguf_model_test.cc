@@ -35,6 +35,7 @@
 #include "moe/quant/gguf_file.h"
 #include "moe/quant/gguf_writer.h"
 #include "moe/quant/quantize.h"
+#include "moe/quant/row_groups.h"
 #include "moe/store/host_pool.h"
 #include "engine_test_util.h"
 #include "bpe_test_util.h"
@@ -235,6 +236,7 @@ TEST(GgufModel, Q4_K_MGivesAFormatPerProjection) {
       ck->read_f32(n.expert(0, e, which), {256, 256}, w.data());
       std::vector<std::byte> q(quant::quant_row_bytes(format, w.size()));
       quant::quantize_row(format, w.data(), q.data(), w.size());
+      quant::to_row_groups(format, q.data(), 256, 256);  // the pool holds the kernels' layout
       EXPECT_EQ(std::memcmp(pool->expert({0, e}) + offset, q.data(), q.size()), 0) << e << " " << which;
     }
   const std::string ref = write_dequantized_dir(gguf, dir, tmp / "ref");

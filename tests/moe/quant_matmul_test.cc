@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "moe/quant/blocks.h"
@@ -126,7 +127,7 @@ TEST_P(QuantMatmul, EqualsTheDequantizedProduct) {
 TEST_P(QuantMatmul, RowRangeWritesOnlyItsRows) {
   const std::size_t rows = 20, n = 256;  // row groups [0, 8), [8, 16), rows 16..19 as stored
   std::vector<float> w(rows * n, 0.5f), x(n, 1.0f);
-  for (QuantType type : {QuantType::kQ4_0, QuantType::kQ8_0, QuantType::kQ6_K, QuantType::kF32}) {
+  for (QuantType type : {QuantType::kQ4_0, QuantType::kQ8_0, QuantType::kQ4_K, QuantType::kQ6_K, QuantType::kF32}) {
     const std::vector<std::byte> wq = kernel_weights(type, w, rows, n);
     std::vector<std::byte> act;
     quantize_activations(type, x.data(), 1, n, act);
@@ -147,12 +148,20 @@ INSTANTIATE_TEST_SUITE_P(Kernels, QuantMatmul,
                          ::testing::Values(Kernels::kPortable, Kernels::kAvx2, Kernels::kAvx512Vnni),
                          [](const auto& info) { return std::string(kernels_name(info.param)); });
 
-// The row-group layout byte for byte as row_groups.h states it: scales of rows 0..7 first, then
-// chunk c of row r at byte 16 + 4·(8c + r) of each block; the rows after the last group as stored;
-// and back again.
+// The row-group layout byte for byte as row_groups.h states it: each scale field for rows 0..7 in
+// turn, then chunk c of row r at 4·(8c + r) after the fields, in each block; the rows after the
+// last group as stored; and back again.
 TEST(RowGroups, LayoutAsDocumentedAndInvertible) {
-  for (QuantType type : {QuantType::kQ8_0, QuantType::kQ4_0}) {
-    const std::size_t rows = 11, n = 64, block = quant_traits(type).block_bytes, nb = 2, row = nb * block;
+  struct Case {
+    QuantType type;
+    std::vector<std::pair<std::size_t, std::size_t>> fields;  // (offset in the stored block, bytes)
+    std::size_t quants;                                        // the quants' offset in the stored block
+  };
+  for (const Case& k : {Case{QuantType::kQ8_0, {{0, 2}}, 2}, Case{QuantType::kQ4_0, {{0, 2}}, 2},
+                        Case{QuantType::kQ4_K, {{0, 2}, {2, 2}, {4, 12}}, 16}}) {
+    const QuantType type = k.type;
+    const std::size_t rows = 11, nb = 2, n = nb * quant_traits(type).block_elems;
+    const std::size_t block = quant_traits(type).block_bytes, row = nb * block;
     std::vector<std::byte> stored(rows * row);
     for (std::size_t i = 0; i < stored.size(); ++i) stored[i] = static_cast<std::byte>((i * 7 + 3) % 251);
     std::vector<std::byte> g = stored;
@@ -161,39 +170,21 @@ TEST(RowGroups, LayoutAsDocumentedAndInvertible) {
       for (std::size_t r = 0; r < kRowGroup; ++r) {
         const std::byte* s = stored.data() + r * row + b * block;
         const std::byte* gb = g.data() + b * kRowGroup * block;
-        EXPECT_EQ(std::memcmp(gb + 2 * r, s, 2), 0) << quant_name(type) << " scale of row " << r;
-        for (std::size_t c = 0; c < (block - 2) / 4; ++c)
-          EXPECT_EQ(std::memcmp(gb + 16 + 4 * (8 * c + r), s + 2 + 4 * c, 4), 0) << quant_name(type) << " chunk " << c;
+        std::size_t at = 0;
+        for (auto [offset, bytes] : k.fields) {
+          EXPECT_EQ(std::memcmp(gb + at + bytes * r, s + offset, bytes), 0) << quant_name(type) << " field of row " << r;
+          at += kRowGroup * bytes;
+        }
+        for (std::size_t c = 0; c < (block - k.quants) / 4; ++c)
+          EXPECT_EQ(std::memcmp(gb + at + 4 * (8 * c + r), s + k.quants + 4 * c, 4), 0) << quant_name(type) << " chunk " << c;
       }
     EXPECT_EQ(std::memcmp(g.data() + 8 * row, stored.data() + 8 * row, 3 * row), 0) << "rows after the group";
     from_row_groups(type, g.data(), rows, n);
     EXPECT_EQ(g, stored) << quant_name(type);
   }
-  std::vector<std::byte> k(quant_matrix_bytes(QuantType::kQ4_K, 8, 256), std::byte{5}), k0 = k;
-  to_row_groups(QuantType::kQ4_K, k.data(), 8, 256);
+  std::vector<std::byte> k(quant_matrix_bytes(QuantType::kQ6_K, 8, 256), std::byte{5}), k0 = k;
+  to_row_groups(QuantType::kQ6_K, k.data(), 8, 256);
   EXPECT_EQ(k, k0) << "formats without row groups stay as stored";
-}
-
-// Q8_K activations: |x − d·q| ≤ d/2 with d = max|x|/127, and bsums are the sums of each 16 q.
-TEST(QuantActivations, Q8_KWithinHalfAStepAndSums) {
-  std::mt19937 rng(3);
-  std::normal_distribution<float> dist(0.0f, 3.0f);
-  std::vector<float> x(512);
-  for (auto& v : x) v = dist(rng);
-  std::vector<std::byte> act;
-  quantize_activations(QuantType::kQ4_K, x.data(), 1, x.size(), act);
-  for (int i = 0; i < 2; ++i) {
-    const auto* b = reinterpret_cast<const BlockQ8_K*>(act.data()) + i;
-    float amax = 0;
-    for (int j = 0; j < kQK_K; ++j) amax = std::max(amax, std::fabs(x[i * kQK_K + j]));
-    EXPECT_FLOAT_EQ(b->d, amax / 127);
-    for (int j = 0; j < kQK_K; ++j) EXPECT_LE(std::fabs(x[i * kQK_K + j] - b->d * b->qs[j]), b->d / 2 * (1 + 1e-5f));
-    for (int g = 0; g < 16; ++g) {
-      int sum = 0;
-      for (int l = 0; l < 16; ++l) sum += b->qs[16 * g + l];
-      EXPECT_EQ(b->bsums[g], sum);
-    }
-  }
 }
 
 }  // namespace

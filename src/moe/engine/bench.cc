@@ -82,15 +82,21 @@ std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, cons
   return eng->stats().expert_counts;
 }
 
-std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& progress) {
+std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& progress, std::string* engine) {
   FERRY_REQUIRE(!o.policies.empty() && !o.batches.empty() && !o.budgets.empty(), "bench needs policies, batches and budgets");
   for (int b : o.batches) FERRY_REQUIRE(b >= 1, "--batch values must be positive, got ", b);
   FERRY_REQUIRE(o.new_tokens >= 2, "--tokens must be at least 2 (one prefill, one decode step)");
-  // Routing counts from calibration text (not the prompts), for the static placements.
-  const std::vector<std::uint64_t> counts = calibration_counts(o.model_dir, o.corpus, o.calibration_tokens, o.seed + 99, o.weights);
   std::vector<BenchRow> rows;
   const std::vector<std::string> policies = join_spec_items(o.policies);  // a spec's keys were split off on ','
-  for (const auto& p : policies) make_policy(p);  // a bad spec fails before any run
+  bool uses_counts = false;
+  for (const auto& p : policies) {
+    make_policy(p);  // a bad spec fails before any run
+    uses_counts = uses_counts || policy_entry(p).uses_counts;
+  }
+  // Routing counts from calibration text (not the prompts), for the policies that read them.
+  const std::vector<std::uint64_t> counts =
+      uses_counts ? calibration_counts(o.model_dir, o.corpus, o.calibration_tokens, o.seed + 99, o.weights)
+                  : std::vector<std::uint64_t>{};
   const int total = static_cast<int>(policies.size() * o.batches.size() * o.budgets.size());
   for (const auto& budget : o.budgets)
     for (int batch : o.batches) {
@@ -105,6 +111,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         eo.policy_options.expert_counts = counts;
         eo.policy_options.lru_scope = o.lru_scope;  // a scope= key in the spec overrides it
         auto eng = MoeEngine::open(o.model_dir, eo);
+        if (engine != nullptr && rows.empty()) *engine = eng->describe();
         SamplingOptions so;
         so.max_new_tokens = o.new_tokens;
         if (o.warmup) {

@@ -59,7 +59,10 @@ struct BenchRow {
 // Called after each run with its row and (done, total).
 using BenchProgress = std::function<void(const BenchRow&, int done, int total)>;
 
-std::vector<BenchRow> run_bench(const BenchOptions& options, const BenchProgress& progress = {});
+// `engine`, when given, receives the first run's MoeEngine::describe() (the model, its formats and
+// the cost model), so that the report's header costs no extra model load.
+std::vector<BenchRow> run_bench(const BenchOptions& options, const BenchProgress& progress = {},
+                                std::string* engine = nullptr);
 
 // bench.csv, bench.md and bench.gp in `out_dir`; returns bench.gp, which draws bench.png, for
 // the application to render (core/report.h).

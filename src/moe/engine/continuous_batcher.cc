@@ -94,6 +94,10 @@ void ContinuousBatcher::finish(Running& r, FinishReason why, const std::string& 
   if (r.sequence >= 0) {
     engine_.close_sequence(r.sequence);
     scheduler_->release(r.shape());
+    // Its slot is free before its client hears the end: a request sent right after the answer
+    // finds room (submit() counts snapshot_.running).
+    std::lock_guard lock(mu_);
+    --snapshot_.running;
   }
   r.sequence = -1;  // the loop drops it before the next step
   r.job.sink->on_finish(why, error);
@@ -127,6 +131,8 @@ void ContinuousBatcher::loop() {
         queue_.clear();
       }
       snapshot_.queued = static_cast<int>(queue_.size());
+      snapshot_.running = static_cast<int>(std::count_if(running.begin(), running.end(),
+                                                         [](const Running& r) { return r.sequence >= 0; }));
     }
     // Leaves: gone clients, and everything once the drain time is over.
     for (auto& r : running)

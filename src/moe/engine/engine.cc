@@ -248,12 +248,11 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, KvCache& kv) {
   q = rot(q);
   k = rot(k);
   auto [kk, vv] = kv.append(l, k, v);  // positions start .. pos + T - 1
-  const std::int64_t start = kv.start(l), S = kk.size(2);
-  if (nh != kvh) {
-    kk = kk.repeat_interleave(nh / kvh, 1);
-    vv = vv.repeat_interleave(nh / kvh, 1);
-  }
-  auto scores = torch::matmul(q, kk.transpose(2, 3)) / std::sqrt(static_cast<double>(D));
+  const std::int64_t start = kv.start(l), S = kk.size(2), g = nh / kvh;
+  // Grouped-query attention without copying the cache per head: query head h reads KV head h / g,
+  // so the g query heads of a KV head are the rows of one product with it.
+  auto scores = torch::matmul(q.reshape({B, kvh, g * T, D}), kk.transpose(2, 3)).view({B, nh, T, S}) /
+                std::sqrt(static_cast<double>(D));
   const bool window = c.windowed(l) && pos + T > c.sliding_window;
   if (T > 1 || window) {
     // Query i (absolute position pos + i) sees keys j <= i, and with a window only j > i - W.
@@ -263,7 +262,8 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, KvCache& kv) {
     if (window) hidden = hidden.logical_or(kpos <= qpos - c.sliding_window);
     scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());
   }
-  auto out = torch::matmul(torch::softmax(scores, -1), vv).transpose(1, 2).reshape({B, T, nh * D});
+  auto probs = torch::softmax(scores, -1).view({B, kvh, g * T, S});
+  auto out = torch::matmul(probs, vv).view({B, nh, T, D}).transpose(1, 2).reshape({B, T, nh * D});
   x = x + project_out(out, lw);
 }
 

@@ -41,9 +41,9 @@ torch::Tensor run_expert(const ExpertLayout& L, const std::byte* base, const tor
     // libtorch's matmul itself (gated_mlp streams small batches through ferry's kernel).
     return torch::matmul(activation(hidden_act, torch::matmul(x, w1.t())) * torch::matmul(x, w3.t()), w2.t()) * gate;
   }
-  auto g = project_blocks(x, L.format, base + L.w1_offset(), L.intermediate, L.hidden);
-  auto u = project_blocks(x, L.format, base + L.w3_offset(), L.intermediate, L.hidden);
-  auto h = (activation(hidden_act, g) * u).contiguous();
+  auto gu = project_blocks(x, L.hidden, {{L.format, base + L.w1_offset(), L.intermediate},
+                                         {L.format, base + L.w3_offset(), L.intermediate}});
+  auto h = (activation(hidden_act, gu[0]) * gu[1]).contiguous();
   return project_blocks(h, L.down_format, base + L.w2_offset(), L.hidden, L.intermediate) * gate;
 }
 

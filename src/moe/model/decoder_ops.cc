@@ -26,59 +26,111 @@ at::Tensor activation(const std::string& hidden_act, const at::Tensor& x) {
   FERRY_THROW(InvalidArgument, "hidden_act '", hidden_act, "' is not implemented");
 }
 
+std::vector<at::Tensor> project_blocks(const at::Tensor& x, std::int64_t cols, const std::vector<BlockMatrix>& ws) {
+  const auto n = static_cast<std::size_t>(x.size(0));
+  // The activations in each format the matrices need, converted once.
+  thread_local std::vector<std::byte> act[3];
+  const std::byte* acts[3] = {};
+  for (const auto& w : ws) {
+    const auto f = static_cast<int>(quant::activation_format(w.type));
+    if (acts[f] != nullptr) continue;
+    quant::quantize_activations(w.type, x.data_ptr<float>(), n, static_cast<std::size_t>(cols), act[f]);
+    acts[f] = act[f].data();
+  }
+  // Tasks: whole row groups (matmul_row_unit) of every matrix in turn, so that the matrices share
+  // one parallel region; each ~64 KB of weights, enough to outweigh its scheduling.
+  std::vector<at::Tensor> ys;
+  std::vector<std::int64_t> first_unit;  // the matrices' first task numbers
+  std::int64_t units = 0, unit_bytes = 0;
+  for (const auto& w : ws) {
+    ys.push_back(torch::empty({x.size(0), w.rows}));
+    first_unit.push_back(units);
+    const auto unit = static_cast<std::int64_t>(quant::matmul_row_unit(w.type));
+    units += (w.rows + unit - 1) / unit;
+    unit_bytes = std::max<std::int64_t>(
+        unit_bytes, unit * static_cast<std::int64_t>(quant::quant_row_bytes(w.type, static_cast<std::size_t>(cols))));
+  }
+  first_unit.push_back(units);
+  const auto grain = std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, unit_bytes));
+  at::parallel_for(0, units, grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::size_t i = 0; i < ws.size(); ++i) {
+      const std::int64_t b = std::max(begin, first_unit[i]), e = std::min(end, first_unit[i + 1]);
+      if (b >= e) continue;
+      const BlockMatrix& w = ws[i];
+      const auto unit = static_cast<std::int64_t>(quant::matmul_row_unit(w.type));
+      quant::matmul_rows(w.type, w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(cols),
+                         static_cast<std::size_t>((b - first_unit[i]) * unit),
+                         static_cast<std::size_t>(std::min(w.rows, (e - first_unit[i]) * unit)),
+                         acts[static_cast<int>(quant::activation_format(w.type))], n, ys[i].data_ptr<float>(),
+                         static_cast<std::size_t>(w.rows));
+    }
+  });
+  return ys;
+}
+
 at::Tensor project_blocks(const at::Tensor& x, quant::QuantType type, const std::byte* w, std::int64_t rows,
                           std::int64_t cols) {
-  const auto n = static_cast<std::size_t>(x.size(0));
-  thread_local std::vector<std::byte> act;
-  quant::quantize_activations(type, x.data_ptr<float>(), n, static_cast<std::size_t>(cols), act);
-  auto y = torch::empty({x.size(0), rows});
-  float* out = y.data_ptr<float>();
-  // Tasks of whole row groups (matmul_row_unit), each ~64 KB of weights, enough to outweigh its
-  // scheduling.
-  const auto unit = static_cast<std::int64_t>(quant::matmul_row_unit(type));
-  const auto row_bytes = static_cast<std::int64_t>(quant::quant_row_bytes(type, static_cast<std::size_t>(cols)));
-  const std::int64_t units = (rows + unit - 1) / unit;
-  const auto grain = std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, unit * row_bytes));
-  const std::byte* a = act.data();
-  at::parallel_for(0, units, grain, [&](std::int64_t begin, std::int64_t end) {
-    quant::matmul_rows(type, w, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols),
-                       static_cast<std::size_t>(begin * unit), static_cast<std::size_t>(std::min(rows, end * unit)), a, n,
-                       out, static_cast<std::size_t>(rows));
-  });
-  return y;
+  return project_blocks(x, cols, {BlockMatrix{type, w, rows}})[0];
+}
+
+namespace {
+
+// Whether x · wᵀ goes to the block kernels (project's rule), and w as such a matrix.
+bool on_blocks(const at::Tensor& x, const Weight& w) {
+  const std::int64_t rows = w.cols > 0 ? x.numel() / w.cols : 0;
+  const bool cpu_no_grad = x.scalar_type() == at::kFloat && !x.requires_grad() && x.device().is_cpu();
+  if (w.type != quant::QuantType::kF32) {
+    FERRY_REQUIRE(cpu_no_grad, "a weight in ", quant::quant_name(w.type),
+                  " blocks is computed on CPU float32 activations without gradients");
+    return true;
+  }
+  const at::Tensor& t = w.values;
+  return rows > 0 && rows < 8 && t.dim() == 2 && t.scalar_type() == at::kFloat && t.is_contiguous() &&
+         !t.requires_grad() && t.device().is_cpu() && cpu_no_grad;
+}
+
+BlockMatrix block_matrix(const Weight& w) {
+  return {w.type, static_cast<const std::byte*>(w.values.data_ptr()), w.rows};
+}
+
+}  // namespace
+
+std::vector<at::Tensor> project_many(const at::Tensor& x, const std::vector<const Weight*>& ws) {
+  std::vector<at::Tensor> ys;
+  bool blocks = true;
+  for (const Weight* w : ws) blocks = blocks && w->cols == ws[0]->cols && on_blocks(x, *w);
+  if (!blocks) {
+    for (const Weight* w : ws) ys.push_back(project(x, *w));
+    return ys;
+  }
+  const std::int64_t in = ws[0]->cols;
+  std::vector<BlockMatrix> ms;
+  for (const Weight* w : ws) ms.push_back(block_matrix(*w));
+  ys = project_blocks(x.contiguous().view({x.numel() / in, in}), in, ms);
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    std::vector<std::int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape.back() = ws[i]->rows;
+    ys[i] = ys[i].view(shape);
+  }
+  return ys;
 }
 
 at::Tensor project(const at::Tensor& x, const Weight& w) {
-  const std::int64_t in = w.cols, out = w.rows;
-  const std::int64_t rows = in > 0 ? x.numel() / in : 0;
-  const bool cpu_no_grad = x.scalar_type() == at::kFloat && !x.requires_grad() && x.device().is_cpu();
-  if (w.type == quant::QuantType::kF32) {
-    const at::Tensor& t = w.values;
-    const bool streaming = rows > 0 && rows < 8 && t.dim() == 2 && t.scalar_type() == at::kFloat && t.is_contiguous() &&
-                           !t.requires_grad() && t.device().is_cpu() && cpu_no_grad;
-    if (!streaming) return torch::matmul(x, t.t());
-  } else {
-    FERRY_REQUIRE(cpu_no_grad, "a weight in ", quant::quant_name(w.type),
-                  " blocks is computed on CPU float32 activations without gradients");
-  }
-  std::vector<std::int64_t> shape(x.sizes().begin(), x.sizes().end());
-  shape.back() = out;
-  const auto* blocks = static_cast<const std::byte*>(w.values.data_ptr());
-  return project_blocks(x.contiguous().view({rows, in}), w.type, blocks, out, in).view(shape);
+  if (!on_blocks(x, w)) return torch::matmul(x, w.values.t());
+  return project_many(x, {&w})[0];
 }
 
 at::Tensor gated_mlp(const at::Tensor& x, const Weight& w1, const Weight& w3, const Weight& w2,
                      const std::string& hidden_act) {
-  return project(activation(hidden_act, project(x, w1)) * project(x, w3), w2);
+  auto gu = project_many(x, {&w1, &w3});
+  return project(activation(hidden_act, gu[0]) * gu[1], w2);
 }
 
 Qkv project_qkv(const at::Tensor& a, const LayerWeights& lw, const MoeConfig& c) {
   const std::int64_t B = a.size(0), T = a.size(1), D = c.head_dim;
-  auto proj = [](const at::Tensor& x, const Weight& w, const at::Tensor& b) {
-    auto y = project(x, w);
-    return b.defined() ? y + b : y;
-  };
-  at::Tensor q = proj(a, lw.wq, lw.bq), k = proj(a, lw.wk, lw.bk), v = proj(a, lw.wv, lw.bv);
+  auto qkv = project_many(a, {&lw.wq, &lw.wk, &lw.wv});
+  auto bias = [](const at::Tensor& y, const at::Tensor& b) { return b.defined() ? y + b : y; };
+  at::Tensor q = bias(qkv[0], lw.bq), k = bias(qkv[1], lw.bk), v = bias(qkv[2], lw.bv);
   if (c.qk_norm == "full") {  // OlmoeAttention: q_norm over heads*D, k_norm over kv*D
     q = rms_norm(q, lw.q_norm, c.rms_norm_eps);
     k = rms_norm(k, lw.k_norm, c.rms_norm_eps);

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "moe/model/config.h"
 #include "moe/model/weights.h"
@@ -24,8 +25,19 @@ at::Tensor activation(const std::string& hidden_act, const at::Tensor& x);
 // rows of w split across the intra-op threads run it near the memory bandwidth, 3x libtorch's
 // GEMV on one thread (bench/RESULTS.md, "MoE kernels"); more rows go to libtorch's GEMM.
 at::Tensor project(const at::Tensor& x, const Weight& w);
-// x [n, cols] (float32, contiguous) · Wᵀ for W [rows, cols] in `type` at `w`, in the kernels'
-// layout (moe/quant/row_groups.h), its rows split across the intra-op threads: [n, rows].
+// project() of one input by several weights (q, k and v; gate and up): on the block kernels, the
+// activations are converted once and all the products share one parallel region.
+std::vector<at::Tensor> project_many(const at::Tensor& x, const std::vector<const Weight*>& ws);
+
+// A matrix [rows, cols] in `type` at `data`, in the kernels' layout (moe/quant/row_groups.h).
+struct BlockMatrix {
+  quant::QuantType type;
+  const std::byte* data;
+  std::int64_t rows;
+};
+// x [n, cols] (float32, contiguous) · Wᵀ for each W of `ws`, their rows split across the intra-op
+// threads in one parallel region: one [n, rows] each.
+std::vector<at::Tensor> project_blocks(const at::Tensor& x, std::int64_t cols, const std::vector<BlockMatrix>& ws);
 at::Tensor project_blocks(const at::Tensor& x, quant::QuantType type, const std::byte* w, std::int64_t rows,
                           std::int64_t cols);
 

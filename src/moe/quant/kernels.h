@@ -31,6 +31,7 @@ using GroupFn = void (*)(const void* group, std::size_t n, const std::byte* x, s
 struct GroupTable {
   GroupFn q8_0;
   GroupFn q4_0;
+  GroupFn q4_k;
 };
 const GroupTable& portable_groups();
 const GroupTable& avx2_groups();

@@ -204,7 +204,7 @@ struct Avx2 {
 }  // namespace
 
 const GroupTable& avx2_groups() {
-  static const GroupTable table{group_kernel<Avx2, false>, group_kernel<Avx2, true>};
+  static const GroupTable table{group_kernel<Avx2, false>, group_kernel<Avx2, true>, group_kernel_q4_k<Avx2>};
   return table;
 }
 

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "moe/quant/blocks.h"
 #include "moe/quant/row_groups.h"
@@ -27,7 +28,8 @@ inline std::int32_t load_i32(const unsigned char* p) {
   return v;
 }
 
-// Rows of one group × kTokens activation rows (Q8_0 blocks, then the blocks' int32 sums).
+// Rows of one group × kTokens activation rows (Q8_0 blocks, then the blocks' int32 sums): Q8_0 or
+// Q4_0 weights.
 template <class Isa, bool kQ4, int kTokens>
 void group_tile(const unsigned char* w, std::size_t nb, const unsigned char* x, std::size_t x_row, float* y,
                 std::size_t y_stride) {
@@ -72,20 +74,98 @@ void group_tile(const unsigned char* w, std::size_t nb, const unsigned char* x, 
   for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
 }
 
+// Q4_K: per super-block of 256, the 8 rows' 6-bit sub-block scales and mins as float vectors (a
+// lane per row), then per pair of sub-blocks the nibbles of 8 chunks (low: sub-block 2p, high:
+// 2p+1) times the Q8_K activations, y = d_x·(d·Σ_j sc_j·S_j − dmin·Σ_j m_j·bsum_j).
+template <class Isa, int kTokens>
+void group_tile_q4_k(const unsigned char* w, std::size_t nb, const unsigned char* x, std::size_t x_row, float* y,
+                     std::size_t y_stride) {
+  constexpr std::size_t kGroupBlock = kRowGroup * sizeof(BlockQ4_K);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[kTokens];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  for (std::size_t b = 0; b < nb; ++b, w += kGroupBlock) {
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16)));
+    alignas(32) float sc[8][8], mn[8][8];  // [sub-block][row]
+    for (int r = 0; r < 8; ++r)
+      for (int j = 0; j < 8; ++j) {
+        std::uint8_t s, m;
+        q4_k_scale_min(j, w + 32 + 12 * r, s, m);
+        sc[j][r] = s;
+        mn[j][r] = m;
+      }
+    const unsigned char* qs = w + 128;
+    __m256 sums[kTokens];  // Σ_j sc_j·S_j per row
+    for (auto& a : sums) a = _mm256_setzero_ps();
+    for (int p = 0; p < 4; ++p, qs += 256) {
+      __m256i lo[8], hi[8];
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * k));
+        lo[k] = _mm256_and_si256(v, low4);
+        hi[k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      }
+      const __m256 sc_lo = _mm256_load_ps(sc[2 * p]), sc_hi = _mm256_load_ps(sc[2 * p + 1]);
+#pragma GCC unroll 4
+      for (int t = 0; t < kTokens; ++t) {
+        const auto* xq = reinterpret_cast<const BlockQ8_K*>(x + t * x_row)[b].qs + 64 * p;
+        const auto* xu = reinterpret_cast<const unsigned char*>(xq);
+        __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                        _mm256_setzero_si256()};
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) {
+          s[k % 2] = Isa::dot_u4(s[k % 2], lo[k], _mm256_set1_epi32(load_i32(xu + 4 * k)));
+          s[2 + k % 2] = Isa::dot_u4(s[2 + k % 2], hi[k], _mm256_set1_epi32(load_i32(xu + 32 + 4 * k)));
+        }
+        sums[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s[0], s[1])), sc_lo, sums[t]);
+        sums[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s[2], s[3])), sc_hi, sums[t]);
+      }
+    }
+    for (int t = 0; t < kTokens; ++t) {
+      const auto& xb = reinterpret_cast<const BlockQ8_K*>(x + t * x_row)[b];
+      __m256 mins = _mm256_setzero_ps();
+      for (int j = 0; j < 8; ++j)
+        mins = _mm256_fmadd_ps(_mm256_load_ps(mn[j]),
+                               _mm256_set1_ps(static_cast<float>(xb.bsums[2 * j] + xb.bsums[2 * j + 1])), mins);
+      const __m256 v = _mm256_fmsub_ps(d, sums[t], _mm256_mul_ps(dmin, mins));
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d), v, acc[t]);
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
+}
+
+// Calls f(std::integral_constant<int, T>, first token) over the tokens in tiles of T = 4, then the rest.
+template <typename F>
+void over_tokens(std::size_t tokens, F&& f) {
+  std::size_t t = 0;
+  for (; t + 4 <= tokens; t += 4) f(std::integral_constant<int, 4>{}, t);
+  switch (tokens - t) {
+    case 3: f(std::integral_constant<int, 3>{}, t); break;
+    case 2: f(std::integral_constant<int, 2>{}, t); break;
+    case 1: f(std::integral_constant<int, 1>{}, t); break;
+    default: break;
+  }
+}
+
 template <class Isa, bool kQ4>
 void group_kernel(const void* group, std::size_t n, const std::byte* x, std::size_t x_row, std::size_t tokens,
                   float* y, std::size_t y_stride) {
   const auto* w = static_cast<const unsigned char*>(group);
   const auto* xp = reinterpret_cast<const unsigned char*>(x);
-  const std::size_t nb = n / kQK8_0;
-  std::size_t t = 0;
-  for (; t + 4 <= tokens; t += 4) group_tile<Isa, kQ4, 4>(w, nb, xp + t * x_row, x_row, y + t * y_stride, y_stride);
-  switch (tokens - t) {
-    case 3: group_tile<Isa, kQ4, 3>(w, nb, xp + t * x_row, x_row, y + t * y_stride, y_stride); break;
-    case 2: group_tile<Isa, kQ4, 2>(w, nb, xp + t * x_row, x_row, y + t * y_stride, y_stride); break;
-    case 1: group_tile<Isa, kQ4, 1>(w, nb, xp + t * x_row, x_row, y + t * y_stride, y_stride); break;
-    default: break;
-  }
+  over_tokens(tokens, [&](auto kTokens, std::size_t t) {
+    group_tile<Isa, kQ4, decltype(kTokens)::value>(w, n / kQK8_0, xp + t * x_row, x_row, y + t * y_stride, y_stride);
+  });
+}
+
+template <class Isa>
+void group_kernel_q4_k(const void* group, std::size_t n, const std::byte* x, std::size_t x_row, std::size_t tokens,
+                       float* y, std::size_t y_stride) {
+  const auto* w = static_cast<const unsigned char*>(group);
+  const auto* xp = reinterpret_cast<const unsigned char*>(x);
+  over_tokens(tokens, [&](auto kTokens, std::size_t t) {
+    group_tile_q4_k<Isa, decltype(kTokens)::value>(w, n / kQK_K, xp + t * x_row, x_row, y + t * y_stride, y_stride);
+  });
 }
 
 }  // namespace

@@ -150,7 +150,8 @@ void group(const void* g, std::size_t n, const std::byte* x, std::size_t x_row, 
 }  // namespace
 
 const GroupTable& portable_groups() {
-  static const GroupTable table{group<QuantType::kQ8_0, dot_q8_0>, group<QuantType::kQ4_0, dot_q4_0>};
+  static const GroupTable table{group<QuantType::kQ8_0, dot_q8_0>, group<QuantType::kQ4_0, dot_q4_0>,
+                                group<QuantType::kQ4_K, dot_q4_k>};
   return table;
 }
 

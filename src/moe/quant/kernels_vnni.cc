@@ -29,7 +29,7 @@ struct Vnni {
 }  // namespace
 
 const GroupTable& vnni_groups() {
-  static const GroupTable table{group_kernel<Vnni, false>, group_kernel<Vnni, true>};
+  static const GroupTable table{group_kernel<Vnni, false>, group_kernel<Vnni, true>, group_kernel_q4_k<Vnni>};
   return table;
 }
 

@@ -1,13 +1,25 @@
 #include "moe/quant/row_groups.h"
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace ferry::moe::quant {
 namespace {
 
-constexpr std::size_t kScaleBytes = 2;  // the f16 scale that opens a Q8_0 or Q4_0 block
 constexpr std::size_t kChunk = 4;
+
+// Where a format's block keeps its scales (fields copied whole, row after row) and its quants
+// (interleaved in 4-byte chunks): its fields' (offset, bytes), then the quants' offset.
+struct BlockParts {
+  std::vector<std::pair<std::size_t, std::size_t>> fields;
+  std::size_t quants;
+};
+
+BlockParts parts_of(QuantType type) {
+  if (type == QuantType::kQ4_K) return {{{0, 2}, {2, 2}, {4, 12}}, 16};  // d, dmin, scales; qs
+  return {{{0, 2}}, 2};                                                   // Q8_0, Q4_0: d; qs
+}
 
 // Calls piece(stored, grouped, bytes) for every piece of a group of 8 rows: its offset in the
 // stored rows and in the group layout (row_groups.h).
@@ -15,14 +27,16 @@ template <typename Piece>
 void for_each_piece(QuantType type, std::size_t n, Piece&& piece) {
   const std::size_t block = quant_traits(type).block_bytes, nb = n / quant_traits(type).block_elems;
   const std::size_t row = nb * block;
+  const BlockParts parts = parts_of(type);
   for (std::size_t b = 0; b < nb; ++b) {
-    const std::size_t g = b * kRowGroup * block;
-    for (std::size_t r = 0; r < kRowGroup; ++r) {
-      const std::size_t s = r * row + b * block;
-      piece(s, g + kScaleBytes * r, kScaleBytes);
-      for (std::size_t c = 0; c < (block - kScaleBytes) / kChunk; ++c)
-        piece(s + kScaleBytes + kChunk * c, g + kRowGroup * kScaleBytes + kChunk * (kRowGroup * c + r), kChunk);
+    std::size_t g = b * kRowGroup * block;  // where the next field of the group's block goes
+    for (auto [offset, bytes] : parts.fields) {
+      for (std::size_t r = 0; r < kRowGroup; ++r) piece(r * row + b * block + offset, g + bytes * r, bytes);
+      g += kRowGroup * bytes;
     }
+    for (std::size_t r = 0; r < kRowGroup; ++r)
+      for (std::size_t c = 0; c < (block - parts.quants) / kChunk; ++c)
+        piece(r * row + b * block + parts.quants + kChunk * c, g + kChunk * (kRowGroup * c + r), kChunk);
   }
 }
 
@@ -44,7 +58,9 @@ void move(QuantType type, void* data, std::size_t rows, std::size_t n, bool to_g
 
 }  // namespace
 
-bool has_row_groups(QuantType type) { return type == QuantType::kQ8_0 || type == QuantType::kQ4_0; }
+bool has_row_groups(QuantType type) {
+  return type == QuantType::kQ8_0 || type == QuantType::kQ4_0 || type == QuantType::kQ4_K;
+}
 
 void to_row_groups(QuantType type, void* data, std::size_t rows, std::size_t n) { move(type, data, rows, n, true); }
 void from_row_groups(QuantType type, void* data, std::size_t rows, std::size_t n) { move(type, data, rows, n, false); }

@@ -108,6 +108,7 @@ struct PolicyEntry {
   bool needs_future = false;             // needs PolicyOptions::future (simulator, replay only)
   bool is_bound = false;                 // knows the future: the bound other policies are reported against
   bool needs_routers = false;            // reads the model's routers (PolicyContext::routers): not in a trace
+  bool uses_counts = false;              // reads PolicyOptions::expert_counts (calibration routing counts)
   // Reads the policy's spec keys (absent keys keep the values in `options`), then builds it.
   std::function<std::unique_ptr<Policy>(SpecReader& spec, const PolicyOptions& options)> make = {};
 };

@@ -115,20 +115,20 @@ void register_builtin_policies() {
   r.add_if_absent({.name = "lru", .summary = "least-recently-used expert cache (scope=global|layer)",
                    .make = with_keys({read_scope}, make_lru_policy)});
   r.add_if_absent({.name = "static-hot", .summary = "the calibration's most routed experts stay resident",
-                   .make = with_keys({}, make_static_hot_policy)});
+                   .uses_counts = true, .make = with_keys({}, make_static_hot_policy)});
   r.add_if_absent({.name = "next-gate", .summary = "prefetch what the next layers' gates predict (scope, lookahead)",
                    .needs_routers = true, .make = with_keys({read_scope, read_lookahead}, make_next_gate_policy)});
   r.add_if_absent({.name = "fiddler", .summary = "hot experts resident, misses run on the host (Fiddler)",
-                   .make = with_keys({}, make_fiddler_policy)});
+                   .uses_counts = true, .make = with_keys({}, make_fiddler_policy)});
   r.add_if_absent({.name = "moe-infinity", .summary = "activation-matrix prefetch (MoE-Infinity)",
-                   .make = with_keys({}, make_moe_infinity_policy)});
+                   .uses_counts = true, .make = with_keys({}, make_moe_infinity_policy)});
   r.add_if_absent({.name = "prescope", .summary = "PreScope: predictor + cross-layer PreSched plan (window, predictor)",
                    .positional_key = "predictor", .takes_predictor = true,
-                   .make = with_keys({read_window, read_speculation, read_predictor}, make_prescope_policy)});
+                   .uses_counts = true, .make = with_keys({read_window, read_speculation, read_predictor}, make_prescope_policy)});
   r.add_if_absent({.name = "prescope-perfect",
                    .summary = "PreScope with the recorded future as its predictor: the prediction/planning split",
                    .needs_future = true,
-                   .make = with_keys({read_window, read_speculation}, make_perfect_prediction_policy)});
+                   .uses_counts = true, .make = with_keys({read_window, read_speculation}, make_perfect_prediction_policy)});
   r.add_if_absent({.name = "oracle", .summary = "the recorded future with PreSched and Belady eviction: the bound",
                    .needs_future = true, .is_bound = true,
                    .make = with_keys({read_window, read_speculation}, make_oracle_policy)});
