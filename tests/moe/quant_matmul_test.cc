@@ -148,17 +148,19 @@ INSTANTIATE_TEST_SUITE_P(Kernels, QuantMatmul,
                          ::testing::Values(Kernels::kPortable, Kernels::kAvx2, Kernels::kAvx512Vnni),
                          [](const auto& info) { return std::string(kernels_name(info.param)); });
 
-// The row-group layout byte for byte as row_groups.h states it: each scale field for rows 0..7 in
-// turn, then chunk c of row r at 4·(8c + r) after the fields, in each block; the rows after the
-// last group as stored; and back again.
+// The row-group layout byte for byte as row_groups.h states it: each part of a block in turn,
+// chunk c of row r at chunk·(8c + r) from the part's start; the rows after the last group as
+// stored; and back again.
 TEST(RowGroups, LayoutAsDocumentedAndInvertible) {
+  struct Part {
+    std::size_t offset, bytes, chunk;  // in the stored block
+  };
   struct Case {
     QuantType type;
-    std::vector<std::pair<std::size_t, std::size_t>> fields;  // (offset in the stored block, bytes)
-    std::size_t quants;                                        // the quants' offset in the stored block
+    std::vector<Part> parts;
   };
-  for (const Case& k : {Case{QuantType::kQ8_0, {{0, 2}}, 2}, Case{QuantType::kQ4_0, {{0, 2}}, 2},
-                        Case{QuantType::kQ4_K, {{0, 2}, {2, 2}, {4, 12}}, 16}}) {
+  for (const Case& k : {Case{QuantType::kQ8_0, {{0, 2, 2}, {2, 32, 4}}}, Case{QuantType::kQ4_0, {{0, 2, 2}, {2, 16, 4}}},
+                        Case{QuantType::kQ4_K, {{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}}}) {
     const QuantType type = k.type;
     const std::size_t rows = 11, nb = 2, n = nb * quant_traits(type).block_elems;
     const std::size_t block = quant_traits(type).block_bytes, row = nb * block;
@@ -169,14 +171,13 @@ TEST(RowGroups, LayoutAsDocumentedAndInvertible) {
     for (std::size_t b = 0; b < nb; ++b)
       for (std::size_t r = 0; r < kRowGroup; ++r) {
         const std::byte* s = stored.data() + r * row + b * block;
-        const std::byte* gb = g.data() + b * kRowGroup * block;
-        std::size_t at = 0;
-        for (auto [offset, bytes] : k.fields) {
-          EXPECT_EQ(std::memcmp(gb + at + bytes * r, s + offset, bytes), 0) << quant_name(type) << " field of row " << r;
-          at += kRowGroup * bytes;
+        const std::byte* at = g.data() + b * kRowGroup * block;
+        for (const Part& p : k.parts) {
+          for (std::size_t c = 0; c < p.bytes / p.chunk; ++c)
+            EXPECT_EQ(std::memcmp(at + p.chunk * (8 * c + r), s + p.offset + p.chunk * c, p.chunk), 0)
+                << quant_name(type) << " part at " << p.offset << " chunk " << c << " row " << r;
+          at += kRowGroup * p.bytes;
         }
-        for (std::size_t c = 0; c < (block - k.quants) / 4; ++c)
-          EXPECT_EQ(std::memcmp(gb + at + 4 * (8 * c + r), s + k.quants + 4 * c, 4), 0) << quant_name(type) << " chunk " << c;
       }
     EXPECT_EQ(std::memcmp(g.data() + 8 * row, stored.data() + 8 * row, 3 * row), 0) << "rows after the group";
     from_row_groups(type, g.data(), rows, n);

@@ -87,14 +87,22 @@ void group_tile_q4_k(const unsigned char* w, std::size_t nb, const unsigned char
   for (std::size_t b = 0; b < nb; ++b, w += kGroupBlock) {
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
     const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16)));
+    // Scale byte i of the 8 rows is 8 bytes at 32 + 8i (row_groups.h); q4_k_scale_min on 8 lanes.
+    auto byte_i = [&](int i) {
+      return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + 32 + 8 * i)));
+    };
+    const __m256i k63 = _mm256_set1_epi32(63), k15 = _mm256_set1_epi32(15);
     alignas(32) float sc[8][8], mn[8][8];  // [sub-block][row]
-    for (int r = 0; r < 8; ++r)
-      for (int j = 0; j < 8; ++j) {
-        std::uint8_t s, m;
-        q4_k_scale_min(j, w + 32 + 12 * r, s, m);
-        sc[j][r] = s;
-        mn[j][r] = m;
-      }
+    for (int j = 0; j < 4; ++j) {
+      const __m256i a = byte_i(j), m = byte_i(j + 4), h = byte_i(j + 8);
+      _mm256_store_ps(sc[j], _mm256_cvtepi32_ps(_mm256_and_si256(a, k63)));
+      _mm256_store_ps(mn[j], _mm256_cvtepi32_ps(_mm256_and_si256(m, k63)));
+      // Sub-block j + 4: low 4 bits in byte j + 8 (scale low nibble, min high), top 2 in bytes j, j + 4.
+      _mm256_store_ps(sc[j + 4], _mm256_cvtepi32_ps(_mm256_or_si256(
+                                     _mm256_and_si256(h, k15), _mm256_slli_epi32(_mm256_srli_epi32(a, 6), 4))));
+      _mm256_store_ps(mn[j + 4], _mm256_cvtepi32_ps(_mm256_or_si256(
+                                     _mm256_srli_epi32(h, 4), _mm256_slli_epi32(_mm256_srli_epi32(m, 6), 4))));
+    }
     const unsigned char* qs = w + 128;
     __m256 sums[kTokens];  // Σ_j sc_j·S_j per row
     for (auto& a : sums) a = _mm256_setzero_ps();

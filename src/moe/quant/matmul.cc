@@ -53,7 +53,11 @@ kernels::GroupFn group_for(Kernels k, QuantType type) {
   const auto& t = k == Kernels::kAvx512Vnni ? kernels::vnni_groups()
                   : k == Kernels::kAvx2     ? kernels::avx2_groups()
                                             : kernels::portable_groups();
-  return type == QuantType::kQ4_0 ? t.q4_0 : type == QuantType::kQ4_K ? t.q4_k : t.q8_0;
+  switch (type) {
+    case QuantType::kQ4_0: return t.q4_0;
+    case QuantType::kQ4_K: return t.q4_k;
+    default: return t.q8_0;
+  }
 }
 
 }  // namespace

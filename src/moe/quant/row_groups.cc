@@ -9,34 +9,32 @@ namespace {
 
 constexpr std::size_t kChunk = 4;
 
-// Where a format's block keeps its scales (fields copied whole, row after row) and its quants
-// (interleaved in 4-byte chunks): its fields' (offset, bytes), then the quants' offset.
-struct BlockParts {
-  std::vector<std::pair<std::size_t, std::size_t>> fields;
-  std::size_t quants;
+// A format's block as parts (offset, bytes) interleaved across the 8 rows in chunks of `chunk`
+// bytes: chunk c of row r at 8·chunk·c + chunk·r after the previous parts (row_groups.h).
+struct Part {
+  std::size_t offset, bytes, chunk;
 };
 
-BlockParts parts_of(QuantType type) {
-  if (type == QuantType::kQ4_K) return {{{0, 2}, {2, 2}, {4, 12}}, 16};  // d, dmin, scales; qs
-  return {{{0, 2}}, 2};                                                   // Q8_0, Q4_0: d; qs
+std::vector<Part> parts_of(QuantType type) {
+  if (type == QuantType::kQ4_K) return {{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, kChunk}};  // d, dmin, scales, qs
+  return {{0, 2, 2}, {2, quant_traits(type).block_bytes - 2, kChunk}};                        // Q8_0, Q4_0: d, qs
 }
 
 // Calls piece(stored, grouped, bytes) for every piece of a group of 8 rows: its offset in the
-// stored rows and in the group layout (row_groups.h).
+// stored rows and in the group layout.
 template <typename Piece>
 void for_each_piece(QuantType type, std::size_t n, Piece&& piece) {
   const std::size_t block = quant_traits(type).block_bytes, nb = n / quant_traits(type).block_elems;
   const std::size_t row = nb * block;
-  const BlockParts parts = parts_of(type);
+  const std::vector<Part> parts = parts_of(type);
   for (std::size_t b = 0; b < nb; ++b) {
-    std::size_t g = b * kRowGroup * block;  // where the next field of the group's block goes
-    for (auto [offset, bytes] : parts.fields) {
-      for (std::size_t r = 0; r < kRowGroup; ++r) piece(r * row + b * block + offset, g + bytes * r, bytes);
-      g += kRowGroup * bytes;
+    std::size_t g = b * kRowGroup * block;  // where the next part of the group's block goes
+    for (const Part& p : parts) {
+      for (std::size_t r = 0; r < kRowGroup; ++r)
+        for (std::size_t c = 0; c < p.bytes / p.chunk; ++c)
+          piece(r * row + b * block + p.offset + p.chunk * c, g + p.chunk * (kRowGroup * c + r), p.chunk);
+      g += kRowGroup * p.bytes;
     }
-    for (std::size_t r = 0; r < kRowGroup; ++r)
-      for (std::size_t c = 0; c < (block - parts.quants) / kChunk; ++c)
-        piece(r * row + b * block + parts.quants + kChunk * c, g + kChunk * (kRowGroup * c + r), kChunk);
   }
 }
 
