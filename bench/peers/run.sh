@@ -81,14 +81,12 @@ fi
 # --- both engines, alternating -----------------------------------------------------------------
 csv="$OUT/peers.csv"
 echo "shape,format,engine,test,batch,rep,tokens_per_s" >"$csv"
-# ferry reads the same GGUF file: experts computed on their blocks as stored, dense weights
-# dequantized to float32. A Q4_K_M file's ffn_down is Q6_K in some layers and Q4_K in others, which
-# one expert layout cannot hold: its experts are re-quantized to Q4_K (--weights Q4_K).
-ferry_weights() { case "$1" in Q4_K_M) echo Q4_K ;; *) echo "" ;; esac; }
+# ferry reads the same GGUF file: experts and dense projections computed on their blocks as stored
+# (a Q4_K_M file's ffn_down in Q6_K or Q4_K layer by layer).
 ferry_run() {  # shape format batch prompt_tokens new_tokens -> "decode_tok_s prefill_tok_s"
   local d="$OUT/ferry_tmp"
   rm -rf "$d"
-  "$FERRY" moe bench --model "$PEERS/models/$1/$2.gguf" --weights "$(ferry_weights "$2")" --policies lru --device-mem 100% \
+  "$FERRY" moe bench --model "$PEERS/models/$1/$2.gguf" --policies lru --device-mem 100% \
     --link none --compute none --warmup --threads "$THREADS" --batch "$3" --prompt-tokens "$4" --tokens "$5" --corpus '' \
     --out "$d" >/dev/null
   "$PY" -c 'import csv,sys; r=next(csv.DictReader(open(sys.argv[1]))); b,p=int(sys.argv[2]),int(sys.argv[3]);

@@ -14,6 +14,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -249,6 +250,56 @@ TEST(GgufModel, Q4_K_MGivesAFormatPerProjection) {
   auto eng = MoeEngine::open(gguf, o);
   EXPECT_EQ(eng->expert_bytes(), L.bytes());
   EXPECT_LT(testing::max_diff_vs(*eng, seqs, expect, 5), 0.05 * max_logit);  // as quant_engine_test's Q bound
+}
+
+// Q4_K_M of four layers: ffn_down in Q6_K in the layers llama-quantize gives more bits and Q4_K in
+// the others. The pool keeps each layer's down as stored (slots sized by the widest), links move
+// a layer's own bytes, and the engine at a budget of two experts over an emulated link computes
+// exactly what it computes with every expert resident.
+TEST(GgufModel, Q4_K_MDownFormatPerLayer) {
+  torch::set_num_threads(1);
+  TempDir tmp;
+  MoeConfig c = loadable_config("mixtral");
+  c.num_layers = 4;
+  c.hidden_size = 256;
+  c.intermediate_size = 256;
+  c.head_dim = 64;
+  c.num_experts = 4;
+  const std::string dir = make_model(tmp, c, "m");
+  const std::string gguf = export_model(dir, tmp / "m.gguf", LlamaFileType::kMostlyQ4_K_M, false);
+  auto ck = Checkpoint::open(dir), g = Checkpoint::open(gguf);
+  auto pool = HostPool::load(*g);
+  const ExpertLayout& L = pool->layout();
+  TensorNames n(g->config());
+  ASSERT_EQ(L.layer_down.size(), 4u);
+  EXPECT_EQ(L.format, QuantType::kQ4_K);
+  EXPECT_EQ(L.down_format, QuantType::kQ6_K);  // the widest sizes the slots
+  EXPECT_EQ(L.format_name(), "Q4_K+Q4_K/Q6_K");
+  std::set<QuantType> seen;
+  std::vector<float> w(256 * 256);
+  for (int l = 0; l < 4; ++l) {
+    const QuantType down = g->gguf()->stored_type(n.expert(l, 0, 2));
+    EXPECT_EQ(L.layer_down[l], down) << "layer " << l;
+    seen.insert(down);
+    ck->read_f32(n.expert(l, 1, 2), {256, 256}, w.data());
+    std::vector<std::byte> q(quant::quant_row_bytes(down, w.size()));
+    quant::quantize_row(down, w.data(), q.data(), w.size());
+    quant::to_row_groups(down, q.data(), 256, 256);
+    EXPECT_EQ(L.of_layer(l).bytes(), 2 * L.up_bytes() + q.size()) << "layer " << l;
+    EXPECT_EQ(std::memcmp(pool->expert({l, 1}) + L.w2_offset(), q.data(), q.size()), 0) << "layer " << l;
+  }
+  EXPECT_EQ(seen, (std::set<QuantType>{QuantType::kQ4_K, QuantType::kQ6_K}));
+  const auto seqs = testing::random_tokens(2, 9, 3);
+  EngineOptions all;
+  all.device_mem = "100%";
+  auto resident = MoeEngine::open(gguf, all);
+  EXPECT_EQ(resident->expert_bytes(), L.bytes());
+  EngineOptions small = all;
+  small.device_mem = std::to_string(2 * L.bytes());
+  small.link = "pcie4";
+  auto offloaded = MoeEngine::open(gguf, small);
+  EXPECT_EQ(offloaded->forward(seqs, true), resident->forward(seqs, true));
+  EXPECT_GT(offloaded->stats().store.bytes_moved, 0u);
 }
 
 // A copy of `src` with `extra` metadata keys added (the tensors as they are).

@@ -352,7 +352,7 @@ void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::ve
     const double t0 = now_s();
     out.index_add_(0, torch::from_blob(const_cast<std::int64_t*>(work[i].rows.data()),
                                        {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
-                   run_expert(pool->layout(), p, m, work[i], w.config.hidden_act));
+                   run_expert(pool->layout().of_layer(l), p, m, work[i], w.config.hidden_act));
     if (profile.device_expert_s > 0) sleep_until_s(t0 + profile.device_expert_s);
     stats.device_compute_s += now_s() - t0;
     store->unpin(id);
@@ -368,7 +368,7 @@ void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::ve
     const double t0 = now_s();
     out.index_add_(0, torch::from_blob(const_cast<std::int64_t*>(work[i].rows.data()),
                                        {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
-                   run_expert(pool->layout(), pool->expert({l, work[i].expert}), m, work[i], w.config.hidden_act));
+                   run_expert(pool->layout().of_layer(l), pool->expert({l, work[i].expert}), m, work[i], w.config.hidden_act));
     if (profile.host_token_s > 0) sleep_until_s(t0 + profile.host_token_s * static_cast<double>(work[i].rows.size()));
     stats.host_compute_s += now_s() - t0;
     done[i] = 1;

@@ -5,10 +5,12 @@
 // so that a weight format changes it everywhere at once.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "moe/quant/quant_type.h"
 #include "moe/quant/row_groups.h"
@@ -35,12 +37,16 @@ inline double format_bytes_per_param(quant::QuantType format) {
 // The host pool's layout: [w1 (I x H) | w3 (I x H) | w2 (H x I)] in one contiguous block of
 // rows, so that moving an expert is one byte span. w1 and w3 are in `format`, w2 in `down_format`
 // (equal unless the experts come from a GGUF file whose ffn_down is stored in another type, as
-// llama.cpp's Q4_K_M stores it in Q6_K).
+// llama.cpp's Q4_K_M stores it in Q6_K). Where that type changes from layer to layer (Q4_K_M:
+// Q6_K in the layers llama-quantize gives more bits, Q4_K in the others), `layer_down` holds each
+// MoE layer's, down_format is the widest of them and sizes every expert's slot (pool, budget), and
+// of_layer(l) is layer l's own layout: the bytes its experts really have, move and compute with.
 struct ExpertLayout {
   std::int64_t hidden = 0;        // H
   std::int64_t intermediate = 0;  // I
   quant::QuantType format = quant::QuantType::kF32;       // w1 and w3
-  quant::QuantType down_format = quant::QuantType::kF32;  // w2
+  quant::QuantType down_format = quant::QuantType::kF32;  // w2 (the widest when layer_down is set)
+  std::vector<quant::QuantType> layer_down;               // w2 per MoE layer when it differs, else empty
 
   ExpertLayout() = default;
   // One format for all three projections unless `down` is given.
@@ -61,14 +67,23 @@ struct ExpertLayout {
   std::uint64_t w2_offset() const { return 2 * up_bytes(); }
   std::uint64_t bytes() const { return 2 * up_bytes() + down_bytes(); }
   std::uint64_t params() const { return expert_params(hidden, intermediate); }
+  // Layer l's layout (its own w2 format; bytes() its experts' real size).
+  ExpertLayout of_layer(int layer) const {
+    if (layer_down.empty()) return *this;
+    return {hidden, intermediate, format, layer_down.at(static_cast<std::size_t>(layer))};
+  }
   // An expert's bytes at `data`, as stored (each projection's rows one after the other) → the
   // kernels' layout (moe/quant/row_groups.h), in place; and back.
   void to_kernel_layout(std::byte* data) const { move_layout(data, true); }
   void from_kernel_layout(std::byte* data) const { move_layout(data, false); }
-  // The format name, "Q4_K" or "Q4_K+Q6_K" (w1/w3 + w2).
+  // The format name, "Q4_K", "Q4_K+Q6_K" (w1/w3 + w2) or "Q4_K+Q4_K/Q6_K" (w2 by layer).
   std::string format_name() const {
     std::string s = quant::quant_name(format);
-    if (down_format != format) s += std::string("+") + quant::quant_name(down_format);
+    std::vector<quant::QuantType> downs = layer_down.empty() ? std::vector{down_format} : layer_down;
+    std::sort(downs.begin(), downs.end());
+    downs.erase(std::unique(downs.begin(), downs.end()), downs.end());
+    if (downs.size() == 1 && downs[0] == format) return s;
+    for (std::size_t i = 0; i < downs.size(); ++i) s += (i ? "/" : "+") + std::string(quant::quant_name(downs[i]));
     return s;
   }
 

@@ -8,44 +8,58 @@
 
 namespace ferry::moe {
 
-std::pair<quant::QuantType, quant::QuantType> expert_formats_as_stored(const Checkpoint& ck) {
-  const GgufModel* g = ck.gguf();
-  if (g == nullptr) return {quant::QuantType::kF32, quant::QuantType::kF32};
+ExpertLayout expert_layout_as_stored(const Checkpoint& ck) {
   const MoeConfig& c = ck.config();
+  const std::int64_t H = c.hidden_size, I = c.intermediate_size;
+  const GgufModel* g = ck.gguf();
+  if (g == nullptr) return {H, I, quant::QuantType::kF32};
   TensorNames n(c);
-  std::pair<quant::QuantType, quant::QuantType> formats;
-  StoredTensor first[2];  // the first layer's gate and down, which every other must match
+  StoredTensor up;                  // the first layer's gate, which every gate and up must match
+  std::vector<StoredTensor> downs;  // each layer's down
   for (int l = 0; l < c.num_moe_layers(); ++l)
     for (int which : {1, 3, 2}) {
       const StoredTensor t = g->stored(n.expert(c.decoder_layer(l), 0, which));
-      StoredTensor& ref = first[which == 2 ? 1 : 0];
-      if (ref.gguf_name.empty()) {
-        ref = t;
-        if (!quant::quant_type_computed(t.type))
-          FERRY_THROW(InvalidArgument, "GGUF '", ck.dir(), "': tensor '", t.gguf_name, "' is stored in ",
-                      quant::quant_name(t.type), ", which ferry's expert kernels do not compute on; pass --weights ",
-                      "FORMAT (", quant::quant_type_names(), ") to convert the experts at load");
-      } else if (t.type != ref.type) {
+      if (!quant::quant_type_computed(t.type))
         FERRY_THROW(InvalidArgument, "GGUF '", ck.dir(), "': tensor '", t.gguf_name, "' is stored in ",
-                    quant::quant_name(t.type), " but '", ref.gguf_name, "' in ", quant::quant_name(ref.type),
-                    "; the host pool holds one format for gate and up and one for down in every layer: pass --weights ",
+                    quant::quant_name(t.type), ", which ferry's expert kernels do not compute on; pass --weights ",
+                    "FORMAT (", quant::quant_type_names(), ") to convert the experts at load");
+      if (which == 2) {
+        downs.push_back(t);
+      } else if (up.gguf_name.empty()) {
+        up = t;
+      } else if (t.type != up.type) {
+        FERRY_THROW(InvalidArgument, "GGUF '", ck.dir(), "': tensor '", t.gguf_name, "' is stored in ",
+                    quant::quant_name(t.type), " but '", up.gguf_name, "' in ", quant::quant_name(up.type),
+                    "; the host pool holds one format for gate and up in every layer: pass --weights ",
                     "FORMAT (", quant::quant_type_names(), ") to convert the experts at load");
       }
     }
-  return {first[0].type, first[1].type};
+  ExpertLayout L{H, I, up.type, downs.front().type};
+  for (const auto& d : downs) {
+    if (quant::quant_traits(d.type).block_bytes * quant::quant_traits(L.down_format).block_elems >
+        quant::quant_traits(L.down_format).block_bytes * quant::quant_traits(d.type).block_elems)
+      L.down_format = d.type;  // the widest sizes the slots
+  }
+  bool mixed = false;
+  for (const auto& d : downs) mixed = mixed || d.type != downs.front().type;
+  if (mixed)
+    for (const auto& d : downs) L.layer_down.push_back(d.type);
+  return L;
 }
 
 std::unique_ptr<HostPool> HostPool::load(const Checkpoint& ck, bool with_data, std::optional<quant::QuantType> format) {
   const MoeConfig& c = ck.config();
   auto pool = std::make_unique<HostPool>();
   const std::int64_t H = c.hidden_size, I = c.intermediate_size;
-  const auto [up_format, down_format] = format ? std::pair{*format, *format} : expert_formats_as_stored(ck);
-  for (auto f : {up_format, down_format})
+  pool->layout_ = format ? ExpertLayout{H, I, *format} : expert_layout_as_stored(ck);
+  std::vector<quant::QuantType> formats = pool->layout_.layer_down;
+  formats.push_back(pool->layout_.format);
+  formats.push_back(pool->layout_.down_format);
+  for (auto f : formats)
     for (std::int64_t row : {H, I})
       if (!quant::quant_row_fits(f, static_cast<std::size_t>(row)))
         FERRY_THROW(InvalidArgument, "experts in ", quant::quant_name(f), " need hidden_size and intermediate_size ",
                     "that are multiples of ", quant::quant_traits(f).block_elems, "; this model has ", H, " and ", I);
-  pool->layout_ = {H, I, up_format, down_format};
   pool->num_layers_ = c.num_moe_layers();  // MoE layers: a dense layer has no experts
   pool->num_experts_ = c.num_experts;
   TensorNames n(c);
@@ -59,7 +73,7 @@ std::unique_ptr<HostPool> HostPool::load(const Checkpoint& ck, bool with_data, s
       ck.expect(n.expert(d, e, 2), {H, I});
     }
   if (!with_data) return pool;
-  const ExpertLayout& L = pool->layout_;
+  const ExpertLayout& slot = pool->layout_;
   pool->data_.resize(static_cast<std::size_t>(pool->total_bytes()));
   const std::int64_t count = static_cast<std::int64_t>(c.num_moe_layers()) * c.num_experts;
   // Experts in parallel: quantizing to the K-quants costs more than reading.
@@ -69,6 +83,7 @@ std::unique_ptr<HostPool> HostPool::load(const Checkpoint& ck, bool with_data, s
       const int l = static_cast<int>(k / c.num_experts), e = static_cast<int>(k % c.num_experts);
       auto* dst = const_cast<std::byte*>(pool->expert({l, e}));
       const int d = c.decoder_layer(l);
+      const ExpertLayout L = slot.of_layer(l);  // this layer's formats
       const struct {
         int which;
         std::int64_t rows, cols;

@@ -18,12 +18,12 @@
 
 namespace ferry::moe {
 
-// The formats the experts of `ck` are stored in, (w1 and w3, w2): float32 for a safetensors
-// checkpoint; for a GGUF file the types of its ffn_{gate,up,down}_exps tensors, which must be one
-// type for gate and up, one for down across the layers, and a type the engine computes on
-// (quant_type_computed) — else InvalidArgument naming the tensors and types (and --weights, which
-// converts them).
-std::pair<quant::QuantType, quant::QuantType> expert_formats_as_stored(const Checkpoint& ck);
+// The layout the experts of `ck` are stored in: float32 for a safetensors checkpoint; for a GGUF
+// file the types of its ffn_{gate,up,down}_exps tensors: one type for gate and up in every layer,
+// and down's type per layer (ExpertLayout::layer_down when it changes, as in Q4_K_M files), each
+// a type the engine computes on (quant_type_computed) — else InvalidArgument naming the tensors
+// and types (and --weights, which converts them).
+ExpertLayout expert_layout_as_stored(const Checkpoint& ck);
 
 class HostPool {
  public:
@@ -31,7 +31,7 @@ class HostPool {
   // quantized row by row with the reference quantizers, moe/quant/quantize.h). Checks shapes
   // (FormatError naming a tensor) and that rows are whole blocks of `format` (InvalidArgument).
   // with_data false: the shapes are checked, nothing is read or allocated.
-  // No format: as stored (expert_formats_as_stored). A projection that a GGUF file stores in the
+  // No format: as stored (expert_layout_as_stored). A projection that a GGUF file stores in the
   // pool's format is copied block for block; any other is dequantized and quantized again.
   static std::unique_ptr<HostPool> load(const Checkpoint& ck, bool with_data = true,
                                         std::optional<quant::QuantType> format = std::nullopt);
