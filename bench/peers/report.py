@@ -7,9 +7,9 @@ fraction of the memory-bandwidth roofline at decode batch 1) and DIR/peers.png (
 
 Roofline: decoding one token at batch 1 reads every dense weight and top_k experts of every MoE
 layer once, so tokens/s x bytes read per token <= read bandwidth (DIR/roofline/kernels.csv, measured
-by bench_moe_kernels). Bytes per token come from the GGUF file's tensors for llama.cpp (dense weights
-in the file's formats) and from the same file for ferry with its dense weights in float32 (ferry
-quantizes the routed experts only, --weights).
+by bench_moe_kernels). Bytes per token come from the GGUF file's tensors: llama.cpp reads every
+tensor in the file's format; ferry too, except the embedding row and F16/BF16 dense projections,
+which it holds in float32.
 """
 import argparse
 import csv
@@ -67,7 +67,7 @@ def gguf_tensors(path):
 
 
 def bytes_per_token(path):
-    """Bytes one decode step reads at batch 1: (llama.cpp as stored, ferry with float32 dense)."""
+    """Bytes one decode step reads at batch 1: (llama.cpp, ferry)."""
     tensors, meta = gguf_tensors(path)
     arch_used = [v for k, v in meta.items() if k.endswith(".expert_used_count")]
     arch_count = [v for k, v in meta.items() if k.endswith(".expert_count")]
@@ -86,7 +86,8 @@ def bytes_per_token(path):
             ferry += stored * used
         else:
             llama += stored
-            ferry += n * 4
+            float_in_ferry = name == "token_embd.weight" or t in (1, 30)  # F16, BF16: dequantized at load
+            ferry += n * 4 if float_in_ferry else stored
     return llama, ferry
 
 

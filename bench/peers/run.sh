@@ -12,6 +12,7 @@
 # (one row per measurement), OUT/peers.json, OUT/peers.md (medians and ratios) and OUT/peers.png.
 #   bench/peers/run.sh [ferry binary] [output dir]
 #   SHAPES=a FORMATS=Q4_0 REPS=1 bench/peers/run.sh        (a shorter run)
+#   TESTS=decode REPS=5 bench/peers/run.sh                   (only some tests: decode, prefill, batched)
 # Shapes: a = the Mixtral-architecture model of 4 layers, hidden 2048, 8 experts of width 5632,
 # top-2, 16 heads, 4 KV heads (1.15 B parameters); b = wider experts: 2 layers, hidden 4096,
 # 4 experts of Mixtral-8x7B's width 14336, top-2, 32 heads, 8 KV heads (1.5 B parameters).
@@ -24,6 +25,8 @@ SHAPES="${SHAPES:-a,b}"
 FORMATS="${FORMATS:-F32,Q8_0,Q4_0,Q4_K_M}"
 REPS="${REPS:-3}"
 THREADS="${THREADS:-2}"
+TESTS="${TESTS:-decode,prefill,batched}"
+want() { [[ ",$TESTS," == *",$1,"* ]]; }
 VERSION=3.21.1  # node-llama-cpp's release; its bundle is llama.cpp's source of that build
 PY=/usr/bin/python3
 mkdir -p "$OUT" "$PEERS"
@@ -98,21 +101,28 @@ for rep in $(seq "$REPS"); do
       gguf="$PEERS/models/$shape/$f.gguf"
       echo "rep $rep: shape $shape $f" >&2
       # llama.cpp: prefill 64 and 512, decode 32 tokens (after its warm-up run).
-      llama "$PEERS/bin/llama-bench" -m "$gguf" -p 64,512 -n 32 -t "$THREADS" -r 1 -o json \
-        2>/dev/null >"$OUT/llama_${shape}_${f}_$rep.json"
-      "$PY" - "$OUT/llama_${shape}_${f}_$rep.json" "$shape" "$f" "$rep" >>"$csv" <<'EOF'
+      if want decode || want prefill; then
+        llama "$PEERS/bin/llama-bench" -m "$gguf" -p "$(want prefill && echo 64,512 || echo 0)" \
+          -n "$(want decode && echo 32 || echo 0)" -t "$THREADS" -r 1 -o json 2>/dev/null >"$OUT/llama_${shape}_${f}_$rep.json"
+        "$PY" - "$OUT/llama_${shape}_${f}_$rep.json" "$shape" "$f" "$rep" >>"$csv" <<'EOF'
 import json, sys
 for t in json.load(open(sys.argv[1])):
     test = "decode" if t["n_gen"] > 0 else "prefill%d" % t["n_prompt"]
     print(",".join([sys.argv[2], sys.argv[3], "llama.cpp", test, "1", sys.argv[4], "%.3f" % t["avg_ts"]]))
 EOF
+      fi
       # A failed run is reported on stderr and leaves its cells empty; the others go on.
       dec="" pre64="" pre512=""
-      read -r dec pre64 < <(ferry_run "$shape" "$f" 1 64 32) || true
-      [ -n "$dec" ] && echo "$shape,$f,ferry,decode,1,$rep,$dec" >>"$csv"
-      [ -n "$pre64" ] && echo "$shape,$f,ferry,prefill64,1,$rep,$pre64" >>"$csv"
-      read -r _ pre512 < <(ferry_run "$shape" "$f" 1 512 2) || true
-      [ -n "$pre512" ] && echo "$shape,$f,ferry,prefill512,1,$rep,$pre512" >>"$csv"
+      if want decode || want prefill; then
+        read -r dec pre64 < <(ferry_run "$shape" "$f" 1 64 32) || true
+        want decode && [ -n "$dec" ] && echo "$shape,$f,ferry,decode,1,$rep,$dec" >>"$csv"
+        want prefill && [ -n "$pre64" ] && echo "$shape,$f,ferry,prefill64,1,$rep,$pre64" >>"$csv"
+      fi
+      if want prefill; then
+        read -r _ pre512 < <(ferry_run "$shape" "$f" 1 512 2) || true
+        [ -n "$pre512" ] && echo "$shape,$f,ferry,prefill512,1,$rep,$pre512" >>"$csv"
+      fi
+      want batched || continue
       # Batched decode: B sequences of a 64-token prompt, 32 new tokens each.
       llama "$PEERS/bin/llama-batched-bench" -m "$gguf" -c 4096 -b 2048 -ub 512 -npp 64 -ntg 32 -npl 4,16 \
         -t "$THREADS" --output-format jsonl 2>/dev/null >"$OUT/llama_batched_${shape}_${f}_$rep.jsonl" || true

@@ -208,18 +208,24 @@ INSTANTIATE_TEST_SUITE_P(Families, GgufModelFamily,
                          ::testing::Values("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek"),
                          [](const auto& info) { return info.param; });
 
+// A Mixtral of `layers` layers whose rows are whole K-quant blocks (256), 4 experts.
+MoeConfig k_quant_config(int layers) {
+  MoeConfig c = loadable_config("mixtral");
+  c.num_layers = layers;
+  c.hidden_size = 256;
+  c.intermediate_size = 256;
+  c.head_dim = 64;
+  c.num_experts = 4;
+  return c;
+}
+
 // Q4_K_M of one layer: w1/w3 in Q4_K, w2 in Q6_K (use_more_bits) in one expert: a format per
 // projection, each the reference quantizer's blocks of the checkpoint's rows, and the engine
 // within the 8-bit activations' error of the reference forward on the dequantized weights.
 TEST(GgufModel, Q4_K_MGivesAFormatPerProjection) {
   torch::set_num_threads(1);
   TempDir tmp;
-  MoeConfig c = loadable_config("mixtral");
-  c.num_layers = 1;
-  c.hidden_size = 256;
-  c.intermediate_size = 256;
-  c.head_dim = 64;
-  c.num_experts = 4;
+  const MoeConfig c = k_quant_config(1);
   const std::string dir = make_model(tmp, c, "m");
   const std::string gguf = export_model(dir, tmp / "m.gguf", LlamaFileType::kMostlyQ4_K_M, false);
   auto ck = Checkpoint::open(dir), g = Checkpoint::open(gguf);
@@ -259,12 +265,7 @@ TEST(GgufModel, Q4_K_MGivesAFormatPerProjection) {
 TEST(GgufModel, Q4_K_MDownFormatPerLayer) {
   torch::set_num_threads(1);
   TempDir tmp;
-  MoeConfig c = loadable_config("mixtral");
-  c.num_layers = 4;
-  c.hidden_size = 256;
-  c.intermediate_size = 256;
-  c.head_dim = 64;
-  c.num_experts = 4;
+  const MoeConfig c = k_quant_config(4);
   const std::string dir = make_model(tmp, c, "m");
   const std::string gguf = export_model(dir, tmp / "m.gguf", LlamaFileType::kMostlyQ4_K_M, false);
   auto ck = Checkpoint::open(dir), g = Checkpoint::open(gguf);
