@@ -167,7 +167,12 @@ void quantize_row_q8_k(const float* x, void* out, std::size_t n) {
     }
     const float iscale = 127.f / amax;
     for (int j = 0; j < kQK_K; ++j) {
-      const long q = std::lrintf(iscale * x[j]);
+      // lrintf (halves to even) without a libm call: adding 1.5·2^23 leaves the rounded value in
+      // the low mantissa bits, exact for |v| <= 2^22 (ggml's nearest_int).
+      const float t = iscale * x[j] + 12582912.f;
+      std::int32_t bits;
+      std::memcpy(&bits, &t, sizeof bits);
+      const int q = (bits & 0x007fffff) - 0x00400000;
       b.qs[j] = static_cast<std::int8_t>(q > 127 ? 127 : q < -127 ? -127 : q);
     }
     for (int g = 0; g < kQK_K / 16; ++g) {
