@@ -16,6 +16,7 @@
 #include <fstream>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
@@ -219,6 +220,22 @@ MoeConfig k_quant_config(int layers) {
   return c;
 }
 
+// The checkpoint of `c` in `tmp` and its Q4_K_M GGUF file: (directory, file).
+std::pair<std::string, std::string> q4_k_m_model(TempDir& tmp, const MoeConfig& c) {
+  const std::string dir = make_model(tmp, c, "m");
+  return {dir, export_model(dir, tmp / "m.gguf", LlamaFileType::kMostlyQ4_K_M, false)};
+}
+
+// The reference quantizer's blocks of rows × cols `values` in `format`, in the kernels' layout:
+// what the host pool holds for a projection stored in `format`.
+std::vector<std::byte> kernel_blocks(QuantType format, const std::vector<float>& values, std::size_t rows,
+                                     std::size_t cols) {
+  std::vector<std::byte> q(quant::quant_matrix_bytes(format, rows, cols));
+  quant::quantize_row(format, values.data(), q.data(), values.size());
+  quant::to_row_groups(format, q.data(), rows, cols);
+  return q;
+}
+
 // Q4_K_M of one layer: w1/w3 in Q4_K, w2 in Q6_K (use_more_bits) in one expert: a format per
 // projection, each the reference quantizer's blocks of the checkpoint's rows, and the engine
 // within the 8-bit activations' error of the reference forward on the dequantized weights.
@@ -226,8 +243,7 @@ TEST(GgufModel, Q4_K_MGivesAFormatPerProjection) {
   torch::set_num_threads(1);
   TempDir tmp;
   const MoeConfig c = k_quant_config(1);
-  const std::string dir = make_model(tmp, c, "m");
-  const std::string gguf = export_model(dir, tmp / "m.gguf", LlamaFileType::kMostlyQ4_K_M, false);
+  const auto [dir, gguf] = q4_k_m_model(tmp, c);
   auto ck = Checkpoint::open(dir), g = Checkpoint::open(gguf);
   auto pool = HostPool::load(*g);
   const ExpertLayout& L = pool->layout();
@@ -241,9 +257,7 @@ TEST(GgufModel, Q4_K_MGivesAFormatPerProjection) {
                                          std::tuple{3, QuantType::kQ4_K, L.w3_offset()},
                                          std::tuple{2, QuantType::kQ6_K, L.w2_offset()}}) {
       ck->read_f32(n.expert(0, e, which), {256, 256}, w.data());
-      std::vector<std::byte> q(quant::quant_row_bytes(format, w.size()));
-      quant::quantize_row(format, w.data(), q.data(), w.size());
-      quant::to_row_groups(format, q.data(), 256, 256);  // the pool holds the kernels' layout
+      const std::vector<std::byte> q = kernel_blocks(format, w, 256, 256);
       EXPECT_EQ(std::memcmp(pool->expert({0, e}) + offset, q.data(), q.size()), 0) << e << " " << which;
     }
   const std::string ref = write_dequantized_dir(gguf, dir, tmp / "ref");
@@ -266,8 +280,7 @@ TEST(GgufModel, Q4_K_MDownFormatPerLayer) {
   torch::set_num_threads(1);
   TempDir tmp;
   const MoeConfig c = k_quant_config(4);
-  const std::string dir = make_model(tmp, c, "m");
-  const std::string gguf = export_model(dir, tmp / "m.gguf", LlamaFileType::kMostlyQ4_K_M, false);
+  const auto [dir, gguf] = q4_k_m_model(tmp, c);
   auto ck = Checkpoint::open(dir), g = Checkpoint::open(gguf);
   auto pool = HostPool::load(*g);
   const ExpertLayout& L = pool->layout();
@@ -283,9 +296,7 @@ TEST(GgufModel, Q4_K_MDownFormatPerLayer) {
     EXPECT_EQ(L.layer_down[l], down) << "layer " << l;
     seen.insert(down);
     ck->read_f32(n.expert(l, 1, 2), {256, 256}, w.data());
-    std::vector<std::byte> q(quant::quant_row_bytes(down, w.size()));
-    quant::quantize_row(down, w.data(), q.data(), w.size());
-    quant::to_row_groups(down, q.data(), 256, 256);
+    const std::vector<std::byte> q = kernel_blocks(down, w, 256, 256);
     EXPECT_EQ(L.of_layer(l).bytes(), 2 * L.up_bytes() + q.size()) << "layer " << l;
     EXPECT_EQ(std::memcmp(pool->expert({l, 1}) + L.w2_offset(), q.data(), q.size()), 0) << "layer " << l;
   }

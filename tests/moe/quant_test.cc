@@ -97,12 +97,19 @@ void pack_k_scales(std::uint8_t* scales, int* sc, int* mn) {
   }
 }
 
-TEST(Dequantize, Q4_KSixBitScalesAndMins) {
-  BlockQ4_K b{};
+// A Q4_K or Q5_K block with d 0.25, dmin 0.125 and pack_k_scales' scales and mins (returned in sc, mn).
+template <typename Block>
+Block k_block(int* sc, int* mn) {
+  Block b{};
   b.d = float_to_half(0.25f);
   b.dmin = float_to_half(0.125f);
-  int sc[8], mn[8];
   pack_k_scales(b.scales, sc, mn);
+  return b;
+}
+
+TEST(Dequantize, Q4_KSixBitScalesAndMins) {
+  int sc[8], mn[8];
+  BlockQ4_K b = k_block<BlockQ4_K>(sc, mn);
   for (int l = 0; l < 128; ++l) b.qs[l] = static_cast<std::uint8_t>((l % 16) | (((l * 7) % 16) << 4));
   const auto y = dequantize_block(QuantType::kQ4_K, b);
   for (int i = 0; i < 256; ++i) {
@@ -324,11 +331,8 @@ TEST(Quantize, Q5_0MatchesTheReferenceQuantizer) {
 }
 
 TEST(Dequantize, Q5_KFifthBitsPerPairOfSubBlocks) {
-  BlockQ5_K b{};
-  b.d = float_to_half(0.25f);
-  b.dmin = float_to_half(0.125f);
   int sc[8], mn[8];
-  pack_k_scales(b.scales, sc, mn);
+  BlockQ5_K b = k_block<BlockQ5_K>(sc, mn);
   int q[256];
   for (int i = 0; i < 256; ++i) q[i] = (i * 11 + 3) % 32;
   // Weights 64c + l (l < 32): low nibble of qs[32c + l], fifth bit in bit 2c of qh[l]; weights

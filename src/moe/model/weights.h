@@ -24,8 +24,6 @@ struct Weight {
   Weight(torch::Tensor f32)  // NOLINT(google-explicit-constructor): a float32 tensor is a weight
       : values(std::move(f32)), rows(values.defined() ? values.size(0) : 0), cols(values.defined() ? values.size(1) : 0) {}
   bool defined() const { return values.defined(); }
-  // Bytes the weight occupies.
-  std::uint64_t bytes() const { return values.defined() ? values.numel() * values.element_size() : 0; }
   // The weight as float32 [rows, cols] (dequantized when stored in blocks).
   torch::Tensor to_float() const;
 };

@@ -51,7 +51,7 @@ class CudaLink : public Link {
 
   std::uint64_t transfer(ExpertId id, std::byte* dst, std::uint64_t from, const std::atomic<bool>& stop) override {
     const auto* src = reinterpret_cast<const std::byte*>(pool_->expert(id));
-    const std::uint64_t total = pool_->layout().of_layer(id.layer).bytes(), chunk = staging_.size() / 2;
+    const std::uint64_t total = pool_->expert_bytes(id), chunk = staging_.size() / 2;
     at::cuda::CUDAEvent done[2];
     const std::uint64_t start = std::min(from, total);
     std::uint64_t moved = start;

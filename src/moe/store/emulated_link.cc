@@ -24,7 +24,7 @@ class EmulatedLink : public Link {
   // A resumed transfer pays the latency again (a new copy is started).
   std::uint64_t transfer(ExpertId id, std::byte* dst, std::uint64_t from, const std::atomic<bool>& stop) override {
     const auto* src = reinterpret_cast<const std::byte*>(pool_->expert(id));
-    const std::uint64_t total = pool_->layout().of_layer(id.layer).bytes();
+    const std::uint64_t total = pool_->expert_bytes(id);
     const double begin = now_s() + spec_.latency_s;
     if (paced()) sleep_until_s(begin);
     const std::uint64_t start = std::min(from, total);

@@ -73,9 +73,13 @@ struct ExpertLayout {
     return {hidden, intermediate, format, layer_down.at(static_cast<std::size_t>(layer))};
   }
   // An expert's bytes at `data`, as stored (each projection's rows one after the other) → the
-  // kernels' layout (moe/quant/row_groups.h), in place; and back.
-  void to_kernel_layout(std::byte* data) const { move_layout(data, true); }
-  void from_kernel_layout(std::byte* data) const { move_layout(data, false); }
+  // kernels' layout (moe/quant/row_groups.h), in place.
+  void to_kernel_layout(std::byte* data) const {
+    const auto H = static_cast<std::size_t>(hidden), I = static_cast<std::size_t>(intermediate);
+    quant::to_row_groups(format, data + w1_offset(), I, H);
+    quant::to_row_groups(format, data + w3_offset(), I, H);
+    quant::to_row_groups(down_format, data + w2_offset(), H, I);
+  }
   // The format name, "Q4_K", "Q4_K+Q6_K" (w1/w3 + w2) or "Q4_K+Q4_K/Q6_K" (w2 by layer).
   std::string format_name() const {
     std::string s = quant::quant_name(format);
@@ -85,15 +89,6 @@ struct ExpertLayout {
     if (downs.size() == 1 && downs[0] == format) return s;
     for (std::size_t i = 0; i < downs.size(); ++i) s += (i ? "/" : "+") + std::string(quant::quant_name(downs[i]));
     return s;
-  }
-
- private:
-  void move_layout(std::byte* data, bool to) const {
-    const auto H = static_cast<std::size_t>(hidden), I = static_cast<std::size_t>(intermediate);
-    const auto move = to ? quant::to_row_groups : quant::from_row_groups;
-    move(format, data + w1_offset(), I, H);
-    move(format, data + w3_offset(), I, H);
-    move(down_format, data + w2_offset(), H, I);
   }
 };
 

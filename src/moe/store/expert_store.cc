@@ -21,7 +21,7 @@ DeviceSlotsOptions slots_for(const HostPool& pool, std::uint64_t budget_bytes) {
 }  // namespace
 
 ExpertStore::ExpertStore(const HostPool* pool, std::unique_ptr<Link> link, ExpertStoreOptions options)
-    : layout_(pool->layout()),
+    : pool_(pool),
       link_(std::move(link)),
       options_(options),
       slots_(slots_for(*pool, options.budget_bytes), this),
@@ -38,7 +38,7 @@ ExpertStore::~ExpertStore() {
 bool ExpertStore::start_transfer(ExpertId id, int priority, bool prefetched) {
   const int slot = slots_.reserve(id, prefetched);
   if (slot < 0) return false;
-  tickets_[slot] = io_->submit(id, slot_memory(slot), priority, layout_.of_layer(id.layer).bytes());
+  tickets_[slot] = io_->submit(id, slot_memory(slot), priority, pool_->expert_bytes(id));
   if (prefetched)
     ++stats_.prefetches;
   else

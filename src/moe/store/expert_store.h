@@ -75,7 +75,7 @@ class ExpertStore : public ExpertCache, private SlotTransfers {
   bool arrived(ExpertId id, int slot) const override;
   void release(ExpertId id, int slot) override;
 
-  ExpertLayout layout_;  // the pool's: of_layer(l).bytes() is what an expert of layer l moves
+  const HostPool* pool_;  // outlives the store (the engine owns both)
   std::unique_ptr<Link> link_;
   ExpertStoreOptions options_;
   DeviceSlots slots_;

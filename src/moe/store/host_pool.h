@@ -41,7 +41,10 @@ class HostPool {
     FERRY_CHECK(has_data(), "expert ", id.layer, "/", id.expert, " has no host copy (the experts stream from disk)");
     return data_.data() + (static_cast<std::size_t>(id.layer) * num_experts_ + id.expert) * layout_.bytes();
   }
+  // The experts' slot layout (every expert occupies layout().bytes()), and the bytes expert `id`
+  // really has: its layer's formats (ExpertLayout::of_layer), what a link moves.
   const ExpertLayout& layout() const { return layout_; }
+  std::uint64_t expert_bytes(ExpertId id) const { return layout_.of_layer(id.layer).bytes(); }
   int num_layers() const { return num_layers_; }
   int num_experts() const { return num_experts_; }
   std::uint64_t total_bytes() const { return layout_.bytes() * num_layers_ * num_experts_; }
