@@ -12,7 +12,9 @@
 //  - the tokenizer stored in the file.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <tuple>
@@ -395,25 +397,73 @@ TEST(GgufModel, BpeTokenizerFromTheFile) {
     EXPECT_EQ(from_file->decode(ids), text);
   }
   EXPECT_EQ(from_file->encode("he t"), (std::vector<std::int32_t>{257, 256}));
-  // A SentencePiece model is refused by name (ferry builds it from tokenizer.model only).
+  // A tokenizer model ferry does not build is refused by name.
   const GgufFile f = GgufFile::open(gguf);
   quant::GgufWriter w(f.alignment());
   for (const auto& [key, value] : f.metadata())
     if (key == "tokenizer.ggml.model")
-      w.add_string(key, "llama");
+      w.add_string(key, "ugm");
     else if (key != "general.alignment")
       w.add(key, value);
   for (const auto& t : f.tensors()) {
     const auto bytes = f.data(t);
     w.add_tensor(t.name, t.dims, t.type, std::vector<std::byte>(bytes.begin(), bytes.end()));
   }
-  w.write(tmp / "spm.gguf");
+  w.write(tmp / "ugm.gguf");
   try {
-    load_tokenizer(tmp / "spm.gguf", "", 262);
-    ADD_FAILURE() << "a llama tokenizer was built";
+    load_tokenizer(tmp / "ugm.gguf", "", 262);
+    ADD_FAILURE() << "a ugm tokenizer was built";
   } catch (const FormatError& e) {
-    EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.model 'llama'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.model 'ugm'"), std::string::npos) << e.what();
   }
+}
+
+// A SentencePiece tokenizer.model (trained here by SentencePiece itself, BPE with byte fallback and
+// whitespace-only pieces, as Llama's and Mixtral's) converted into a GGUF file: the tokenizer built
+// from the file's pieces, scores and types encodes and decodes as SentencePiece does.
+TEST(GgufModel, SentencePieceTokenizerFromTheFile) {
+#ifndef FERRY_SPM_TRAIN_TOOL
+  GTEST_SKIP() << "SentencePiece's trainer (libsentencepiece_train) is not available";
+#else
+  TempDir tmp;
+  {
+    std::ofstream corpus(tmp / "corpus.txt");
+    const char* lines[] = {"the quick brown fox jumps over the lazy dog", "experts live in host memory and cross PCIe",
+                           "a mixture of experts routes every token to two of eight experts",
+                           "    indented  text with   runs of spaces", "numbers 12345 and 2026-12-04",
+                           "the the the there then these those"};
+    for (int r = 0; r < 40; ++r)
+      for (const char* l : lines) corpus << l << " " << r << "\n";
+  }
+  const std::string dir = tmp / "spm";
+  const std::string prefix = tmp / "sp";
+  const std::string cmd = std::string(FERRY_SPM_TRAIN_TOOL) + " --input=" + (tmp / "corpus.txt") +
+                          " --model_prefix=" + prefix +
+                          " --vocab_size=400 --model_type=bpe --byte_fallback=true --character_coverage=1.0"
+                          " --normalization_rule_name=identity --remove_extra_whitespaces=false"
+                          " --allow_whitespace_only_pieces=true --split_digits=true --num_threads=1"
+                          " --minloglevel=2 --hard_vocab_limit=false";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto from_model = make_sentencepiece_tokenizer(prefix + ".model");
+  MoeConfig c = loadable_config("mixtral");
+  c.vocab_size = from_model->vocab_size();
+  c.tokenizer = "";
+  make_model(tmp, c, "spm");
+  std::filesystem::copy_file(prefix + ".model", std::filesystem::path(dir) / "tokenizer.model");
+  const std::string gguf = export_model(dir, tmp / "spm.gguf", LlamaFileType::kAllF32, false);
+  auto from_file = load_tokenizer(gguf, "", c.vocab_size);
+  EXPECT_EQ(from_file->name(), "sentencepiece");
+  EXPECT_EQ(from_file->bos_id(), from_model->bos_id());
+  for (const std::string text :
+       {"the quick brown fox", "experts   cross PCIe twice", "  leading and trailing  ", "digits 9876543210",
+        "unseen: \xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xE4\xB8\xAD", "tabs\tand\nnew lines\n\n", "x",
+        "themthethere"}) {
+    const auto ids = from_file->encode(text);
+    EXPECT_EQ(ids, from_model->encode(text)) << text;
+    EXPECT_EQ(from_file->decode(ids), from_model->decode(ids)) << text;
+    EXPECT_EQ(from_file->decode(ids), text) << text;
+  }
+#endif
 }
 
 }  // namespace

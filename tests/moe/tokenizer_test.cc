@@ -11,6 +11,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include "moe/model/bpe_tokenizer.h"
 #include "moe/model/byte_level.h"
 #include "moe/model/pre_tokenizer.h"
+#include "moe/model/spm_tokenizer.h"
 #include "moe/model/tokenizer.h"
 
 namespace ferry::moe {
@@ -486,6 +488,64 @@ TEST(LoadTokenizer, ReadsTokenizerJsonWhenItIsTheOnlyTokenizerFile) {
     FAIL() << "a broken tokenizer.json loaded";
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find(dir / "tokenizer.json"), std::string::npos) << e.what();
+  }
+}
+
+// A SentencePiece-style vocabulary small enough to work its encodings out by hand.
+TokenizerVocab hand_spm_vocabulary() {
+  TokenizerVocab v;
+  v.kind = TokenizerVocab::Kind::kSentencePiece;
+  const std::vector<std::tuple<std::string, float, TokenType>> pieces = {
+      {"<unk>", 0, TokenType::kUnknown},        {"<s>", 0, TokenType::kControl},
+      {"</s>", 0, TokenType::kControl},         {"<0xC3>", 0, TokenType::kByte},
+      {"<0xA9>", 0, TokenType::kByte},          {"\xE2\x96\x81", -1, TokenType::kNormal},
+      {"a", -2, TokenType::kNormal},            {"b", -3, TokenType::kNormal},
+      {"\xE2\x96\x81" "a", -0.5f, TokenType::kNormal}, {"ab", -1.5f, TokenType::kNormal},
+      {"\xE2\x96\x81" "ab", -0.2f, TokenType::kNormal}};
+  for (const auto& [piece, score, type] : pieces) {
+    v.tokens.push_back(piece);
+    v.scores.push_back(score);
+    v.types.push_back(type);
+  }
+  v.bos_id = 1;
+  v.eos_id = 2;
+  v.unk_id = 0;
+  return v;
+}
+
+// llama.cpp's SPM merging worked out by hand ("_" for U+2581): the best-scoring adjacent pair
+// first, merged pieces re-paired with their neighbours, leftmost on ties; byte fallback; the
+// unknown piece; control pieces found in the text, with the space prefix after them.
+TEST(SpmTokenizer, MergesWorkedOutByHand) {
+  const auto tok = make_spm_tokenizer(hand_spm_vocabulary(), {.add_space_prefix = true, .bos_id = 1}, "hand");
+  using Ids = std::vector<std::int32_t>;
+  EXPECT_EQ(tok->encode("ab"), (Ids{10}));       // _ a b -> _a b (-0.5) -> _ab (-0.2)
+  EXPECT_EQ(tok->encode("abab"), (Ids{10, 9}));  // _a, _ab, then the second ab
+  EXPECT_EQ(tok->encode("bab"), (Ids{5, 7, 9}));  // _b and ba are no pieces
+  EXPECT_EQ(tok->encode("\xC3\xA9"), (Ids{5, 3, 4}));  // e-acute: its two byte pieces
+  EXPECT_EQ(tok->encode("c"), (Ids{5, 0}));             // no byte piece for 'c': unknown
+  EXPECT_EQ(tok->encode("a</s>b"), (Ids{8, 2, 5, 7}));
+  EXPECT_EQ(tok->bos_id(), 1);
+  EXPECT_EQ(tok->decode({10, 9}), "abab");
+  EXPECT_EQ(tok->decode({5, 3, 4}), "\xC3\xA9");  // the first piece's prefix space removed
+  EXPECT_EQ(tok->decode({8, 2, 5, 7}), "a</s> b");
+  const auto no_prefix = make_spm_tokenizer(hand_spm_vocabulary(), {.add_space_prefix = false}, "hand");
+  EXPECT_EQ(no_prefix->encode("ab"), (Ids{9}));
+  EXPECT_EQ(no_prefix->decode({5, 6}), " a");
+  EXPECT_EQ(no_prefix->bos_id(), -1);
+}
+
+TEST(SpmTokenizer, MalformedVocabularyIsAFormatError) {
+  TokenizerVocab v = hand_spm_vocabulary();
+  v.scores.pop_back();
+  EXPECT_THROW(make_spm_tokenizer(v, {}, "f.gguf"), FormatError);
+  v = hand_spm_vocabulary();
+  v.tokens[3] = "<0xZZ>";
+  try {
+    make_spm_tokenizer(v, {}, "f.gguf");
+    ADD_FAILURE() << "a bad byte piece was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("<0xZZ>"), std::string::npos) << e.what();
   }
 }
 

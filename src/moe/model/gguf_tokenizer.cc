@@ -6,6 +6,7 @@
 #include "moe/model/bpe_tokenizer.h"
 #include "moe/model/byte_level.h"
 #include "moe/model/pre_tokenizer.h"
+#include "moe/model/spm_tokenizer.h"
 
 namespace ferry::moe {
 
@@ -88,11 +89,48 @@ bool gguf_byte_vocabulary(const quant::GgufFile& f) {
   return true;
 }
 
+namespace {
+
+// tokenizer.ggml.model "llama": pieces, scores and types (spm_tokenizer.h).
+std::unique_ptr<Tokenizer> load_gguf_spm_tokenizer(const quant::GgufFile& f) {
+  if (gguf_bool_or(f, "tokenizer.ggml.remove_extra_whitespaces", false))
+    FERRY_THROW(FormatError, "GGUF '", f.path(), "': tokenizer.ggml.remove_extra_whitespaces = true is not implemented");
+  if (f.find("tokenizer.ggml.precompiled_charsmap"))
+    FERRY_THROW(FormatError, "GGUF '", f.path(), "': tokenizer.ggml.precompiled_charsmap (a normalizer) is not implemented");
+  TokenizerVocab v;
+  v.kind = TokenizerVocab::Kind::kSentencePiece;
+  v.tokens = gguf_strings(f, "tokenizer.ggml.tokens");
+  v.types = gguf_token_types(f, v.tokens.size());
+  const GgufValue& scores = f.get("tokenizer.ggml.scores");
+  if (scores.type != GgufType::kArray || scores.element_type == GgufType::kString || scores.array_size() != v.tokens.size())
+    FERRY_THROW(FormatError, "GGUF '", f.path(), "': tokenizer.ggml.scores must hold one number per token (",
+                v.tokens.size(), ")");
+  v.scores.assign(scores.numbers.begin(), scores.numbers.end());
+  // llama.cpp's defaults for this model when the keys are absent: <unk> 0, <s> 1, </s> 2.
+  auto token_id = [&](const char* key, int fallback) -> int {
+    if (!f.find(key)) return fallback < static_cast<int>(v.tokens.size()) ? fallback : -1;
+    const std::int64_t id = f.get_int(key);
+    if (id < 0 || id >= static_cast<std::int64_t>(v.tokens.size()))
+      FERRY_THROW(FormatError, "GGUF '", f.path(), "': ", key, " ", id, " is not a token");
+    return static_cast<int>(id);
+  };
+  v.bos_id = token_id("tokenizer.ggml.bos_token_id", 1);
+  v.eos_id = token_id("tokenizer.ggml.eos_token_id", 2);
+  v.unk_id = token_id("tokenizer.ggml.unknown_token_id", 0);
+  SpmTokenizerOptions options;
+  options.add_space_prefix = gguf_bool_or(f, "tokenizer.ggml.add_space_prefix", true);
+  if (gguf_bool_or(f, "tokenizer.ggml.add_bos_token", true)) options.bos_id = v.bos_id;
+  return make_spm_tokenizer(std::move(v), options, f.path());
+}
+
+}  // namespace
+
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const quant::GgufFile& f) {
   const std::string model = f.get_string("tokenizer.ggml.model");
+  if (model == "llama") return load_gguf_spm_tokenizer(f);
   if (model != "gpt2")
     FERRY_THROW(FormatError, "GGUF '", f.path(), "': tokenizer.ggml.model '", model, "' is not implemented (ferry builds ",
-                "gpt2, byte-level BPE, from a GGUF file; a SentencePiece tokenizer needs its tokenizer.model)");
+                "llama, SentencePiece-style, and gpt2, byte-level BPE)");
   if (gguf_byte_vocabulary(f)) return std::make_unique<ByteTokenizer>();
   const std::vector<std::string>& tokens = gguf_strings(f, "tokenizer.ggml.tokens");
   const std::vector<TokenType> types = gguf_token_types(f, tokens.size());

@@ -7,8 +7,12 @@
 //     ones skipped), the pre-tokenizer of tokenizer.ggml.pre as llama.cpp's llama-vocab.cpp
 //     defines it for "default"/"gpt2"/"olmo" (GPT-2's regex) and "qwen2" (Qwen2's tokenizer.json
 //     regex), a BOS prepended when tokenizer.ggml.add_bos_token is true.
-// Any other model ("llama": SentencePiece, whose model ferry builds from tokenizer.model only) or
-// pre-tokenizer is refused with a FormatError naming the file and the value.
+//   - model "llama": SentencePiece-style, from tokens, scores and types (spm_tokenizer.h), with
+//     tokenizer.ggml.add_space_prefix (default true) and a BOS prepended unless
+//     tokenizer.ggml.add_bos_token is false; ids absent from the file are llama.cpp's defaults
+//     (unknown 0, BOS 1, EOS 2); remove_extra_whitespaces and a precompiled_charsmap
+//     (normalizers) are refused.
+// Any other model or pre-tokenizer is refused with a FormatError naming the file and the value.
 #pragma once
 
 #include <memory>
