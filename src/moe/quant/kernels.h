@@ -13,6 +13,10 @@ namespace ferry::moe::quant::kernels {
 // Q8_K activations: d = max|x|/127 and q = round(x/d) per 256 values, plus the sums of each 16.
 void quantize_row_q8_k(const float* x, void* out, std::size_t n);
 
+// One weight row as stored times `tokens` activation rows (x_row bytes apart): y[t·y_stride].
+using TokensFn = void (*)(const void* w, std::size_t n, const std::byte* x, std::size_t x_row, std::size_t tokens,
+                          float* y, std::size_t y_stride);
+
 struct DotTable {
   float (*f32)(const void* w, const void* x, std::size_t n);
   float (*f16)(const void* w, const void* x, std::size_t n);
@@ -21,6 +25,10 @@ struct DotTable {
   float (*q4_0)(const void* w, const void* x, std::size_t n);
   float (*q4_k)(const void* w, const void* x, std::size_t n);
   float (*q6_k)(const void* w, const void* x, std::size_t n);
+  // Several activation rows at once (the weights read once for all), for the row-by-row formats
+  // that batches use most: f32 and Q6_K.
+  TokensFn f32_tokens;
+  TokensFn q6_k_tokens;
 };
 const DotTable& portable_dots();
 const DotTable& avx2_dots();  // call only when the CPU has AVX2, FMA and F16C

@@ -37,23 +37,6 @@ inline __m256i dot_i8_pairs(__m256i a, __m256i b) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_a, b_signed), _mm256_set1_epi16(1));
 }
 
-float dot_f32(const void* w, const void* x, std::size_t n) {
-  const auto* a = static_cast<const float*>(w);
-  const auto* b = static_cast<const float*>(x);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-  std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-    acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), acc2);
-    acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
-  }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  float s = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 // Eight f16 or bf16 values widened to float.
 template <bool kBf16>
 inline __m256 widen(const unsigned char* p) {
@@ -152,19 +135,33 @@ float dot_q4_k(const void* w, const void* x, std::size_t n) {
   return hsum(acc) - acc_min;
 }
 
-float dot_q6_k(const void* w, const void* x, std::size_t n) {
+// One Q6_K row times T Q8_K activation rows: each block's 6-bit weights are unpacked once and
+// multiplied with every row (per row the same arithmetic whatever T). Σ (q − 32)·x = Σ q·x − 32·Σ_g sc_g·Σ_{x in g} x, the second term from
+// the activations' sums of 16 (as ggml's kernel does).
+template <int T>
+void q6_k_tile(const void* w, std::size_t n, const std::byte* x, std::size_t x_row, float* y, std::size_t y_stride) {
   const auto* pw = static_cast<const unsigned char*>(w);
-  const auto* bx = static_cast<const BlockQ8_K*>(x);
-  const __m256i low4 = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
-  __m256 acc = _mm256_setzero_ps();
-  for (std::size_t i = 0; i < n / kQK_K; ++i, pw += sizeof(BlockQ6_K), ++bx) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(3);
+  __m256 acc[T];
+  #pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (std::size_t i = 0; i < n / kQK_K; ++i, pw += sizeof(BlockQ6_K)) {
+    const BlockQ8_K* bx[T];
+    #pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) bx[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row) + i;
     const std::uint8_t* ql = pw + offsetof(BlockQ6_K, ql);
     const std::uint8_t* qh = pw + offsetof(BlockQ6_K, qh);
-    std::int8_t scales[16];
-    std::memcpy(scales, pw + offsetof(BlockQ6_K, scales), 16);
+    const auto* scales = reinterpret_cast<const std::int8_t*>(pw + offsetof(BlockQ6_K, scales));
     std::uint16_t dw;
     std::memcpy(&dw, pw + offsetof(BlockQ6_K, d), 2);
-    __m256i sumi = _mm256_setzero_si256();
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+    __m256i sumi[T];
+    #pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx[t]->bsums));
+      sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bsums, sc16), 5));
+    }
+    #pragma GCC unroll 8
     for (int half = 0; half < 2; ++half, ql += 64, qh += 32) {
       const __m256i bits1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
       const __m256i bits2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
@@ -174,21 +171,101 @@ float dot_q6_k(const void* w, const void* x, std::size_t n) {
       q[1] = _mm256_and_si256(bits2, low4);
       q[2] = _mm256_and_si256(_mm256_srli_epi16(bits1, 4), low4);
       q[3] = _mm256_and_si256(_mm256_srli_epi16(bits2, 4), low4);
+      #pragma GCC unroll 8
       for (int s = 0; s < 4; ++s) {
         const __m256i h = _mm256_and_si256(_mm256_srli_epi16(high, 2 * s), two_bits);
         q[s] = _mm256_or_si256(q[s], _mm256_slli_epi16(h, 4));
-        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx->qs + 128 * half + 32 * s));
-        // Σ (q − 32)·x = Σ q·x − 32·Σ x, both through the unsigned×signed product.
-        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[s], xq), _mm256_maddubs_epi16(k32, xq));
         const std::int8_t* sc = scales + 8 * half + 2 * s;
         const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
-        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale));
+        #pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx[t]->qs + 128 * half + 32 * s));
+          // q in 0..63 unsigned: |pair sum| ≤ 2·63·128, no saturation.
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[s], xq), scale));
+        }
       }
     }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(bx->d * f16(dw)), _mm256_cvtepi32_ps(sumi), acc);
+    const float d = f16(dw);
+    #pragma GCC unroll 8
+    for (int t = 0; t < T; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(bx[t]->d * d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
   }
-  return hsum(acc);
+  #pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) y[t * y_stride] = hsum(acc[t]);
 }
+
+float dot_q6_k(const void* w, const void* x, std::size_t n) {
+  float y;
+  q6_k_tile<1>(w, n, static_cast<const std::byte*>(x), 0, &y, 1);
+  return y;
+}
+
+// One f32 row times T f32 activation rows, each weight vector loaded once for all T; per
+// activation row the same additions in the same order whatever T (a batch gives the results of
+// one row at a time).
+template <int T>
+void f32_tile(const void* w, std::size_t n, const std::byte* x, std::size_t x_row, float* y, std::size_t y_stride) {
+  const auto* a = static_cast<const float*>(w);
+  const float* b[T];
+  #pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) b[t] = reinterpret_cast<const float*>(x + t * x_row);
+  __m256 acc[T][4];
+  #pragma GCC unroll 8
+  for (int t = 0; t < T; ++t)
+    #pragma GCC unroll 8
+    for (int j = 0; j < 4; ++j) acc[t][j] = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    #pragma GCC unroll 8
+    for (int j = 0; j < 4; ++j) {
+      const __m256 wj = _mm256_loadu_ps(a + i + 8 * j);
+      #pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) acc[t][j] = _mm256_fmadd_ps(wj, _mm256_loadu_ps(b[t] + i + 8 * j), acc[t][j]);
+    }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 w0 = _mm256_loadu_ps(a + i);
+    #pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[t][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(b[t] + i), acc[t][0]);
+  }
+  #pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    float s = hsum(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), _mm256_add_ps(acc[t][2], acc[t][3])));
+    for (std::size_t k = i; k < n; ++k) s += a[k] * b[t][k];
+    y[t * y_stride] = s;
+  }
+}
+
+float dot_f32(const void* w, const void* x, std::size_t n) {
+  float y;
+  f32_tile<1>(w, n, static_cast<const std::byte*>(x), 0, &y, 1);
+  return y;
+}
+
+// `tokens` activation rows in tiles of K::kTile, then 2, then 1 (the same arithmetic per row
+// whatever the tile).
+template <class K>
+void token_tiles(const void* w, std::size_t n, const std::byte* x, std::size_t x_row, std::size_t tokens, float* y,
+                 std::size_t y_stride) {
+  std::size_t t = 0;
+  for (; t + K::kTile <= tokens; t += K::kTile)
+    K::template run<K::kTile>(w, n, x + t * x_row, x_row, y + t * y_stride, y_stride);
+  for (; t + 2 <= tokens; t += 2) K::template run<2>(w, n, x + t * x_row, x_row, y + t * y_stride, y_stride);
+  for (; t < tokens; ++t) K::template run<1>(w, n, x + t * x_row, x_row, y + t * y_stride, y_stride);
+}
+struct F32Tiles {  // 2 rows × 4 accumulators fill 8 of AVX2's 16 registers
+  static constexpr std::size_t kTile = 2;
+  template <int T>
+  static void run(const void* w, std::size_t n, const std::byte* x, std::size_t x_row, float* y, std::size_t ys) {
+    f32_tile<T>(w, n, x, x_row, y, ys);
+  }
+};
+struct Q6kTiles {
+  static constexpr std::size_t kTile = 4;
+  template <int T>
+  static void run(const void* w, std::size_t n, const std::byte* x, std::size_t x_row, float* y, std::size_t ys) {
+    q6_k_tile<T>(w, n, x, x_row, y, ys);
+  }
+};
 
 // The row-group kernels' products without VNNI: signed Q8_0 weights through the sign trick above,
 // 4-bit weights (0..15) straight into _mm256_maddubs_epi16 (|pair sum| ≤ 2·15·127, no saturation).
@@ -209,7 +286,8 @@ const GroupTable& avx2_groups() {
 }
 
 const DotTable& avx2_dots() {
-  static const DotTable table{dot_f32, dot_half<false>, dot_half<true>, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k};
+  static const DotTable table{dot_f32,  dot_half<false>, dot_half<true>, dot_q8_0,
+                              dot_q4_0, dot_q4_k,        dot_q6_k,       token_tiles<F32Tiles>, token_tiles<Q6kTiles>};
   return table;
 }
 

@@ -184,8 +184,16 @@ void quantize_row_q8_k(const float* x, void* out, std::size_t n) {
   }
 }
 
+// Row after row through the dot product.
+template <float (*kDot)(const void*, const void*, std::size_t)>
+void tokens_by_dot(const void* w, std::size_t n, const std::byte* x, std::size_t x_row, std::size_t tokens, float* y,
+                   std::size_t y_stride) {
+  for (std::size_t t = 0; t < tokens; ++t) y[t * y_stride] = kDot(w, x + t * x_row, n);
+}
+
 const DotTable& portable_dots() {
-  static const DotTable table{dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k};
+  static const DotTable table{dot_f32,  dot_f16,  dot_bf16, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k,
+                              tokens_by_dot<dot_f32>, tokens_by_dot<dot_q6_k>};
   return table;
 }
 

@@ -49,6 +49,14 @@ DotFn dot_for(Kernels k, QuantType type) {
               quant_type_names(), ")");
 }
 
+// Several activation rows per weight row, for the formats that have it (nullptr for the others).
+kernels::TokensFn tokens_for(Kernels k, QuantType type) {
+  const auto& t = k == Kernels::kPortable ? kernels::portable_dots() : kernels::avx2_dots();
+  if (type == QuantType::kF32) return t.f32_tokens;
+  if (type == QuantType::kQ6_K) return t.q6_k_tokens;
+  return nullptr;
+}
+
 kernels::GroupFn group_for(Kernels k, QuantType type) {
   const auto& t = k == Kernels::kAvx512Vnni ? kernels::vnni_groups()
                   : k == Kernels::kAvx2     ? kernels::avx2_groups()
@@ -146,6 +154,15 @@ void matmul_rows(QuantType type, const void* w, std::size_t rows, std::size_t n,
     const kernels::GroupFn group = group_for(k, type);
     for (; r + kRowGroup <= std::min(row_end, grouped); r += kRowGroup)
       group(base + r * w_row, n, activations, x_row, batch, y + r, y_stride);
+  }
+  if (const kernels::TokensFn tokens = tokens_for(k, type); tokens && batch > 1) {
+    // Activation rows in chunks of ~256 KiB that stay in cache while every weight row passes.
+    const std::size_t chunk = std::max<std::size_t>(4, (std::size_t{256} << 10) / x_row / 4 * 4);
+    for (std::size_t b = 0; b < batch; b += chunk)
+      for (std::size_t rr = r; rr < row_end; ++rr)
+        tokens(base + rr * w_row, n, activations + b * x_row, x_row, std::min(chunk, batch - b), y + b * y_stride + rr,
+               y_stride);
+    return;
   }
   for (; r < row_end; ++r) {
     const void* wr = base + r * w_row;
