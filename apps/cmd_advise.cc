@@ -45,11 +45,20 @@ std::vector<int> parse_counts(const std::string& s, const char* flag) {
 
 // The calibration: --calibration FILE, else bench/advise/results/calibration.json when run from
 // the source tree, else the ideal machine (said on stdout: stderr carries only the error line).
-advise::MachineConstants constants_for(const std::string& path) {
-  if (!path.empty()) return advise::load_constants(path);
+advise::CalibrationFile calibration_for(const std::string& path) {
+  if (!path.empty()) return advise::load_calibration(path);
   const std::string fallback = "bench/advise/results/calibration.json";
-  if (std::filesystem::exists(fallback)) return advise::load_constants(fallback);
+  if (std::filesystem::exists(fallback)) return advise::load_calibration(fallback);
   std::printf("ferry advise: no --calibration file (and no %s): uncalibrated constants\n", fallback.c_str());
+  return {};
+}
+
+// Where zoo profiles come from: --profiles DIR (read, and written when measured), else the
+// calibration's own profiles (read only), else measured in this process.
+advise::ProfileBookOptions profile_source(const std::string& profiles, const advise::CalibrationFile& calibration) {
+  if (!profiles.empty()) return {profiles, true};
+  if (!calibration.profiles_dir.empty() && std::filesystem::is_directory(calibration.profiles_dir))
+    return {calibration.profiles_dir, false};
   return {};
 }
 
@@ -87,23 +96,28 @@ int run_advise(int argc, char** argv) {
   app.add_option("--sync-every", o.delayed.sync_every, "localsgd averaging interval")->capture_default_str();
   app.add_option("--post-local", o.delayed.post_local, "localsgd S-SGD prefix")->capture_default_str();
   app.add_option("--bucket-mb", o.delayed.bucket_mb, "wfbp fusion bucket")->capture_default_str();
+  app.add_option("--steps", o.steps,
+                 "predict a run of N iterations per worker (warm-up and post-local included, as --validate "
+                 "predicts a run); 0: the steady state")->capture_default_str();
   app.add_option("--calibration", calibration, "machine constants (default bench/advise/results/calibration.json)");
   app.add_option("--validate", validate, "run directories (summary.json) to predict and compare")->expected(1, -1);
   app.add_option("--calibrate", calibrate, "run directories to fit the machine constants to")->expected(1, -1);
   app.add_option("--write-calibration", write_calibration, "with --calibrate: the calibration file to write");
   app.add_option("--profile-out", profile_out, "also write the model's profile (JSON) here");
-  app.add_option("--profiles", profiles, "directory caching zoo models' profiles (NAME_bBATCH.json): read if there, else measured and written");
+  app.add_option("--profiles", profiles,
+                 "directory caching zoo models' profiles (NAME_bBATCH.json): read if there, else measured and written "
+                 "(default: the calibration's profiles, read only)");
   app.add_option("--out", out, "directory for CSV, Markdown, JSON and plots");
   parse_command_line(app, argc, argv);
   FERRY_REQUIRE(validate.empty() || calibrate.empty(), "--validate and --calibrate are separate runs");
   FERRY_REQUIRE(write_calibration.empty() || !calibrate.empty(), "--write-calibration needs --calibrate RUNS");
   if (!out.empty()) make_dirs(out);
   if (!profiles.empty()) make_dirs(profiles);
-  advise::ProfileBook book(profiles);
 
   if (!calibrate.empty()) {
     FERRY_REQUIRE(!write_calibration.empty(), "--calibrate needs --write-calibration FILE");
     const auto runs = advise::read_runs(calibrate);
+    advise::ProfileBook book(advise::ProfileBookOptions{profiles, true});
     int used = 0;
     advise::MachineConstants start;
     const auto k = advise::calibrate(runs, book, start, &used);
@@ -112,12 +126,19 @@ int run_advise(int argc, char** argv) {
     for (const auto& r : runs)
       if (r.set == "calibration" || r.set.empty()) dirs.push_back(r.dir);
     j["fitted_to"] = dirs;
+    // The profiles the constants are relative to, for every later projection and validation.
+    if (!profiles.empty())
+      j["profiles"] = std::filesystem::relative(std::filesystem::absolute(profiles),
+                                                std::filesystem::absolute(write_calibration).parent_path())
+                          .string();
     write_json_file(write_calibration, j);
     std::printf("ferry advise: fitted to %d runs: %s\n  wrote %s\n", used, advise::constants_to_json(k).dump().c_str(),
                 write_calibration.c_str());
     return 0;
   }
-  const advise::MachineConstants k = constants_for(calibration);
+  const advise::CalibrationFile calib = calibration_for(calibration);
+  const advise::MachineConstants k = calib.constants;
+  advise::ProfileBook book(profile_source(profiles, calib));
 
   if (!validate.empty()) {
     const auto rows = advise::validate_runs(advise::read_runs(validate), book, k);
@@ -152,6 +173,18 @@ int run_advise(int argc, char** argv) {
   std::printf("ferry advise: %s (%.3g M parameters, %.1f MB fp32 gradient), batch %lld, device %s, latency %s\n",
               model.name.c_str(), model.parameters() / 1e6, model.gradient_bytes() / 1e6,
               static_cast<long long>(o.batch), o.device.c_str(), format_duration(o.latency_s).c_str());
+  std::printf("  profile: %s", book.origin(o.model, o.batch).c_str());
+  if (model.compute_noise > 0) std::printf(" (its rounds spread by %.1f %%)", 100 * model.compute_noise);
+  std::printf("\n");
+  if (o.steps > 0)
+    std::printf("  samples/s and comm %% over a run of %lld iterations per worker, the delayed algorithms' %lld warm-up "
+                "and localsgd's %lld post-local iterations as S-SGD (as --validate predicts such a run)\n",
+                static_cast<long long>(o.steps), static_cast<long long>(o.delayed.warmup_steps),
+                static_cast<long long>(o.delayed.post_local));
+  else
+    std::printf("  samples/s and comm %%: steady state; a run's warm-up (%lld S-SGD iterations of the delayed "
+                "algorithms), post-local prefix and first and last iterations are left out (--steps N includes them)\n",
+                static_cast<long long>(o.delayed.warmup_steps));
   for (int w : o.workers) {
     std::printf("\n%d workers, %s:\n%s", w, format_bandwidth(o.bandwidths.front()).c_str(),
                 advise::advise_table(rows, w, o.bandwidths.front()).markdown().c_str());

@@ -7,17 +7,12 @@
 #include <set>
 #include <sstream>
 
-#include "advise/zoo_profiler.h"
 #include "compress/codec_registry.h"
 #include "core/error.h"
 #include "core/units.h"
 
 namespace ferry::advise {
 namespace {
-
-bool is_profile_file(const std::string& s) {
-  return (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0) || std::filesystem::is_regular_file(s);
-}
 
 const train::StrategyInfo& baseline() {
   for (const auto& n : train::strategy_names())
@@ -26,49 +21,6 @@ const train::StrategyInfo& baseline() {
 }
 
 std::string fmt(double v, const char* f) { return format_cell(v, f); }
-
-}  // namespace
-
-const ModelProfile& ProfileBook::model(const std::string& name, std::int64_t batch) {
-  const bool file = is_profile_file(name);
-  const std::string key = file ? name : name + "@" + std::to_string(batch);
-  auto& slot = models_[key];
-  if (!slot) {
-    if (file) {
-      slot = std::make_unique<ModelProfile>(load_model_profile(name));
-    } else {
-      const std::string cached = cache_dir_.empty() ? "" : cache_dir_ + "/" + name + "_b" + std::to_string(batch) + ".json";
-      if (!cached.empty() && std::filesystem::exists(cached)) {
-        slot = std::make_unique<ModelProfile>(load_model_profile(cached));
-      } else {
-        ZooProfileOptions o;
-        o.batch = batch;
-        slot = std::make_unique<ModelProfile>(profile_zoo_model(name, o));
-        if (!cached.empty()) save_model_profile(*slot, cached);
-      }
-    }
-  }
-  return *slot;
-}
-
-const CodecCost& ProfileBook::codec(const std::string& spec, const ModelProfile& m) {
-  const std::string canonical = compress::canonical_codec_spec(spec);
-  auto& slot = codecs_[canonical + "|" + m.name + "@" + std::to_string(m.batch)];
-  if (!slot) {
-    std::vector<std::size_t> numels;
-    std::vector<std::vector<std::int64_t>> shapes;
-    for (const auto& t : m.tensors) {
-      numels.push_back(t.numel);
-      shapes.push_back(t.shape);
-    }
-    slot = std::make_unique<CodecCost>(measure_codec_cost(canonical, numels, shapes));
-  }
-  return *slot;
-}
-
-const CodecCost& ProfileBook::fp32(const ModelProfile& m) { return codec("none", m); }
-
-namespace {
 
 // The codecs `info` runs with, from the list (as `ferry compare` pairs them).
 std::vector<std::string> codecs_for(const train::StrategyInfo& info, const AdviseOptions& o) {
@@ -95,22 +47,12 @@ std::vector<AdviseRow> advise(const AdviseOptions& o, ProfileBook& book, const M
   for (double b : o.bandwidths) FERRY_REQUIRE(b > 0, "--bandwidth must be > 0");
   FERRY_REQUIRE(o.latency_s >= 0, "--latency must be >= 0");
   train::validate_delayed_options(o.delayed);
-  const ModelProfile& model = book.model(o.model, o.batch);
-  const DeviceProfile device = device_profile(o.device);
+  FERRY_REQUIRE(o.steps >= 0, "--steps must be >= 0, got ", o.steps);
   const train::StrategyInfo& base = baseline();
   std::vector<AdviseRow> rows;
   for (int w : o.workers) {
     const int servers = o.workers_per_server > 0 ? std::max(1, w / o.workers_per_server) : o.servers;
     for (double bw : o.bandwidths) {
-      Scenario sc;
-      sc.model = &model;
-      sc.device = device;
-      sc.batch = o.batch;
-      sc.workers = w;
-      sc.servers = servers;
-      sc.link = LinkModel{bw, o.latency_s, 0};
-      sc.full = book.fp32(model);
-      sc.delayed = o.delayed;
       std::vector<AdviseRow> group;
       double base_sps[2] = {0, 0};  // by topology: the fp32 baseline's samples/s
       for (const auto& name : train::strategy_names()) {
@@ -121,11 +63,11 @@ std::vector<AdviseRow> advise(const AdviseOptions& o, ProfileBook& book, const M
         }
         for (auto topo : info.topologies)
           for (const auto& spec : codecs_for(info, o)) {
-            sc.topology = topo;
-            sc.codec = book.codec(spec, model);
             AdviseRow r{name, train::topology_name(topo), spec, w, topo == train::Topology::kParameterServer ? servers : 0,
-                        bw, predict(name, sc, k), 0};
-            if (info.speedup_baseline && !sc.codec.compressed) base_sps[static_cast<int>(topo)] = r.prediction.samples_per_s;
+                        bw, {}, 0};
+            r.prediction = predict_spec(spec_of_row(o, r), book, k);
+            if (info.speedup_baseline && !book.codec(spec, book.model(o.model, o.batch)).compressed)
+              base_sps[static_cast<int>(topo)] = r.prediction.samples_per_s;
             group.push_back(r);
           }
       }
@@ -140,6 +82,23 @@ std::vector<AdviseRow> advise(const AdviseOptions& o, ProfileBook& book, const M
     }
   }
   return rows;
+}
+
+ScenarioSpec spec_of_row(const AdviseOptions& o, const AdviseRow& r) {
+  ScenarioSpec s;
+  s.algo = r.algo;
+  s.model = o.model;
+  s.device = o.device;
+  s.batch = o.batch;
+  s.workers = r.workers;
+  s.servers = r.servers;
+  s.topology = train::parse_topology(r.topology);
+  s.bandwidth_bytes_per_s = r.bandwidth_bytes_per_s;
+  s.latency_s = o.latency_s;
+  s.codec = r.codec;
+  s.delayed = o.delayed;
+  s.steps = o.steps;
+  return s;
 }
 
 ReportTable advise_table(const std::vector<AdviseRow>& rows, int workers, double bandwidth) {
@@ -157,12 +116,12 @@ ReportTable advise_table(const std::vector<AdviseRow>& rows, int workers, double
 }
 
 ReportTable advise_csv(const std::vector<AdviseRow>& rows) {
-  ReportTable t = ReportTable::of({"workers", "servers", "bandwidth_bytes_per_s", "algo", "topology", "codec",
+  ReportTable t = ReportTable::of({"workers", "servers", "bandwidth_bytes_per_s", "algo", "topology", "codec", "steps",
                                    "samples_per_s", "speedup_vs_ssgd", "bytes_per_iteration_per_worker",
                                    "comm_fraction", "iteration_s"});
   for (const auto& r : rows)
     t.add_row({std::to_string(r.workers), std::to_string(r.servers), printf_cell(r.bandwidth_bytes_per_s, "%.6g"), r.algo,
-               r.topology, r.codec, printf_cell(r.prediction.samples_per_s, "%.6g"), printf_cell(r.speedup, "%.4g"),
+               r.topology, r.codec, std::to_string(r.prediction.steps), printf_cell(r.prediction.samples_per_s, "%.6g"), printf_cell(r.speedup, "%.4g"),
                printf_cell(r.prediction.bytes_per_iteration, "%.6g"), printf_cell(r.prediction.comm_fraction, "%.4g"),
                printf_cell(r.prediction.iteration_s, "%.6g")});
   return t;
@@ -203,29 +162,11 @@ std::vector<PlotScript> advise_plots(const std::vector<AdviseRow>& rows, const A
   return out;
 }
 
-Scenario scenario_of(const RunRecord& r, ProfileBook& book) {
-  const ModelProfile& m = book.model(r.model, r.batch);
-  Scenario sc;
-  sc.model = &m;
-  sc.device = device_profile("local");
-  sc.batch = r.batch;
-  sc.workers = r.workers;
-  sc.servers = r.servers;
-  sc.topology = train::parse_topology(r.topology);
-  sc.link = LinkModel{r.bandwidth_bytes_per_s, r.latency_s, 0};
-  sc.codec = book.codec(r.codec, m);
-  sc.full = book.fp32(m);
-  sc.delayed = r.delayed;
-  sc.steps = r.steps;
-  return sc;
-}
-
 std::vector<ValidationRow> validate_runs(const std::vector<RunRecord>& runs, ProfileBook& book, const MachineConstants& k) {
   std::vector<ValidationRow> out;
   for (const auto& r : runs) {
     try {
-      const Scenario sc = scenario_of(r, book);
-      ValidationRow v{r, predict(r.algo, sc, k), 0};
+      ValidationRow v{r, predict_spec(spec_of(r), book, k), 0};
       v.error = (v.prediction.samples_per_s - r.samples_per_s) / r.samples_per_s;
       out.push_back(v);
     } catch (const InvalidArgument& e) {
@@ -292,7 +233,7 @@ MachineConstants calibrate(const std::vector<RunRecord>& runs, ProfileBook& book
   for (const auto& r : runs) {
     if (marked && r.set != "calibration") continue;
     try {
-      pts.push_back({r.algo, scenario_of(r, book), r.samples_per_s});
+      pts.push_back({r.algo, make_scenario(spec_of(r), book), r.samples_per_s});
       predict(r.algo, pts.back().scenario, start);  // refuses what cannot be predicted
     } catch (const InvalidArgument& e) {
       if (!pts.empty() && pts.back().algo == r.algo) pts.pop_back();

@@ -13,29 +13,12 @@
 
 #include "advise/calibration.h"
 #include "advise/cost_model.h"
+#include "advise/profile_book.h"
 #include "advise/run_record.h"
+#include "advise/scenario_spec.h"
 #include "core/report.h"
 
 namespace ferry::advise {
-
-// Model profiles and codec costs, each measured once per (model, batch) and (codec, model).
-class ProfileBook {
- public:
-  // `cache_dir` non-empty: a zoo model's profile at batch B is read from
-  // cache_dir/NAME_bB.json when it exists, else measured and written there, so that a
-  // calibration and a validation use the same measured profile.
-  explicit ProfileBook(std::string cache_dir = {}) : cache_dir_(std::move(cache_dir)) {}
-  // A zoo model name (profiled here, zoo_profiler.h) or a profile file (any path ending in
-  // .json, or an existing file). References stay valid while the book lives.
-  const ModelProfile& model(const std::string& name_or_file, std::int64_t batch);
-  const CodecCost& codec(const std::string& spec, const ModelProfile& model);
-  const CodecCost& fp32(const ModelProfile& model);
-
- private:
-  std::string cache_dir_;
-  std::map<std::string, std::unique_ptr<ModelProfile>> models_;
-  std::map<std::string, std::unique_ptr<CodecCost>> codecs_;
-};
 
 struct AdviseOptions {
   std::string model = "cnn";                  // zoo name or profile file
@@ -50,6 +33,9 @@ struct AdviseOptions {
   // Scale the servers with the workers (servers = max(1, workers / workers_per_server)) in
   // projections; 0: keep `servers`.
   int workers_per_server = 0;
+  // Iterations per worker of the run to predict, warm-up and post-local prefixes included, as
+  // `--validate` predicts a run of that length; 0: the steady state (no prefix, no run overhead).
+  std::int64_t steps = 0;
 };
 
 struct AdviseRow {
@@ -61,8 +47,13 @@ struct AdviseRow {
 };
 
 // Every configuration at every (workers, bandwidth); rows of one (workers, bandwidth) are
-// ranked by predicted samples/s. InvalidArgument for bad options (naming the flag).
+// ranked by predicted samples/s. Each row is predict_spec of its ScenarioSpec (spec_of_row), the
+// function `--validate` calls for a run. InvalidArgument for bad options (naming the flag).
 std::vector<AdviseRow> advise(const AdviseOptions& options, ProfileBook& book, const MachineConstants& k);
+
+// The configuration of one row: what a `ferry train` of it would record (spec_of(run) of such a
+// run is this spec, test ProjectionAndValidationAgree).
+ScenarioSpec spec_of_row(const AdviseOptions& options, const AdviseRow& row);
 
 // The ranked table at the first (workers, bandwidth), as printed.
 ReportTable advise_table(const std::vector<AdviseRow>& rows, int workers, double bandwidth);
@@ -80,12 +71,10 @@ struct ValidationRow {
   double error = 0;  // (predicted - measured) / measured, samples/s
 };
 
-// Predicts every run with the constants `k` (runs of algorithms or models that cannot be
+// Predicts every run with the constants `k` by predict_spec(spec_of(run)) (runs of algorithms or models that cannot be
 // predicted are skipped with a line on stderr).
 std::vector<ValidationRow> validate_runs(const std::vector<RunRecord>& runs, ProfileBook& book,
                                          const MachineConstants& k);
-// The scenario of a measured run (its model profiled at its batch on this machine).
-Scenario scenario_of(const RunRecord& run, ProfileBook& book);
 // Median and worst absolute error of rows whose set is `set` ("" = all).
 struct ErrorSummary {
   int runs = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -176,14 +177,23 @@ MachineConstants constants_from_json(const nlohmann::json& j, const std::string&
   return k;
 }
 
-MachineConstants load_constants(const std::string& path) {
+CalibrationFile load_calibration(const std::string& path) {
   std::ifstream in(path);
   if (!in) FERRY_THROW(IoError, "cannot read calibration file ", path);
   std::stringstream text;
   text << in.rdbuf();
   const auto j = nlohmann::json::parse(text.str(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) FERRY_THROW(FormatError, "calibration file ", path, " is not a JSON object");
-  return constants_from_json(j, "calibration file " + path);
+  CalibrationFile f;
+  f.constants = constants_from_json(j, "calibration file " + path);
+  if (j.contains("profiles")) {
+    if (!j.at("profiles").is_string()) FERRY_THROW(FormatError, "calibration file ", path, ": 'profiles' must be a path");
+    const std::filesystem::path dir = j.at("profiles").get<std::string>();
+    f.profiles_dir = (dir.is_absolute() ? dir : std::filesystem::path(path).parent_path() / dir).lexically_normal().string();
+  }
+  return f;
 }
+
+MachineConstants load_constants(const std::string& path) { return load_calibration(path).constants; }
 
 }  // namespace ferry::advise

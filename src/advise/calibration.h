@@ -38,4 +38,14 @@ MachineConstants constants_from_json(const nlohmann::json& j, const std::string&
 // IoError / FormatError naming the file.
 MachineConstants load_constants(const std::string& path);
 
+// A calibration file as `ferry advise` uses it: the constants, and the directory of the zoo
+// model profiles they were fitted with (the file's "profiles", relative to the file's own
+// directory; empty when it names none). compute_scale is the ratio of in-run compute to those
+// profiles, so predictions read the same profiles (profile_book.h).
+struct CalibrationFile {
+  MachineConstants constants;
+  std::string profiles_dir;  // resolved against the file's directory; "" = none recorded
+};
+CalibrationFile load_calibration(const std::string& path);
+
 }  // namespace ferry::advise

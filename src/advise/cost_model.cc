@@ -127,16 +127,25 @@ Prediction predict(const std::string& algo, const Scenario& sc, const MachineCon
     p.samples_per_s = per_iteration_samples / it.iteration_s;
     return p;
   }
+  // A run: the prefix's iterations are the baseline's (S-SGD on the same topology, fp32); the
+  // run overhead (first iterations' set-up, the final pull) is spent waiting when the algorithm
+  // communicates at all.
+  p.steps = sc.steps;
   const std::int64_t prefix = std::min(sc.steps, cost->prefix_steps ? cost->prefix_steps(sc.delayed) : 0);
-  double total = static_cast<double>(sc.steps - prefix) * it.iteration_s + k.run_overhead_s;
+  const double steady = static_cast<double>(sc.steps - prefix);
+  double total = steady * it.iteration_s + k.run_overhead_s;
+  double waiting = steady * std::max(0.0, it.iteration_s - it.compute_s) + (it.bytes_sent > 0 ? k.run_overhead_s : 0.0);
   if (prefix > 0) {
     const auto& base = baseline_strategy();
     const AlgorithmCost* base_cost = find_algorithm_cost(base.name);
     FERRY_CHECK(base_cost != nullptr);
     Scenario plain = sc;
     plain.codec = sc.full;
-    total += static_cast<double>(prefix) * base_cost->steady(CostContext(plain, k)).iteration_s;
+    const IterationCost b = base_cost->steady(CostContext(plain, k));
+    total += static_cast<double>(prefix) * b.iteration_s;
+    waiting += static_cast<double>(prefix) * std::max(0.0, b.iteration_s - b.compute_s);
   }
+  p.comm_fraction = total > 0 ? std::clamp(waiting / total, 0.0, 1.0) : 0.0;
   p.samples_per_s = per_iteration_samples * static_cast<double>(sc.steps) / total;
   return p;
 }

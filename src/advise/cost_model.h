@@ -127,10 +127,14 @@ void register_local_sgd_cost();
 
 struct Prediction {
   std::string algo;
-  double iteration_s = 0;       // steady state
-  double samples_per_s = 0;     // over `steps` (warm-up included) or the steady state
+  std::int64_t steps = 0;          // the run predicted (Scenario::steps); 0: the steady state
+  double iteration_s = 0;          // steady state
+  double samples_per_s = 0;        // over `steps` (prefix and run overhead included) or the steady state
   double bytes_per_iteration = 0;  // per worker, steady state
-  double comm_fraction = 0;     // 1 - compute / iteration, steady state
+  // Share of the time a worker waits on communication, as ferry train measures it (its comm
+  // wait over its training time): over `steps` (the prefix's waits and the run overhead
+  // included) or, for the steady state, 1 - compute / iteration.
+  double comm_fraction = 0;
 };
 
 // Predicts `algo` (a registered strategy with a cost entry; InvalidArgument otherwise) on `sc`.

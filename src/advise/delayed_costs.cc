@@ -3,17 +3,24 @@
 // parameter server) each worker pushes every iteration on its communication thread and pulls
 // every p iterations; a pull launched after iteration t is waited for after iteration t+1, so
 // one round may take up to one compute. The communication thread runs its tasks in order and
-// a pull blocks it until the reply, so pushes and pulls of one worker do not overlap.
+// a pull blocks it until the reply, so a worker's pushes and pulls never overlap; and since
+// every worker pulls at the same iterations, the servers' NICs carry the pushes and the
+// replies in turn, not at once (the full-duplex overlap eta of a synchronous round does not
+// apply). A push shares the servers' ingress with the other workers' pushes of the same
+// iteration (incast), a reply their egress:
 //
 //   S_p   mean push bytes: the codec's payload, with CD-SGD's fp32 push every k-th iteration
 //         ((k-1) payload + S)/k
-//   R     the pull's round: PS(S_p, decode, S)                       (cost_model.h)
+//   push  PS push of S_p: max(S_p/B, n S_p/(s B)) + alpha          (network_model.h)
+//   pull  PS pull of S:   max(S/B, n S/(s B)) + 2 alpha (request and reply)
+//   R     the pull's round on the comm thread: max(push + pull, servers' CPU) + staging
 //   chain (p c + max(0, R - c)) / p                                 (the worker's own path)
-//   nic   max(n S_p/(s B), n S/(s B p))                             (the servers' NICs)
 //   loop  n (dec + kappa (S_p + S/p) + keys o (1 + 2/p)) / s         (the servers' serial loop)
-//   comm  S_p/B + enc + kappa S_p + keys o + R/p                     (the worker's comm thread)
+//   comm  push + enc + kappa S_p + keys o + pull/p + staging         (the worker's comm thread)
 //   cpu   (n (c + enc + kappa (S_p + S/p) + keys o (1 + 2/p)) + s loop) / cores
-//   T = max(chain, nic, loop, comm, cpu)
+//   T = max(chain, loop, comm, cpu)
+// A worker waits T - c st of each iteration (the comm share): on its pull, or on a push when
+// kMaxPushesInFlight are queued behind a link-bound comm thread.
 // Sources: OD-SGD, Xu et al. 2020; SSD-SGD, Xu, Dong et al. 2020 (p = delay steps); CD-SGD, Yu,
 // Dong et al. 2021 (2-bit pushes, fp32 every k-th: k-step correction; compression off the
 // critical path, on the communication thread).
@@ -35,14 +42,15 @@ IterationCost delayed_cost(const CostContext& x, int pull_every, int full_every)
   const LinkModel& l = x.link();
   const double keys = x.keys();
   const double c1 = x.compute1();
-  const double round = x.ps_round_s(sp, dec, S, keys);
+  const double push = ps_push_s(l, x.n(), x.s(), sp);
+  const double pull = ps_pull_s(l, x.n(), x.s(), S) + l.latency_s;
+  const double round = std::max(push + pull, x.ps_server_cpu_s(sp, dec, S, keys)) + x.staging_s(sp + S);
   const double chain = (p * c1 + std::max(0.0, round - c1)) / p;
-  const double nic = std::max(x.n() * l.wire_s(sp) / x.s(), x.n() * l.wire_s(S) / (x.s() * p));
   const double msgs = keys * (1.0 + 2.0 / p);
   const double loop = x.n() * (dec + x.copy_s(sp + S / p) + msgs * l.message_s) / x.s();
-  const double comm = l.wire_s(sp) + enc + x.copy_s(sp) + keys * l.message_s + round / p + x.staging_s(sp + S / p);
+  const double comm = push + enc + x.copy_s(sp) + keys * l.message_s + pull / p + x.staging_s(sp + S / p);
   const double cpu = x.shared_cpu_bound(x.n() * (c1 + enc + x.copy_s(sp + S / p) + msgs * l.message_s) + x.s() * loop);
-  const double t = std::max({chain, nic, loop, comm, cpu});
+  const double t = std::max({chain, loop, comm, cpu});
   return {t, std::min(t, c1 * x.stretch(x.n())), sp};
 }
 
@@ -51,7 +59,7 @@ std::int64_t warmup(const train::DelayedOptions& d) { return d.warmup_steps; }
 }  // namespace
 
 void register_delayed_costs() {
-  register_algorithm_cost({"odsgd", "T = max(c, R, NICs, server loop, comm thread, cores); pull every step",
+  register_algorithm_cost({"odsgd", "T = max(chain, server loop, comm thread push + pull, cores); pull every step",
                            [](const CostContext& x) { return delayed_cost(x, 1, 0); }, warmup});
   register_algorithm_cost({"ssdsgd", "as odsgd with a pull every k: chain (k c + max(0, R - c))/k",
                            [](const CostContext& x) { return delayed_cost(x, x.sc().delayed.delay_steps, 0); }, warmup});

@@ -46,7 +46,8 @@ nlohmann::json to_json(const ModelProfile& p) {
                        {"backward_ready", t.backward_ready}, {"shape", t.shape}});
   return {{"name", p.name},         {"device", p.device},         {"batch", p.batch},
           {"forward_s", p.forward_s}, {"backward_s", p.backward_s}, {"update_s", p.update_s},
-          {"source", p.source},     {"device_tflops", p.device_tflops}, {"tensors", tensors}};
+          {"source", p.source},     {"device_tflops", p.device_tflops}, {"compute_noise", p.compute_noise},
+          {"tensors", tensors}};
 }
 
 namespace {
@@ -75,6 +76,9 @@ ModelProfile model_profile_from_json(const nlohmann::json& j, const std::string&
   p.source = j.value("source", std::string());
   p.device_tflops = j.contains("device_tflops") ? field<double>(j, "device_tflops", what) : 0.0;
   if (!(p.device_tflops >= 0)) FERRY_THROW(FormatError, what, ": device_tflops must be >= 0");
+  p.compute_noise = j.contains("compute_noise") ? field<double>(j, "compute_noise", what) : 0.0;
+  if (!(p.compute_noise >= 0) || !std::isfinite(p.compute_noise))
+    FERRY_THROW(FormatError, what, ": compute_noise must be finite and >= 0");
   const auto tensors = field<nlohmann::json>(j, "tensors", what);
   if (!tensors.is_array()) FERRY_THROW(FormatError, what, ": 'tensors' must be an array");
   const std::size_t n = tensors.size();

@@ -33,6 +33,10 @@ struct ModelProfile {
   // Sustained fp32 TFLOP/s of the device the times are for (the profile run's one-thread GEMM
   // here); 0: take the device profile's number. Scales the times onto another device.
   double device_tflops = 0;
+  // The profile run's own noise: (max - min) / median of its rounds' compute per iteration;
+  // 0: not measured (a profile file). Two profiles of one model on an idle machine should agree
+  // within it.
+  double compute_noise = 0;
   std::vector<TensorProfile> tensors;
 
   std::size_t parameters() const;

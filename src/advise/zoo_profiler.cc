@@ -46,7 +46,7 @@ Feed token_feed(std::int64_t batch) {
 
 ModelProfile profile_zoo_model(const std::string& name, const ZooProfileOptions& o) {
   FERRY_REQUIRE(o.batch >= 1, "--batch must be >= 1, got ", o.batch);
-  FERRY_REQUIRE(o.iterations >= 1 && o.warmup >= 0, "profile: iterations must be >= 1");
+  FERRY_REQUIRE(o.iterations >= 1 && o.rounds >= 1 && o.warmup >= 0, "profile: rounds and iterations must be >= 1");
   auto model = train::make_model(name, o.seed);  // InvalidArgument for an unknown name
   torch::manual_seed(static_cast<std::int64_t>(o.seed));
   const int threads_before = at::get_num_threads();
@@ -100,7 +100,8 @@ ModelProfile profile_zoo_model(const std::string& name, const ZooProfileOptions&
   std::vector<float> weights(total, 0.0f), grads(total, 0.0f);
   std::vector<double> fwd, bwd, upd;
   std::vector<std::vector<double>> fwd_frac(n), bwd_frac(n);
-  for (int it = 0; it < o.warmup + o.iterations; ++it) {
+  const int timed = o.rounds * o.iterations;
+  for (int it = 0; it < o.warmup + timed; ++it) {
     std::fill(fwd_at.begin(), fwd_at.end(), -1.0);
     std::fill(bwd_at.begin(), bwd_at.end(), -1.0);
     const double t0 = now_s();
@@ -143,16 +144,29 @@ ModelProfile profile_zoo_model(const std::string& name, const ZooProfileOptions&
       if (r >= 3) gemm.push_back(now_s() - g0);
     }
   }
+  // Each round's fastest pass (other processes only ever add time), then the median over the
+  // rounds; the rounds' spread of the whole iteration is the profile's own noise.
+  auto round_fastest = [&](const std::vector<double>& v) {
+    std::vector<double> out;
+    for (int r = 0; r < o.rounds; ++r)
+      out.push_back(*std::min_element(v.begin() + r * o.iterations, v.begin() + (r + 1) * o.iterations));
+    return out;
+  };
+  const auto f = round_fastest(fwd), b = round_fastest(bwd), u = round_fastest(upd);
+  std::vector<double> whole;
+  for (int r = 0; r < o.rounds; ++r) whole.push_back(f[r] + b[r] + u[r]);
+  const double mid = median(whole);
   ModelProfile prof;
   prof.device_tflops = 2.0 * 256 * 256 * 256 / std::max(fastest(gemm), 1e-9) / 1e12;
   prof.name = name;
   prof.device = "local";
   prof.batch = o.batch;
-  prof.forward_s = fastest(fwd);
-  prof.backward_s = fastest(bwd);
-  prof.update_s = fastest(upd);
-  prof.source = "measured here by ferry advise's profile run (" + std::to_string(o.iterations) +
-                " iterations, one libtorch thread, fastest of each pass)";
+  prof.forward_s = median(f);
+  prof.backward_s = median(b);
+  prof.update_s = median(u);
+  prof.compute_noise = mid > 0 ? (*std::max_element(whole.begin(), whole.end()) - *std::min_element(whole.begin(), whole.end())) / mid : 0.0;
+  prof.source = "measured here by ferry advise's profile run (" + std::to_string(o.rounds) + " rounds of " +
+                std::to_string(o.iterations) + " iterations, one libtorch thread, median over rounds of each round's fastest)";
   const auto names = model->parameter_names();
   for (std::size_t i = 0; i < n; ++i)
     prof.tensors.push_back({i < names.size() ? names[i] : "tensor" + std::to_string(i), numels[i],

@@ -1,6 +1,7 @@
 // The short profile run behind `ferry advise --model NAME`: builds the zoo model with
 // train::make_model, runs a few training iterations on random input with one libtorch thread
-// (as `ferry train --threads 1` runs each rank) and times forward, backward and the update,
+// (as `ferry train --threads 1` runs each rank) and times forward, backward and the update
+// (rounds of iterations: the median over rounds of each round's fastest, and the rounds' spread),
 // and when each tensor's gradient is ready and when forward first reads it. The only file of
 // the module that uses libtorch.
 #pragma once
@@ -15,7 +16,9 @@ namespace ferry::advise {
 struct ZooProfileOptions {
   std::int64_t batch = 64;  // per-worker batch
   int warmup = 3;           // untimed iterations first (allocations, caches)
-  int iterations = 10;      // timed iterations; the fastest of each pass is kept
+  int rounds = 5;           // timed rounds; each round keeps its fastest pass, the profile the
+                            // median of the rounds and their spread as compute_noise
+  int iterations = 4;       // timed iterations per round
   std::uint64_t seed = 1;   // model init and the random input
 };
 
