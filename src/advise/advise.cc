@@ -54,7 +54,6 @@ std::vector<AdviseRow> advise(const AdviseOptions& o, ProfileBook& book, const M
     const int servers = o.workers_per_server > 0 ? std::max(1, w / o.workers_per_server) : o.servers;
     for (double bw : o.bandwidths) {
       std::vector<AdviseRow> group;
-      double base_sps[2] = {0, 0};  // by topology: the fp32 baseline's samples/s
       for (const auto& name : train::strategy_names()) {
         const auto& info = train::strategy_info(name);
         if (!find_algorithm_cost(name)) {
@@ -66,13 +65,17 @@ std::vector<AdviseRow> advise(const AdviseOptions& o, ProfileBook& book, const M
             AdviseRow r{name, train::topology_name(topo), spec, w, topo == train::Topology::kParameterServer ? servers : 0,
                         bw, {}, 0};
             r.prediction = predict_spec(spec_of_row(o, r), book, k);
-            if (info.speedup_baseline && !book.codec(spec, book.model(o.model, o.batch)).compressed)
-              base_sps[static_cast<int>(topo)] = r.prediction.samples_per_s;
             group.push_back(r);
           }
       }
-      // Speedup over the baseline on its best topology (S-SGD as one would run it).
-      const double ref = std::max(base_sps[0], base_sps[1]);
+      // Speedup over the baseline, fp32, on its best topology (S-SGD as one would run it),
+      // whether or not --codecs lists none.
+      double ref = 0;
+      for (auto topo : base.topologies) {
+        AdviseRow b{base.name, train::topology_name(topo), compress::canonical_codec_spec("none"), w,
+                    topo == train::Topology::kParameterServer ? servers : 0, bw, {}, 0};
+        ref = std::max(ref, predict_spec(spec_of_row(o, b), book, k).samples_per_s);
+      }
       FERRY_CHECK(ref > 0, "no prediction of ", base.name);
       for (auto& r : group) r.speedup = r.prediction.samples_per_s / ref;
       std::stable_sort(group.begin(), group.end(), [](const AdviseRow& a, const AdviseRow& b) {

@@ -108,6 +108,32 @@ TEST(ProjectionAndValidation, AgreeBitForBitOnEveryRow) {
   fs::remove_all(dir);
 }
 
+// The speedup's baseline is S-SGD in fp32 even when --codecs does not list none (a table for
+// one codec, as a user checking a run with that codec asks for it): same speedups as the full table.
+TEST(ProjectionAndValidation, SpeedupBaselineWithoutNoneInTheCodecs) {
+  const fs::path dir = temp_dir("baseline");
+  const std::string profile = (dir / "m.json").string();
+  save_model_profile(synthetic_model("m", {100000, 300000, 1000}, 0.02, 0.02, 0.001), profile);
+  AdviseOptions o;
+  o.model = profile;
+  o.workers = {4};
+  o.bandwidths = {125e6};
+  o.codecs = {"fp16"};
+  ProfileBook book;
+  const auto only = advise(o, book, busy_machine());
+  o.codecs = {"none", "fp16"};
+  const auto full = advise(o, book, busy_machine());
+  int compared = 0;
+  for (const auto& r : only)
+    for (const auto& f : full)
+      if (r.algo == f.algo && r.topology == f.topology && r.codec == f.codec) {
+        EXPECT_EQ(r.speedup, f.speedup) << r.algo << " " << r.topology << " " << r.codec;
+        ++compared;
+      }
+  EXPECT_EQ(compared, static_cast<int>(only.size()));
+  fs::remove_all(dir);
+}
+
 // A run of N iterations whose first W are S-SGD: time W T_ssgd + (N - W) T + overhead, waits
 // W (T_ssgd - c_ssgd) + (N - W)(T - c) + overhead, both from the steady predictions.
 TEST(ProjectionAndValidation, ARunCountsItsWarmupAndItsWaits) {
