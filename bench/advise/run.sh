@@ -19,6 +19,7 @@ STEPS=${STEPS:-60}
 mkdir -p "$RUNS" "$RESULTS"
 CLUSTER_SH="$(dirname "$0")/../../scripts/cluster.sh"
 
+# SKIP_CLUSTER=1 leaves out the runs across the namespace cluster.
 # Timing on a shared 2-core machine: before each run wait (up to QUIET_WAIT_S, default 900 s)
 # until no compiler and no other training job has run for 10 s; advise_run.json records
 # whether the run started on a quiet machine.
@@ -142,11 +143,26 @@ run validation ssgd-ps-fcnet-np2-3g 20 --algo ssgd $PS --np 2 --model fcnet --li
 run validation ssgd-ar-fcnet-np2-1g 16 --algo ssgd $AR --np 2 --model fcnet --link 1Gbps,50us
 run validation ssdsgd-fcnet-np4-10g 24 --algo ssdsgd $PS --np 4 --model fcnet --link 10Gbps,50us --warmup-steps 4
 run validation localsgd-fcnet-np4-3g 24 --algo localsgd --np 4 --model fcnet --link 3Gbps,50us
+# Worker and server counts and bandwidths no other run has: 3, 5 and 6 workers, 2 servers,
+# 500 Mbps, 700 Mbps and 2 Gbps; SSD-SGD at 3 workers also over 312 iterations (an epoch of
+# the full training set, as `ferry train` runs it by default: the warm-up weighs less than in 60).
+run validation ssdsgd-cnn-np3-700m "$STEPS" --algo ssdsgd $PS --np 3 --model cnn --link 700Mbps,50us
+run validation ssdsgd-cnn-np3-700m-312 312 --algo ssdsgd $PS --np 3 --model cnn --link 700Mbps,50us
+run validation ssgd-ps-cnn-np3-700m "$STEPS" --algo ssgd $PS --np 3 --model cnn --link 700Mbps,50us
+run validation odsgd-cnn-np3-2g "$STEPS" --algo odsgd $PS --np 3 --model cnn --link 2Gbps,50us $W
+run validation cdsgd-cnn-np5-s2-700m 40 --algo cdsgd --topology ps --servers 2 --np 5 --model cnn --link 700Mbps,50us $W
+run validation ssdsgd-mlp-np5-s2-500m 40 --algo ssdsgd --topology ps --servers 2 --np 5 --model mlp --link 500Mbps,50us $W
+run validation asgd-cnn-np5-s2-500m 40 --algo asgd --topology ps --servers 2 --np 5 --model cnn --link 500Mbps,50us
+run validation ssgd-ar-cnn-np6-500m 40 --algo ssgd $AR --np 6 --model cnn --link 500Mbps,50us
+run validation localsgd-cnn-np3-2g "$STEPS" --algo localsgd --np 3 --model cnn --link 2Gbps,50us
+run validation wfbp-ps-cnn-np3-700m "$STEPS" --algo wfbp $PS --np 3 --model cnn --link 700Mbps,50us --bucket-mb 0.25
+run validation ssgd-ps-fp16-cnn-np3-2g "$STEPS" --algo ssgd $PS --np 3 --model cnn --link 2Gbps,50us --codec fp16
 
 # Links shaped by the kernel (scripts/cluster.sh, tbf; no emulated latency): S-SGD on the PS
 # (4 workers + 1 server on 5 hosts) and on ferry's ring allreduce (4 hosts; the ring unpaced,
 # --link 100000Gbps, as the emulator paces it; --link none would take MPI_Allreduce), SSD-SGD
 # and 2-bit pushes. One rank per host; every rank sleeps while it waits for MPI, as on one host.
+if [[ "${SKIP_CLUSTER:-0}" != 1 ]]; then
 export FERRY_CLUSTER_PREFIX=fadvise FERRY_MPI_WAIT=sleep OMP_NUM_THREADS=1
 trap '"$CLUSTER_SH" down >/dev/null 2>&1 || true' EXIT
 RING="--topology allreduce --link 100000Gbps"
@@ -157,6 +173,7 @@ cluster 4 1gbit validation kernel-ssgd-ar-cnn-np4-1g "$STEPS" --algo ssgd $RING 
 cluster 5 1gbit validation kernel-ssdsgd-cnn-np4-1g "$STEPS" --algo ssdsgd $PS --np 4 --model cnn --link none $W
 cluster 5 300mbit validation kernel-ssgd-ps-twobit-cnn-np4-300m "$STEPS" --algo ssgd $PS --np 4 --model cnn --link none --codec twobit:threshold=0.005
 cluster 5 300mbit validation kernel-ssgd-ps-resnet20-np4-300m 30 --algo ssgd $PS --np 4 --model resnet20 --link none
+fi
 
 [[ "${SKIP_REPORT:-0}" == 1 ]] && exit 0
 # The zoo models' profiles are measured once (the fastest of 10 iterations) into
@@ -165,3 +182,7 @@ cluster 5 300mbit validation kernel-ssgd-ps-resnet20-np4-300m 30 --algo ssgd $PS
   --write-calibration "$RESULTS/calibration.json"
 "$FERRY" advise --profiles "$RESULTS/profiles" --validate "$RUNS/calibration" "$RUNS/validation" \
   --calibration "$RESULTS/calibration.json" --out "$RESULTS" | tee "$RESULTS/validation.txt"
+# The same runs as a user reads them: each run's configuration through the projection table
+# (ferry advise --model ... --steps N, its row), beside the --validate prediction above.
+FERRY="$FERRY" /usr/bin/env python3 "$(dirname "$0")/projection_check.py" "$RESULTS" "$RUNS/calibration" "$RUNS/validation" \
+  -- --calibration "$RESULTS/calibration.json" | tee "$RESULTS/projection_check.txt"

@@ -6,22 +6,22 @@ set xlabel 'workers'
 set ylabel 'predicted speedup over S-SGD'
 set key outside right
 set title 'ferry advise: speedup against workers, at 1 Gbps'
-plot '-' using 1:2 with linespoints title 'compute-only (allreduce)', '-' using 1:2 with linespoints title 'ssgd (allreduce, twobit)', '-' using 1:2 with linespoints title 'localsgd (allreduce)', '-' using 1:2 with linespoints title 'ssdsgd (ps, twobit)', '-' using 1:2 with linespoints title 'wfbp (allreduce)', '-' using 1:2 with linespoints title 'ssgd (allreduce)', '-' using 1:2 with linespoints title 'ssdsgd (ps)', '-' using 1:2 with linespoints title 'asgd (ps, twobit)', '-' using 1:2 with linespoints title 'odsgd (ps, twobit)', '-' using 1:2 with linespoints title 'ssgd (ps, twobit)', '-' using 1:2 with linespoints title 'asgd (ps)', '-' using 1:2 with linespoints title 'cdsgd (ps, twobit)', '-' using 1:2 with linespoints title 'wfbp (ps)', '-' using 1:2 with linespoints title 'ssgd (ps)', '-' using 1:2 with linespoints title 'odsgd (ps)'
+plot '-' using 1:2 with linespoints title 'compute-only (allreduce)', '-' using 1:2 with linespoints title 'ssgd (allreduce, twobit)', '-' using 1:2 with linespoints title 'localsgd (allreduce)', '-' using 1:2 with linespoints title 'ssdsgd (ps, twobit)', '-' using 1:2 with linespoints title 'wfbp (allreduce)', '-' using 1:2 with linespoints title 'ssgd (allreduce)', '-' using 1:2 with linespoints title 'asgd (ps, twobit)', '-' using 1:2 with linespoints title 'odsgd (ps, twobit)', '-' using 1:2 with linespoints title 'ssgd (ps, twobit)', '-' using 1:2 with linespoints title 'ssdsgd (ps)', '-' using 1:2 with linespoints title 'cdsgd (ps, twobit)', '-' using 1:2 with linespoints title 'asgd (ps)', '-' using 1:2 with linespoints title 'wfbp (ps)', '-' using 1:2 with linespoints title 'ssgd (ps)', '-' using 1:2 with linespoints title 'odsgd (ps)'
 4 15.3846
 8 17.7533
 16 18.9445
 e
-4 4.92882
-8 3.13106
-16 1.75943
+4 5.03084
+8 3.18284
+16 1.78557
 e
 4 3.34728
 8 3.42178
 16 3.45317
 e
-4 1.43341
-8 1.6541
-16 1.76509
+4 1.28542
+8 1.48333
+16 1.58286
 e
 4 1.05434
 8 1.04164
@@ -31,40 +31,40 @@ e
 8 1
 16 1
 e
-4 0.406738
+4 0.406699
 8 0.46936
 16 0.500855
 e
-4 0.4067
-8 0.46936
-16 0.500855
+4 0.380698
+8 0.439311
+16 0.46879
 e
-4 0.378117
-8 0.436333
-16 0.465611
+4 0.376752
+8 0.434757
+16 0.46393
 e
-4 0.375312
-8 0.433096
-16 0.462157
+4 0.324539
+8 0.374506
+16 0.399636
+e
+4 0.323895
+8 0.373763
+16 0.398843
 e
 4 0.323275
 8 0.415698
 16 0.470487
 e
-4 0.317292
-8 0.366143
-16 0.390711
+4 0.22867
+8 0.263877
+16 0.281583
 e
-4 0.218549
-8 0.252198
-16 0.26912
+4 0.226515
+8 0.26139
+16 0.27893
 e
-4 0.216583
-8 0.249928
-16 0.266699
-e
-4 0.193064
-8 0.222789
-16 0.237738
+4 0.202836
+8 0.234065
+16 0.249771
 e
 unset multiplot
