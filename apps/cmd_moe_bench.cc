@@ -100,6 +100,9 @@ MoeSubcommand add_bench_command(CLI::App& moe) {
   bn->add_option("--corpus", bo.corpus, "prompt text: file or folder ('default' = Python stdlib, '' = random)")
       ->capture_default_str();
   bn->add_option("--lru-scope", bo.lru_scope, "global or layer")->capture_default_str();
+  bn->add_option("--routing", bo.routing_trace,
+                 "routing trace (JSONL, e.g. ../shared/data/moe-traces/mixtral-8x7b/gsm8k.jsonl) whose decode tokens "
+                 "replace the routers' choices; the model must have its layers, experts and top-k");
   bn->add_flag("--warmup", bo.warmup, "run each configuration once untimed first (experts resident, caches warm)");
   bn->add_option("--out", f.out, "output directory")->required();
   bn->add_option("--threads", f.threads, "libtorch threads")->check(thread_count())->capture_default_str();

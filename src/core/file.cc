@@ -63,6 +63,14 @@ MappedFile MappedFile::open(const std::string& path) {
 
 MappedFile::~MappedFile() { unmap(); }
 
+void MappedFile::release_pages() const {
+  if (data_ == nullptr) return;
+  // Advice only: a kernel that refuses it leaves the pages where they are, nothing else changes.
+  ::madvise(const_cast<std::byte*>(data_), size_, MADV_DONTNEED);
+  UniqueFd fd = UniqueFd::try_open(path_, O_RDONLY);
+  if (fd.valid()) ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+}
+
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(other.data_), size_(other.size_), path_(std::move(other.path_)) {
   other.data_ = nullptr;

@@ -56,6 +56,10 @@ class MappedFile {
   const std::byte* data() const { return data_; }
   std::uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Drops the pages this mapping holds (they fault in again when read) and asks the kernel to
+  // evict the file's cached pages: once a model's dense weights are copied out, the mapping of a
+  // file larger than memory should hold none of it. Contents are unchanged.
+  void release_pages() const;
 
  private:
   void unmap();

@@ -20,6 +20,8 @@
 #include "moe/model/reference_model.h"
 #include "moe/model/tokenizer.h"
 #include "moe/predict/predictor_registry.h"
+#include "moe/trace/routing_stats.h"
+#include "moe/trace/routing_trace.h"
 
 namespace ferry::moe {
 
@@ -93,10 +95,16 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
     make_policy(p);  // a bad spec fails before any run
     uses_counts = uses_counts || policy_entry(p).uses_counts;
   }
-  // Routing counts from calibration text (not the prompts), for the policies that read them.
-  const std::vector<std::uint64_t> counts =
-      uses_counts ? calibration_counts(o.model_dir, o.corpus, o.calibration_tokens, o.seed + 99, o.weights)
-                  : std::vector<std::uint64_t>{};
+  const RoutingTrace trace = o.routing_trace.empty() ? RoutingTrace{} : read_routing_trace(o.routing_trace);
+  // Routing counts for the policies that read them: from calibration text (not the prompts), or
+  // the routing trace's own when one drives the routing.
+  std::vector<std::uint64_t> counts;
+  if (uses_counts && o.routing_trace.empty())
+    counts = calibration_counts(o.model_dir, o.corpus, o.calibration_tokens, o.seed + 99, o.weights);
+  else if (uses_counts) {
+    const MoeConfig c = Checkpoint::open(o.model_dir)->config();
+    counts = routing_counts(trace, c.num_moe_layers(), c.num_experts);
+  }
   const int total = static_cast<int>(policies.size() * o.batches.size() * o.budgets.size());
   for (const auto& budget : o.budgets)
     for (int batch : o.batches) {
@@ -110,6 +118,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         eo.weights = o.weights;
         eo.policy_options.expert_counts = counts;
         eo.policy_options.lru_scope = o.lru_scope;  // a scope= key in the spec overrides it
+        if (!o.routing_trace.empty()) eo.forced_routing = &trace;
         auto eng = MoeEngine::open(o.model_dir, eo);
         if (engine != nullptr && rows.empty()) *engine = eng->describe();
         SamplingOptions so;

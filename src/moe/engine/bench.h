@@ -32,6 +32,10 @@ struct BenchOptions {
   // An untimed run of the same prompts first (as llama-bench's warm-up): the timed run starts with
   // the experts the warm-up left on the device, page cache and CPU caches warm.
   bool warmup = false;
+  // A routing trace (read_routing_trace()) whose decode tokens replace the routers' choices
+  // (EngineOptions::forced_routing): the policies and predictors see real routing on a model of
+  // the trace's shape with random weights. Empty: the model's own routers.
+  std::string routing_trace;
 };
 
 struct BenchRow {

@@ -116,6 +116,9 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   m.pool = HostPool::load(*m.ck, !from_disk,
                           options.weights.empty() ? std::nullopt
                                                   : std::optional(quant::parse_weight_format(options.weights)));
+  // Streaming from disk: the dense weights are copied out, so the mapping of a file that may be
+  // larger than memory keeps none of its pages (the experts bypass the page cache: O_DIRECT).
+  if (from_disk) m.ck->release_pages();
   const std::uint64_t eb = m.pool->layout().bytes();
   m.budget = parse_device_mem(options.device_mem, m.pool->total_bytes());
   const std::uint64_t need = static_cast<std::uint64_t>(c.top_k) * eb;
@@ -390,7 +393,7 @@ void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::ve
 torch::Tensor MoeEngine::Impl::embed(const std::vector<std::int64_t>& ids) const {
   const MoeConfig& c = w.config;
   for (auto id : ids) FERRY_REQUIRE(id >= 0 && id < c.vocab_size, "token id ", id, " outside the vocabulary of ", c.vocab_size);
-  return w.embed.index_select(0, torch::from_blob(const_cast<std::int64_t*>(ids.data()),
+  return w.embed.select_rows(torch::from_blob(const_cast<std::int64_t*>(ids.data()),
                                                   {static_cast<std::int64_t>(ids.size())}, torch::kInt64));
 }
 

@@ -77,6 +77,11 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   return ck;
 }
 
+void Checkpoint::release_pages() const {
+  if (gguf_) gguf_->file().release_pages();
+  for (const auto& f : files_) f->release_pages();
+}
+
 TensorRef Checkpoint::find(const std::string& name) const {
   auto it = shard_of_.find(name);
   if (it == shard_of_.end()) return {nullptr, nullptr};

@@ -50,6 +50,9 @@ class Checkpoint {
   // is empty for a GGUF file.
   TensorRef expect(const std::string& name, const std::vector<std::int64_t>& expected_shape) const;
   const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
+  // Drops the mapped files' resident pages (MappedFile::release_pages): after the dense weights
+  // are copied out, when the experts stream from disk and the file may be larger than memory.
+  void release_pages() const;
 
  private:
   std::string dir_;

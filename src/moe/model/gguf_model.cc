@@ -87,7 +87,9 @@ void GgufModel::read_blocks(const std::string& hf_name, std::byte* dst) const {
 StoredTensor GgufModel::stored(const std::string& hf_name) const {
   const Entry& e = entry(hf_name);
   FERRY_REQUIRE(e.permute_heads == 0, "tensor '", hf_name, "' of GGUF '", path(), "' is stored with permuted rows");
-  return {e.tensor->type, bytes(e), e.tensor->name};
+  const std::span<const std::byte> b = bytes(e);
+  return {e.tensor->type, b, e.tensor->name,
+          e.tensor->offset + static_cast<std::uint64_t>(b.data() - file_.data(*e.tensor).data())};
 }
 
 }  // namespace ferry::moe

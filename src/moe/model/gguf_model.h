@@ -25,7 +25,8 @@ namespace ferry::moe {
 struct StoredTensor {
   quant::QuantType type = quant::QuantType::kF32;
   std::span<const std::byte> bytes;
-  std::string gguf_name;  // the GGUF tensor it is (a slice of)
+  std::string gguf_name;       // the GGUF tensor it is (a slice of)
+  std::uint64_t file_offset = 0;  // where `bytes` begin in the file (for reads that bypass the mapping)
 };
 
 class GgufModel {

@@ -73,7 +73,7 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
                 c.max_position_embeddings, ")");
   const std::int64_t H = c.hidden_size, D = c.head_dim, nh = c.num_heads, kvh = c.num_kv_heads;
   auto ids = torch::tensor(flat, torch::kInt64);
-  auto x = impl_->w.embed.index_select(0, ids).view({B, T, H});
+  auto x = impl_->w.embed.select_rows(ids).view({B, T, H});
   const auto inv_freq = rope_inv_freq(c);
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = impl_->w.layers[l];

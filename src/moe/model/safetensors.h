@@ -58,6 +58,7 @@ class SafetensorsFile {
   const std::byte* data(const TensorInfo& info) const { return file_.data() + data_offset_ + info.begin; }
   // Absolute byte offset of the tensor in the file (for direct reads).
   std::uint64_t file_offset(const TensorInfo& info) const { return data_offset_ + info.begin; }
+  void release_pages() const { file_.release_pages(); }  // MappedFile::release_pages
 
  private:
   MappedFile file_;

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "core/error.h"
 #include "moe/model/gguf_model.h"
 #include "moe/quant/dequantize.h"
 #include "moe/quant/row_groups.h"
@@ -18,6 +19,31 @@ torch::Tensor Weight::to_float() const {
                          static_cast<std::size_t>(cols));
   auto out = torch::empty({rows, cols}, torch::kFloat32);
   quant::dequantize_row(type, blocks.data_ptr<std::uint8_t>(), out.data_ptr<float>(), static_cast<std::size_t>(rows * cols));
+  return out;
+}
+
+torch::Tensor Weight::select_rows(const torch::Tensor& ids) const {
+  if (type == quant::QuantType::kF32) return values.index_select(0, ids);
+  const torch::Tensor idx = ids.to(torch::kInt64).contiguous();
+  const std::int64_t n = idx.numel();
+  auto out = torch::empty({n, cols}, torch::kFloat32);
+  const auto row_bytes = quant::quant_row_bytes(type, static_cast<std::size_t>(cols));
+  const bool grouped = quant::has_row_groups(type);
+  const std::size_t G = quant::kRowGroup;
+  std::vector<std::uint8_t> group(G * row_bytes);
+  const std::uint8_t* base = values.data_ptr<std::uint8_t>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t r = idx.data_ptr<std::int64_t>()[i];
+    FERRY_CHECK(r >= 0 && r < rows, "row ", r, " outside a weight of ", rows, " rows");
+    const auto ur = static_cast<std::size_t>(r);
+    const std::uint8_t* src = base + ur * row_bytes;
+    if (grouped && (ur / G + 1) * G <= static_cast<std::size_t>(rows)) {  // its group of rows is interleaved
+      std::memcpy(group.data(), base + ur / G * G * row_bytes, group.size());
+      quant::from_row_groups(type, group.data(), G, static_cast<std::size_t>(cols));
+      src = group.data() + ur % G * row_bytes;
+    }
+    quant::dequantize_row(type, src, out[i].data_ptr<float>(), static_cast<std::size_t>(cols));
+  }
   return out;
 }
 
@@ -58,7 +84,7 @@ DenseWeights load_dense_weights(const Checkpoint& ck, bool as_stored) {
   DenseWeights w;
   w.config = c;
   const std::int64_t H = c.hidden_size, V = c.vocab_size, D = c.head_dim;
-  w.embed = load_tensor_f32(ck, n.embed(), {V, H});
+  w.embed = load_weight(ck, n.embed(), V, H, as_stored);
   w.final_norm = load_tensor_f32(ck, n.final_norm(), {H});
   // As HF resolves them: tied embeddings are the head, even when the file also stores one.
   if (c.tie_word_embeddings)

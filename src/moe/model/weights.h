@@ -26,6 +26,9 @@ struct Weight {
   bool defined() const { return values.defined(); }
   // The weight as float32 [rows, cols] (dequantized when stored in blocks).
   torch::Tensor to_float() const;
+  // Rows `ids` (int64, each in [0, rows)) as float32 [ids, cols]: an embedding lookup, which
+  // dequantizes only the rows it reads.
+  torch::Tensor select_rows(const torch::Tensor& ids) const;
 };
 
 struct LayerWeights {
@@ -41,7 +44,7 @@ struct LayerWeights {
 
 struct DenseWeights {
   MoeConfig config;
-  torch::Tensor embed;       // [V, H]
+  Weight embed;              // [V, H], as stored (a lookup dequantizes the rows it reads)
   torch::Tensor final_norm;  // [H]
   Weight lm_head;            // [V, H]
   std::vector<LayerWeights> layers;
@@ -58,8 +61,8 @@ torch::Tensor load_tensor_f32(const Checkpoint& ck, const std::string& name, con
 // else float32.
 Weight load_weight(const Checkpoint& ck, const std::string& name, std::int64_t rows, std::int64_t cols,
                    bool as_stored = true);
-// Everything but the routed experts. The embedding, norms, biases and routers are float32; the
-// projections are load_weight's.
+// Everything but the routed experts. The norms, biases and routers are float32; the embedding
+// and the projections are load_weight's.
 DenseWeights load_dense_weights(const Checkpoint& ck, bool as_stored = true);
 // Routed expert `expert` of MoE layer `moe_layer` (MoeConfig::decoder_layer maps it to its block).
 ExpertWeights load_expert_weights(const Checkpoint& ck, int moe_layer, int expert);

@@ -87,6 +87,8 @@ class GgufFile {
   const std::string& get_string(std::string_view key) const;
   // The bytes of a tensor of this file.
   std::span<const std::byte> data(const GgufTensor& tensor) const;
+  // Drops the mapping's resident pages (MappedFile::release_pages); no-op for parsed bytes.
+  void release_pages() const { map_.release_pages(); }
 
  private:
   MappedFile map_;                   // empty when parsed from caller-owned bytes

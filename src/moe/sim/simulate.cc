@@ -13,6 +13,7 @@
 #include "core/spec.h"
 #include "core/units.h"
 #include "moe/predict/predictor_registry.h"
+#include "moe/trace/routing_stats.h"
 #include "moe/trace/routing_trace.h"
 
 namespace ferry::moe {
@@ -71,11 +72,7 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
                 shape.experts, " experts, top-", shape.top_k, ")");
   // Calibration counts for the static placements and MoE-Infinity's seed: the trace's own routing
   // (optimistic for those baselines).
-  std::vector<std::uint64_t> counts(static_cast<std::size_t>(shape.layers) * shape.experts, 0);
-  for (const auto& t : trace.tokens)
-    for (int l = 0; l < static_cast<int>(t.experts.size()); ++l)
-      for (int e : t.experts[l])
-        if (e >= 0 && e < shape.experts) ++counts[static_cast<std::size_t>(l) * shape.experts + e];
+  const std::vector<std::uint64_t> counts = routing_counts(trace, shape.layers, shape.experts);
   // The predictor spec is checked once here, so that a bad one fails before any run.
   const std::string spec = o.predictor;
   auto make_pred = [spec](const PolicyContext& ctx) {

@@ -1,8 +1,12 @@
 // The file link: experts are read from the checkpoint on disk with O_DIRECT (no page cache), for
-// CPU-only machines whose RAM cannot hold every expert. Each of the expert's three tensors is
-// read in aligned chunks into an aligned bounce buffer and converted to float32 in place.
-// Where the filesystem refuses O_DIRECT (tmpfs), it falls back to buffered reads.
+// CPU-only machines whose RAM cannot hold every expert. Each of the expert's three projections is
+// read in aligned chunks into an aligned bounce buffer, then copied as stored (a GGUF file: the
+// quantized blocks the kernels compute on) or converted to float32 (a safetensors checkpoint).
+// Where the filesystem refuses O_DIRECT (tmpfs), it falls back to buffered reads. A file that
+// changes size or modification time while the experts stream from it is a FormatError naming it;
+// one that ends early, an IoError.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,72 +34,90 @@ struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
 
+// A file the link reads, with what it was when opened.
+struct OpenFile {
+  std::string path;
+  UniqueFd fd;
+  struct stat opened {};
+};
+
+// One projection of an expert: where the file holds it and where its bytes go in the slot.
+struct Piece {
+  const OpenFile* file;
+  std::uint64_t offset = 0, len = 0;  // in the file
+  std::uint64_t dst = 0;              // in the slot
+  bool as_stored = true;              // copied; else converted from `dtype` to float32
+  DType dtype = DType::kF32;
+  std::uint64_t in_elem() const { return as_stored ? 1 : dtype_size(dtype); }
+  std::uint64_t out_elem() const { return as_stored ? 1 : 4; }
+  std::uint64_t out_len() const { return len / in_elem() * out_elem(); }
+};
+
+bool same_layout(const ExpertLayout& a, const ExpertLayout& b) {
+  return a.format == b.format && a.down_format == b.down_format && a.layer_down == b.layer_down;
+}
+
 class FileLink : public Link {
  public:
   FileLink(const LinkSpec& spec, const Checkpoint* ck, const ExpertLayout& layout)
       : spec_(spec), ck_(ck), names_(ck->config()), layout_(layout) {
     FERRY_REQUIRE(ck_ != nullptr, "the file link needs the checkpoint");
-    // A safetensors checkpoint holds float experts; a quantized format would be quantized on
-    // every transfer. Streaming quantized experts reads them from a GGUF file as stored.
-    FERRY_REQUIRE(ck_->gguf() == nullptr, "--link file streams float32 experts from a safetensors checkpoint; the ",
-                  "experts of GGUF file '", ck_->dir(), "' need the host pool (another --link)");
-    FERRY_REQUIRE(layout_.format == quant::QuantType::kF32 && layout_.down_format == quant::QuantType::kF32,
-                  "--link file streams float32 experts from a safetensors checkpoint; experts in ",
-                  layout_.format_name(), " need the host pool (another --link)");
+    if (ck_->gguf() != nullptr) {
+      const ExpertLayout stored = expert_layout_as_stored(*ck_);
+      FERRY_REQUIRE(same_layout(stored, layout_), "--link file streams the experts of GGUF '", ck_->dir(),
+                    "' as the file stores them (", stored.format_name(), "); --weights ", layout_.format_name(),
+                    " would convert them on every read: drop --weights, or write the file in that type ",
+                    "(ferry moe quantize)");
+      open_file(ck_->gguf()->path());
+    } else {
+      // A safetensors checkpoint holds float experts; a block format would be quantized on every read.
+      FERRY_REQUIRE(layout_.format == quant::QuantType::kF32 && layout_.down_format == quant::QuantType::kF32,
+                    "--link file streams a safetensors checkpoint's experts as float32; experts in ",
+                    layout_.format_name(), " stream from a GGUF file in that type (ferry moe quantize), or ",
+                    "need the host pool (another --link)");
+      for (const auto& f : ck->files()) by_shard_.emplace(f.get(), open_file(f->path()));
+    }
     chunk_ = std::max<std::uint64_t>(kAlign, spec.chunk_bytes / kAlign * kAlign);
     void* p = nullptr;
     if (posix_memalign(&p, kAlign, chunk_ + 2 * kAlign) != 0) FERRY_THROW(IoError, "cannot allocate the O_DIRECT buffer");
     bounce_.reset(static_cast<std::byte*>(p));
-    for (const auto& f : ck->files()) {
-      UniqueFd fd = UniqueFd::try_open(f->path(), O_RDONLY | O_DIRECT);
-      direct_ = direct_ && fd.valid();
-      if (!fd.valid()) fd = UniqueFd::open(f->path(), O_RDONLY);
-      fds_.emplace(f.get(), std::move(fd));
-    }
     if (spec_.bandwidth_bytes_per_s <= 0) calibrate();
   }
 
-  // `from` counts float32 bytes delivered, in the order w1, w3, w2; a resumed call skips them.
+  // `from` counts slot bytes delivered, in the order w1, w3, w2; a resumed call skips them. The
+  // call that completes the expert puts it in the kernels' layout.
   std::uint64_t transfer(ExpertId id, std::byte* dst, std::uint64_t from, const std::atomic<bool>& stop) override {
     const double begin = now_s() + spec_.latency_s;
     std::uint64_t moved = 0;    // by this call
-    std::uint64_t skipped = 0;  // float32 bytes of earlier tensors (or parts) already delivered
-    const int which[3] = {1, 3, 2};
-    const std::uint64_t offsets[3] = {layout_.w1_offset(), layout_.w3_offset(), layout_.w2_offset()};
-    for (int t = 0; t < 3; ++t) {
-      TensorRef ref = ck_->at(names_.expert(ck_->config().decoder_layer(id.layer), id.expert, which[t]));
-      const int fd = fds_.at(ref.file).get();
-      const std::uint64_t start = ref.file->file_offset(*ref.info), len = ref.info->nbytes();
-      const std::size_t esize = dtype_size(ref.info->dtype);
-      float* out = reinterpret_cast<float*>(dst + offsets[t]);
-      const std::uint64_t out_len = len / esize * 4;
-      if (skipped + out_len <= from) {
-        skipped += out_len;
+    std::uint64_t skipped = 0;  // slot bytes of earlier projections (or parts) already delivered
+    std::uint64_t total = 0;
+    const std::vector<Piece> parts = pieces(id);
+    for (const Piece& p : parts) {
+      check_unchanged(*p.file);
+      total += p.out_len();
+    }
+    for (const Piece& p : parts) {
+      if (skipped + p.out_len() <= from) {
+        skipped += p.out_len();
         continue;
       }
-      std::uint64_t done = from > skipped ? (from - skipped) / 4 * esize : 0;  // bytes of this tensor converted
+      std::uint64_t done = from > skipped ? (from - skipped) / p.out_elem() * p.in_elem() : 0;  // file bytes
       skipped = from;
-      while (done < len) {
+      while (done < p.len) {
         if (stop.load(std::memory_order_relaxed)) return moved;
-        const std::uint64_t want = std::min<std::uint64_t>(chunk_ / esize * esize, len - done);
-        const std::uint64_t pos = start + done;
-        const std::uint64_t aligned = pos / kAlign * kAlign;
-        const std::uint64_t span = (pos - aligned + want + kAlign - 1) / kAlign * kAlign;
-        std::uint64_t got = 0;
-        while (got < pos - aligned + want) {
-          ssize_t r = ::pread(fd, bounce_.get() + got, span - got, static_cast<off_t>(aligned + got));
-          if (r < 0 && errno == EINTR) continue;
-          if (r <= 0) FERRY_THROW(IoError, "read of '", ref.file->path(), "' at ", aligned + got, " failed: ",
-                                  r < 0 ? std::strerror(errno) : "unexpected end of file");
-          got += static_cast<std::uint64_t>(r);
-        }
-        convert_to_f32(ref.info->dtype, bounce_.get() + (pos - aligned), out + done / esize, want / esize);
+        const std::uint64_t want = std::min<std::uint64_t>(chunk_ / p.in_elem() * p.in_elem(), p.len - done);
+        const std::byte* src = read(*p.file, p.offset + done, want);
+        if (p.as_stored)
+          std::memcpy(dst + p.dst + done, src, want);
+        else
+          convert_to_f32(p.dtype, src, reinterpret_cast<float*>(dst + p.dst) + done / p.in_elem(), want / p.in_elem());
         done += want;
-        moved += want / esize * 4;
+        moved += want / p.in_elem() * p.out_elem();
         if (spec_.bandwidth_bytes_per_s > 0)
           sleep_until_s(begin + static_cast<double>(moved) / spec_.bandwidth_bytes_per_s);
       }
     }
+    if (from + moved == total) layout_.of_layer(id.layer).to_kernel_layout(dst);
     return moved;
   }
 
@@ -107,7 +129,8 @@ class FileLink : public Link {
   std::string describe() const override {
     std::string s = std::string("file (") + (direct_ ? "O_DIRECT" : "buffered: O_DIRECT refused") + ")";
     if (spec_.bandwidth_bytes_per_s <= 0)
-      s += ", measured " + format_bandwidth(1.0 / std::max(1e-15, measured_s_per_byte_)) + " into float32";
+      s += ", measured " + format_bandwidth(1.0 / std::max(1e-15, measured_s_per_byte_)) + " of " +
+           layout_.format_name() + " experts";
     if (spec_.bandwidth_bytes_per_s > 0) s += " paced to " + format_bandwidth(spec_.bandwidth_bytes_per_s);
     return s;
   }
@@ -119,20 +142,76 @@ class FileLink : public Link {
   ExpertLayout layout_;
   std::uint64_t chunk_ = 0;
   bool direct_ = true;
-  double measured_s_per_byte_ = 0;  // unpaced: seconds per float32 byte delivered, timed at open
+  double measured_s_per_byte_ = 0;  // unpaced: seconds per slot byte delivered, timed at open
   std::unique_ptr<std::byte, FreeDeleter> bounce_;
-  std::map<const SafetensorsFile*, UniqueFd> fds_;
+  std::vector<std::unique_ptr<OpenFile>> files_;
+  std::map<const SafetensorsFile*, const OpenFile*> by_shard_;
 
-  // The policies' transfer cost on an unpaced link is this disk's: two experts read (and
-  // converted) at open, as every transfer will be.
+  const OpenFile* open_file(const std::string& path) {
+    auto f = std::make_unique<OpenFile>();
+    f->path = path;
+    f->fd = UniqueFd::try_open(path, O_RDONLY | O_DIRECT);
+    direct_ = direct_ && f->fd.valid();
+    if (!f->fd.valid()) f->fd = UniqueFd::open(path, O_RDONLY);
+    if (::fstat(f->fd.get(), &f->opened) != 0) FERRY_THROW(IoError, "cannot stat '", path, "': ", std::strerror(errno));
+    files_.push_back(std::move(f));
+    return files_.back().get();
+  }
+
+  // The model was checked when opened; a file replaced or rewritten since would be read as garbage.
+  static void check_unchanged(const OpenFile& f) {
+    struct stat now {};
+    if (::fstat(f.fd.get(), &now) != 0) FERRY_THROW(IoError, "cannot stat '", f.path, "': ", std::strerror(errno));
+    if (now.st_size != f.opened.st_size || now.st_mtim.tv_sec != f.opened.st_mtim.tv_sec ||
+        now.st_mtim.tv_nsec != f.opened.st_mtim.tv_nsec)
+      FERRY_THROW(FormatError, "'", f.path, "' changed while its experts were streaming from it (", f.opened.st_size,
+                  " bytes when opened, now ", now.st_size, ", modified since)");
+  }
+
+  // Reads `len` bytes at `pos` (len <= chunk_) through the aligned bounce buffer; returns them.
+  const std::byte* read(const OpenFile& f, std::uint64_t pos, std::uint64_t len) {
+    const std::uint64_t aligned = pos / kAlign * kAlign;
+    const std::uint64_t span = (pos - aligned + len + kAlign - 1) / kAlign * kAlign;
+    std::uint64_t got = 0;
+    while (got < pos - aligned + len) {
+      ssize_t r = ::pread(f.fd.get(), bounce_.get() + got, span - got, static_cast<off_t>(aligned + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) FERRY_THROW(IoError, "read of '", f.path, "' at ", aligned + got, " failed: ",
+                              r < 0 ? std::strerror(errno) : "unexpected end of file");
+      got += static_cast<std::uint64_t>(r);
+    }
+    return bounce_.get() + (pos - aligned);
+  }
+
+  // Expert `id`'s three projections in slot order.
+  std::vector<Piece> pieces(ExpertId id) const {
+    const ExpertLayout L = layout_.of_layer(id.layer);
+    const int which[3] = {1, 3, 2};
+    const std::uint64_t offsets[3] = {L.w1_offset(), L.w3_offset(), L.w2_offset()};
+    std::vector<Piece> out;
+    for (int t = 0; t < 3; ++t) {
+      const std::string name = names_.expert(ck_->config().decoder_layer(id.layer), id.expert, which[t]);
+      if (const GgufModel* g = ck_->gguf()) {
+        const StoredTensor s = g->stored(name);
+        out.push_back({files_.front().get(), s.file_offset, s.bytes.size(), offsets[t]});
+      } else {
+        const TensorRef ref = ck_->at(name);
+        out.push_back({by_shard_.at(ref.file), ref.file->file_offset(*ref.info), ref.info->nbytes(), offsets[t], false,
+                       ref.info->dtype});
+      }
+    }
+    return out;
+  }
+
+  // The policies' transfer cost on an unpaced link is this disk's: two experts read at open, as
+  // every transfer will be.
   void calibrate() {
-    const ExpertLayout& L = layout_;
-    std::vector<float> scratch(static_cast<std::size_t>(L.params()));
+    std::vector<std::byte> scratch(layout_.bytes());
     const std::atomic<bool> never(false);
     const int n = std::min(2, ck_->config().num_experts);
     const double t0 = now_s();
     std::uint64_t bytes = 0;
-    for (int e = 0; e < n; ++e) bytes += transfer({0, e}, reinterpret_cast<std::byte*>(scratch.data()), 0, never);
+    for (int e = 0; e < n; ++e) bytes += transfer({0, e}, scratch.data(), 0, never);
     measured_s_per_byte_ = (now_s() - t0) / static_cast<double>(std::max<std::uint64_t>(1, bytes));
   }
 };

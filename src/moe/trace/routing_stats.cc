@@ -71,4 +71,13 @@ std::string format_routing_stats(const RoutingStats& s) {
   return buf;
 }
 
+std::vector<std::uint64_t> routing_counts(const RoutingTrace& trace, int num_layers, int num_experts) {
+  std::vector<std::uint64_t> counts(static_cast<std::size_t>(num_layers) * num_experts, 0);
+  for (const auto& t : trace.tokens)
+    for (int l = 0; l < std::min(num_layers, static_cast<int>(t.experts.size())); ++l)
+      for (int e : t.experts[l])
+        if (e >= 0 && e < num_experts) ++counts[static_cast<std::size_t>(l) * num_experts + e];
+  return counts;
+}
+
 }  // namespace ferry::moe

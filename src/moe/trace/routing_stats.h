@@ -21,6 +21,10 @@ struct RoutingStats {
 };
 
 RoutingStats routing_stats(const RoutingTrace& trace);
+// How often each expert is routed to over the whole trace, [layer * num_experts + e] (ids outside
+// the shape ignored): the calibration counts of the static placements when a trace drives the
+// routing (optimistic for them: they see the very tokens they are measured on).
+std::vector<std::uint64_t> routing_counts(const RoutingTrace& trace, int num_layers, int num_experts);
 std::string format_routing_stats(const RoutingStats& s);
 
 }  // namespace ferry::moe

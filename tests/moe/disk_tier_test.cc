@@ -1,0 +1,171 @@
+// The disk tier (--link file) on a GGUF file: the experts stream from the file with O_DIRECT in
+// the blocks the file stores (the bytes a link moves are the quantized bytes), into a budget the
+// device never exceeds. Checked against the all-in-memory engine on the same file: placement never
+// changes the arithmetic, so every policy and budget gives the same floats bit for bit. A file cut
+// or rewritten while its experts stream from it is an error naming the file, never a crash.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <torch/utils.h>
+
+#include "core/error.h"
+#include "moe/engine/engine.h"
+#include "moe/model/gguf_export.h"
+#include "moe/model/tiny_model.h"
+#include "moe/quant/quant_mix.h"
+#include "engine_test_util.h"
+#include "moe_test_util.h"
+
+namespace ferry::moe {
+namespace {
+
+using testing::TempDir;
+
+// Rows of 256 weights: whole blocks of every format, K-quants included; 4 layers, so that
+// Q4_K_M's ffn_down changes type from layer to layer (Q6_K in some, Q4_K in the others).
+MoeConfig disk_config() {
+  MoeConfig c = testing::tiny_config();
+  c.hidden_size = 256;
+  c.intermediate_size = 256;
+  c.num_layers = 4;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 64;
+  c.num_experts = 6;
+  return c;
+}
+
+// Every position's logits: the prompt, then `steps` tokens decoded one at a time.
+std::vector<float> run(MoeEngine& eng, const TokenBatch& seqs, int prompt) {
+  eng.reset();
+  TokenBatch first(seqs.size());
+  for (std::size_t b = 0; b < seqs.size(); ++b) first[b].assign(seqs[b].begin(), seqs[b].begin() + prompt);
+  std::vector<float> all = eng.forward(first, true);
+  for (std::size_t t = prompt; t < seqs[0].size(); ++t) {
+    TokenBatch step(seqs.size());
+    for (std::size_t b = 0; b < seqs.size(); ++b) step[b] = {seqs[b][t]};
+    const std::vector<float> l = eng.forward(step);
+    all.insert(all.end(), l.begin(), l.end());
+  }
+  return all;
+}
+
+class DiskTierTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    torch::set_num_threads(1);
+    dir_ = new TempDir();
+    TinyModelOptions o;
+    o.config = disk_config();
+    o.seed = 11;
+    make_tiny_model(dir_->path() + "/model", o);
+    for (const char* type : {"Q8_0", "Q4_0", "Q4_K_M"}) {
+      GgufExportOptions g;
+      g.file_type = *quant::parse_llama_file_type(type);
+      g.threads = 1;
+      export_gguf(dir_->path() + "/model", gguf(type), g);
+    }
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string gguf(const std::string& type) { return dir_->path() + "/" + type + ".gguf"; }
+  static TempDir* dir_;
+};
+TempDir* DiskTierTest::dir_ = nullptr;
+
+TEST_F(DiskTierTest, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
+  for (const char* type : {"Q8_0", "Q4_0", "Q4_K_M"}) {
+    for (int batch : {1, 3}) {
+      const auto seqs = testing::random_tokens(batch, testing::kPrompt + testing::kDecode, 70 + batch);
+      EngineOptions all_in;
+      all_in.policy = "lru";
+      all_in.device_mem = "100%";
+      all_in.link = "none";
+      auto mem = MoeEngine::open(gguf(type), all_in);
+      const std::vector<float> expect = run(*mem, seqs, testing::kPrompt);
+      const std::uint64_t slot = mem->expert_bytes();
+      for (const char* policy : {"ondemand", "lru", "static-hot", "next-gate", "fiddler", "moe-infinity", "prescope",
+                                 "prescope:speculate=0"})
+        for (const std::string& budget : {std::to_string(2 * slot + 7), std::string("50%")}) {
+          EngineOptions o;
+          o.policy = policy;
+          o.device_mem = budget;
+          o.link = "file";
+          o.chunk_bytes = 4096;  // several chunks per expert: transfers are cut and resumed
+          auto eng = MoeEngine::open(gguf(type), o);
+          EXPECT_EQ(eng->expert_bytes(), slot) << type;
+          EXPECT_EQ(run(*eng, seqs, testing::kPrompt), expect) << type << " " << policy << " budget " << budget;
+          const auto s = eng->stats();
+          EXPECT_LE(s.store.peak_bytes, s.budget_bytes) << type << " " << policy << " " << budget;
+          EXPECT_GT(s.store.bytes_moved, 0u) << type << " " << policy;
+          // On demand: each load reads one expert's bytes as the file stores them (its layer's
+          // ffn_down type in Q4_K_M), and nothing else.
+          if (std::string(policy) == "ondemand") {
+            EXPECT_LE(s.store.bytes_moved, s.store.loads * slot) << type;
+            if (std::string(type) != "Q4_K_M") {
+              EXPECT_EQ(s.store.bytes_moved, s.store.loads * slot) << type;
+            }
+          }
+        }
+    }
+  }
+}
+
+TEST_F(DiskTierTest, ConvertingWhileStreamingIsRefused) {
+  EngineOptions o;
+  o.link = "file";
+  o.device_mem = "50%";
+  o.weights = "Q4_0";
+  try {
+    MoeEngine::open(gguf("Q8_0"), o);
+    ADD_FAILURE() << "--link file with --weights of another type than the file's";
+  } catch (const InvalidArgument& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("as the file stores them (Q8_0)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--weights Q4_0"), std::string::npos) << msg;
+  }
+}
+
+// Decodes until the engine throws (the file was changed under it); returns the message.
+std::string decode_until_error(MoeEngine& eng) {
+  for (int t = 0; t < 64; ++t) {
+    try {
+      eng.forward(TokenBatch{{static_cast<std::int32_t>(t * 37 % 256)}});
+    } catch (const Error& e) {
+      return e.what();
+    }
+  }
+  return "";
+}
+
+TEST_F(DiskTierTest, AFileCutOrRewrittenMidRunIsAnErrorNamingIt) {
+  for (bool cut : {true, false}) {
+    TempDir tmp;
+    const std::string path = tmp.path() + "/m.gguf";
+    std::filesystem::copy_file(gguf("Q4_0"), path);
+    EngineOptions o;
+    o.policy = "ondemand";  // every step reads from the file
+    o.link = "file";
+    EngineOptions probe;
+    probe.link = "none";
+    probe.device_mem = "100%";
+    o.device_mem = std::to_string(2 * MoeEngine::open(gguf("Q4_0"), probe)->expert_bytes());
+    auto eng = MoeEngine::open(path, o);
+    eng->forward(TokenBatch{{1, 2, 3}}, true);  // the file as opened: fine
+    const auto size = std::filesystem::file_size(path);
+    if (cut) {
+      std::filesystem::resize_file(path, size / 2);
+    } else {
+      std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(static_cast<std::streamoff>(size - 100));
+      f.put('\x7f');
+    }
+    const std::string msg = decode_until_error(*eng);
+    ASSERT_FALSE(msg.empty()) << (cut ? "cut" : "rewritten") << ": no error";
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    EXPECT_NE(msg.find("changed while its experts were streaming"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace ferry::moe
