@@ -1,11 +1,15 @@
 // `ferry moe make-tiny`: a random-weight model of a Hugging Face MoE family, in its layout and
-// tensor names, for tests and demos.
+// tensor names, for tests and demos; with --gguf TYPE, written directly as a GGUF file of that
+// llama-quantize file type (moe/model/random_gguf.h), at any size.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "apps/gguf_flags.h"
 #include "apps/model_flags.h"
 #include "apps/moe_subcommands.h"
 #include "core/error.h"
@@ -13,6 +17,7 @@
 #include "moe/model/config.h"
 #include "moe/model/family.h"
 #include "moe/model/pretrain.h"
+#include "moe/model/random_gguf.h"
 #include "moe/model/tiny_model.h"
 
 namespace ferry::apps {
@@ -27,7 +32,34 @@ struct MakeTinyFlags {
     return t;
   }();
   std::string out, dtype = "f32";
+  std::string gguf;  // --gguf TYPE; empty: a safetensors checkpoint
+  bool pure = false;
+  int threads = 0;
+  // --dtype and --shards, to ask whether they were given (refused with --gguf); owned by the
+  // subcommand's CLI::App, which lives as long as the program.
+  const CLI::Option* dtype_option = nullptr;
+  const CLI::Option* shards_option = nullptr;
 };
+
+int run_make_tiny_gguf(const MakeTinyFlags& f) {
+  FERRY_REQUIRE(f.dtype_option->count() == 0 && f.shards_option->count() == 0,
+                "--gguf writes one GGUF file: --dtype and --shards are for a safetensors checkpoint");
+  FERRY_REQUIRE(f.threads >= 0, "--threads ", f.threads, ": expected 0 (one per core) or more");
+  RandomGgufOptions o;
+  o.config = f.tiny.config;
+  prepare_tiny_config(o.config);
+  o.seed = f.tiny.seed;
+  o.gguf.file_type = file_type_flag("--gguf", f.gguf);
+  o.gguf.pure = f.pure;
+  o.gguf.threads = f.threads;
+  const auto start = std::chrono::steady_clock::now();
+  const GgufExportReport r = write_random_gguf(f.out, o);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  print_gguf_report(r, f.out, o.gguf.file_type, f.pure, /*table=*/false);
+  std::printf("written in %.1f s (%s/s)\n", seconds,
+              format_bytes(static_cast<double>(r.file_bytes) / std::max(seconds, 1e-9)).c_str());
+  return 0;
+}
 
 int run_make_tiny(TinyModelOptions& o, const std::string& out, const std::string& dtype) {
   o.write.dtype = dtype_flag(dtype);
@@ -48,7 +80,7 @@ MoeSubcommand add_make_tiny_command(CLI::App& moe) {
   auto& f = *flags;
   MoeConfig& c = f.tiny.config;
   auto* mk = moe.add_subcommand("make-tiny", "write a random-weight model of a Hugging Face MoE family");
-  mk->add_option("--out", f.out, "model directory to write")->required();
+  mk->add_option("--out", f.out, "model directory to write (with --gguf: the GGUF file)")->required();
   add_shape_flags(*mk, c);
   mk->add_option("--vocab", c.vocab_size, "vocabulary (256 = byte tokens)")->capture_default_str();
   std::string families;
@@ -61,10 +93,20 @@ MoeSubcommand add_make_tiny_command(CLI::App& moe) {
       ->delimiter(',');
   mk->add_option("--dense-intermediate", c.dense_intermediate_size,
                  "the dense layers' MLP width (default 2 x --intermediate)");
-  mk->add_option("--dtype", f.dtype, "f32, bf16 or f16")->capture_default_str();
-  mk->add_option("--shards", f.tiny.write.shards, "safetensors shards")->capture_default_str();
+  f.dtype_option = mk->add_option("--dtype", f.dtype, "f32, bf16 or f16")->capture_default_str();
+  f.shards_option = mk->add_option("--shards", f.tiny.write.shards, "safetensors shards")->capture_default_str();
   mk->add_option("--seed", f.tiny.seed, "weight seed")->capture_default_str();
-  return MoeSubcommand{mk, [flags] { return run_make_tiny(flags->tiny, flags->out, flags->dtype); }};
+  mk->add_option("--gguf", f.gguf,
+                 std::string("write one GGUF file of this llama-quantize file type instead of a checkpoint: ") +
+                     quant::llama_file_type_names() + " (the tensors, types and metadata `ferry moe quantize --type` " +
+                     "writes; --vocab > 256: a SentencePiece-style vocabulary)");
+  mk->add_flag("--pure", f.pure, "with --gguf: every quantized tensor in the type itself (llama-quantize --pure)");
+  mk->add_option("--threads", f.threads, "with --gguf: filling threads (0 = one per core)")->capture_default_str();
+  return MoeSubcommand{mk, [flags] {
+                         if (!flags->gguf.empty()) return run_make_tiny_gguf(*flags);
+                         FERRY_REQUIRE(!flags->pure && flags->threads == 0, "--pure and --threads need --gguf");
+                         return run_make_tiny(flags->tiny, flags->out, flags->dtype);
+                       }};
 }
 
 }  // namespace ferry::apps

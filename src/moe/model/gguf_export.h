@@ -12,9 +12,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "moe/model/config.h"
+#include "moe/model/gguf_layout.h"
+#include "moe/model/tokenizer.h"
 #include "moe/quant/quant_mix.h"
 #include "moe/quant/quant_type.h"
 
@@ -23,8 +29,9 @@ namespace ferry::moe {
 struct GgufExportOptions {
   quant::LlamaFileType file_type = quant::LlamaFileType::kAllF32;  // --type
   bool pure = false;        // --pure: every quantized tensor in the file type's base type
-  int threads = 0;          // quantizing threads; 0 = one per core
+  int threads = 0;          // quantizing (filling) threads; 0 = one per core
   std::string name;         // general.name; empty: the model directory's name (the converter's fallback)
+                            // or, for a random model (random_gguf.h), the file's stem
   // Called after each tensor is written (index, count), e.g. for a progress line; may be empty.
   std::function<void(std::size_t, std::size_t)> progress = {};
 };
@@ -50,5 +57,28 @@ struct GgufExportReport {
 // architecture cannot hold or a tensor the file type cannot store.
 GgufExportReport export_gguf(const std::string& model_dir, const std::string& out_path,
                              const GgufExportOptions& options);
+
+// Produces one planned tensor in `type` into `out` (exactly its bytes: rows of dims[0] weights).
+using GgufTensorFill =
+    std::function<void(const GgufTensorPlan& tensor, quant::QuantType type, std::span<std::byte> out)>;
+
+// What a GGUF model file is written from, whatever makes its weights.
+struct GgufModelSource {
+  MoeConfig config;                 // the model (checked by gguf_check_supported)
+  TokenizerVocab vocab;             // the tokenizer's vocabulary (gguf_tokenizer_metadata)
+  std::string tokenizer_dir;        // special tokens' files (tokenizer_config.json, ...); empty: none
+  std::string name;                 // general.name
+};
+
+// The part of writing a GGUF model file that does not depend on where its weights come from
+// (export_gguf from a checkpoint, write_random_gguf from a seed): the plan of the config, each
+// tensor's type in the file type's mix (options.file_type, options.pure), the metadata in the
+// converter's and llama-quantize's order (`hf_config`: config.json as read; general.name is
+// source.name), then the file streamed through GgufWriter, `fill` producing one tensor at a time
+// (options.progress after each). IoError when the file would not fit the free space where it
+// goes, or cannot be written; InvalidArgument for a tensor the file type cannot store.
+GgufExportReport write_gguf_model(const GgufModelSource& source, const nlohmann::json& hf_config,
+                                  const std::string& out_path, const GgufExportOptions& options,
+                                  const GgufTensorFill& fill);
 
 }  // namespace ferry::moe

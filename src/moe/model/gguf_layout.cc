@@ -304,7 +304,11 @@ void gguf_file_type_metadata(GgufKeys& k, quant::LlamaFileType file_type) {
 
 namespace {
 
-nlohmann::json read_json_if_present(const std::filesystem::path& path) {
+// DIR/NAME as JSON; null when there is no such file or no directory (`dir` empty: a model
+// written without tokenizer files, write_random_gguf).
+nlohmann::json read_json_if_present(const std::string& dir, const char* name) {
+  if (dir.empty()) return nlohmann::json();
+  const std::filesystem::path path = std::filesystem::path(dir) / name;
   if (!std::filesystem::is_regular_file(path)) return nlohmann::json();
   std::ifstream in(path);
   if (!in) FERRY_THROW(IoError, "cannot open '", path.string(), "'");
@@ -319,7 +323,6 @@ nlohmann::json read_json_if_present(const std::filesystem::path& path) {
 // "<type>_token" (looked up by content among tokenizer.json's added tokens), then config.json's
 // "<type>_token_id"; add_bos_token/add_eos_token and chat_template from tokenizer_config.json.
 void add_special_vocab(GgufKeys& k, const std::string& dir, const nlohmann::json& hf_config, std::int64_t n_vocab) {
-  const std::filesystem::path d(dir);
   static const std::vector<std::pair<std::string, const char*>> kTypes = {
       {"bos", "tokenizer.ggml.bos_token_id"},      {"eos", "tokenizer.ggml.eos_token_id"},
       {"unk", "tokenizer.ggml.unknown_token_id"},  {"sep", "tokenizer.ggml.seperator_token_id"},
@@ -337,8 +340,8 @@ void add_special_vocab(GgufKeys& k, const std::string& dir, const nlohmann::json
   };
   std::vector<std::pair<std::string, bool>> add_flags;
   std::string chat_template;
-  const nlohmann::json tokenizer = read_json_if_present(d / "tokenizer.json");
-  const nlohmann::json config = read_json_if_present(d / "tokenizer_config.json");
+  const nlohmann::json tokenizer = read_json_if_present(dir, "tokenizer.json");
+  const nlohmann::json config = read_json_if_present(dir, "tokenizer_config.json");
   if (config.is_object()) {
     if (config.contains("chat_template") && config["chat_template"].is_string())
       chat_template = config["chat_template"].get<std::string>();
@@ -402,8 +405,7 @@ void gguf_tokenizer_metadata(GgufKeys& k, const TokenizerVocab& vocab_in, const 
     case TokenizerVocab::Kind::kSentencePiece: {
       // _create_vocab_sentencepiece: added_tokens.json and tokenizer_config.json's
       // added_tokens_decoder override pieces (score -1000; control when special).
-      const std::filesystem::path d(dir);
-      const nlohmann::json added = read_json_if_present(d / "added_tokens.json");
+      const nlohmann::json added = read_json_if_present(dir, "added_tokens.json");
       if (added.is_object())
         for (auto it = added.begin(); it != added.end(); ++it) {
           if (!it.value().is_number_integer()) continue;
@@ -413,7 +415,7 @@ void gguf_tokenizer_metadata(GgufKeys& k, const TokenizerVocab& vocab_in, const 
           v.scores[id] = -1000.0f;
           v.types[id] = TokenType::kUserDefined;
         }
-      const nlohmann::json config = read_json_if_present(d / "tokenizer_config.json");
+      const nlohmann::json config = read_json_if_present(dir, "tokenizer_config.json");
       if (config.is_object() && config.contains("added_tokens_decoder") && config["added_tokens_decoder"].is_object())
         for (auto it = config["added_tokens_decoder"].begin(); it != config["added_tokens_decoder"].end(); ++it) {
           if (it.key().empty() || it.key().find_first_not_of("0123456789") != std::string::npos) continue;

@@ -111,7 +111,7 @@ GgufKeys gguf_model_metadata(const MoeConfig& config, const nlohmann::json& hf_c
 // (SentencePiece: model "llama"; tokenizer.json BPE: model "gpt2" with merges and the family's
 // pre; ferry's byte vocabulary: model "gpt2", pre "default", the 256 byte symbols, no merges, no
 // BOS, which llama.cpp tokenizes as bytes) and its special tokens as gguf-py's SpecialVocab reads
-// them from `model_dir` (tokenizer.json's added tokens, tokenizer_config.json, config.json).
+// them from `model_dir` (tokenizer.json's added tokens, tokenizer_config.json; none when empty) and config.json.
 // The token list is padded to config.vocab_size with "[PAD<id>]" (unused). FormatError when the
 // tokenizer has more tokens than the embedding.
 void gguf_tokenizer_metadata(GgufKeys& keys, const TokenizerVocab& vocab, const MoeConfig& config,

@@ -59,17 +59,11 @@ void write_checkpoint(const std::string& dir, const MoeConfig& config, const std
                   {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}});
 }
 
-std::vector<NamedTensor> random_tensors(const MoeConfig& c, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
+std::vector<RandomTensorSpec> random_tensor_specs(const MoeConfig& c) {
   TensorNames n(c);
-  std::vector<NamedTensor> out;
+  std::vector<RandomTensorSpec> out;
   auto gen = [&](const std::string& name, std::vector<std::int64_t> shape, double stddev, double mean = 0) {
-    std::int64_t numel = 1;
-    for (auto d : shape) numel *= d;
-    std::normal_distribution<float> dist(static_cast<float>(mean), static_cast<float>(stddev));
-    NamedTensor t{name, std::move(shape), std::vector<float>(static_cast<std::size_t>(numel))};
-    for (auto& v : t.values) v = dist(rng);
-    out.push_back(std::move(t));
+    out.push_back({name, std::move(shape), mean, stddev});
   };
   const std::int64_t H = c.hidden_size, I = c.intermediate_size, D = c.head_dim, V = c.vocab_size;
   const double h_std = 1.0 / std::sqrt(static_cast<double>(H));
@@ -118,13 +112,31 @@ std::vector<NamedTensor> random_tensors(const MoeConfig& c, std::uint64_t seed) 
   return out;
 }
 
-void make_tiny_model(const std::string& dir, const TinyModelOptions& options) {
-  MoeConfig c = options.config;
+std::vector<NamedTensor> random_tensors(const MoeConfig& c, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<NamedTensor> out;
+  for (RandomTensorSpec& spec : random_tensor_specs(c)) {
+    std::int64_t numel = 1;
+    for (auto d : spec.shape) numel *= d;
+    std::normal_distribution<float> dist(static_cast<float>(spec.mean), static_cast<float>(spec.stddev));
+    NamedTensor t{std::move(spec.name), std::move(spec.shape), std::vector<float>(static_cast<std::size_t>(numel))};
+    for (auto& v : t.values) v = dist(rng);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+MoeConfig tiny_model_config(const MoeConfig& config) {
+  MoeConfig c = config;
   if (c.tokenizer.empty() && c.vocab_size == 256) c.tokenizer = "byte";
   c.validate("make-tiny");
   // Through config.json and back: the family's semantics (biases, q/k norms, which layers are
   // dense) are those ferry reads from the file it writes.
-  c = config_from_json(config_to_json(c), "make-tiny");
+  return config_from_json(config_to_json(c), "make-tiny");
+}
+
+void make_tiny_model(const std::string& dir, const TinyModelOptions& options) {
+  const MoeConfig c = tiny_model_config(options.config);
   // The weights are generated in memory in float32 and then written: refuse sizes the machine
   // cannot hold instead of failing in an allocation.
   const double f32_bytes = c.parameter_count() * 4;

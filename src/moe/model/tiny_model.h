@@ -25,8 +25,18 @@ struct CheckpointWriteOptions {
 void write_checkpoint(const std::string& dir, const MoeConfig& config, const std::vector<NamedTensor>& tensors,
                       const CheckpointWriteOptions& options);
 
-// Every tensor of `config` with random values: linear layers N(0, 1/fan_in), embedding N(0, 1),
-// norms 1 (plus a little noise so that tests see them used).
+// The distribution of each tensor of a random model: linear layers N(0, 1/fan_in), embedding
+// N(0, 1), norms N(1, 0.05²) (1 plus a little noise so that tests see them used), biases
+// N(0, 0.02²); in checkpoint order.
+struct RandomTensorSpec {
+  std::string name;                 // HF tensor name
+  std::vector<std::int64_t> shape;  // row-major
+  double mean = 0;
+  double stddev = 1;
+};
+std::vector<RandomTensorSpec> random_tensor_specs(const MoeConfig& config);
+
+// Every tensor of `config` with random values drawn from random_tensor_specs (std::mt19937_64).
 std::vector<NamedTensor> random_tensors(const MoeConfig& config, std::uint64_t seed);
 
 struct TinyModelOptions {
@@ -34,6 +44,10 @@ struct TinyModelOptions {
   std::uint64_t seed = 1;         // weight seed
   CheckpointWriteOptions write;   // dtype and sharding
 };
+
+// The config make-tiny writes for `config` (prepared by prepare_tiny_config): ferry's byte
+// tokenizer for a vocabulary of 256, validated, and through config.json and back.
+MoeConfig tiny_model_config(const MoeConfig& config);
 
 // `ferry moe make-tiny`: a random-weight model of config.model_type's family in DIR.
 void make_tiny_model(const std::string& dir, const TinyModelOptions& options);
