@@ -20,19 +20,35 @@ std::vector<Part> parts_of(QuantType type) {
   return {{0, 2, 2}, {2, quant_traits(type).block_bytes - 2, kChunk}};                        // Q8_0, Q4_0: d, qs
 }
 
-// Calls piece(stored, grouped, bytes) for every piece of a group of 8 rows: its offset in the
-// stored rows and in the group layout.
-template <typename Piece>
-void for_each_piece(QuantType type, std::size_t n, Piece&& piece) {
+// Copies one part of one block for the 8 rows of a group: chunk c of row r between the stored
+// rows (row r at r·row, the part at `stored`) and the group layout (at 8·C·c + C·r after
+// `grouped`). C is a compile-time size, so that each copy is one move.
+template <std::size_t C, bool kToGroups>
+void copy_part(unsigned char* out, const unsigned char* in, std::size_t row, std::size_t stored, std::size_t grouped,
+               std::size_t bytes) {
+  for (std::size_t r = 0; r < kRowGroup; ++r)
+    for (std::size_t c = 0; c < bytes / C; ++c) {
+      const std::size_t s = r * row + stored + C * c, g = grouped + C * (kRowGroup * c + r);
+      if constexpr (kToGroups)
+        std::memcpy(out + g, in + s, C);
+      else
+        std::memcpy(out + s, in + g, C);
+    }
+}
+
+template <bool kToGroups>
+void copy_group(QuantType type, unsigned char* out, const unsigned char* in, std::size_t n, const std::vector<Part>& parts) {
   const std::size_t block = quant_traits(type).block_bytes, nb = n / quant_traits(type).block_elems;
   const std::size_t row = nb * block;
-  const std::vector<Part> parts = parts_of(type);
   for (std::size_t b = 0; b < nb; ++b) {
     std::size_t g = b * kRowGroup * block;  // where the next part of the group's block goes
     for (const Part& p : parts) {
-      for (std::size_t r = 0; r < kRowGroup; ++r)
-        for (std::size_t c = 0; c < p.bytes / p.chunk; ++c)
-          piece(r * row + b * block + p.offset + p.chunk * c, g + p.chunk * (kRowGroup * c + r), p.chunk);
+      const std::size_t stored = b * block + p.offset;
+      switch (p.chunk) {
+        case 1: copy_part<1, kToGroups>(out, in, row, stored, g, p.bytes); break;
+        case 2: copy_part<2, kToGroups>(out, in, row, stored, g, p.bytes); break;
+        default: copy_part<kChunk, kToGroups>(out, in, row, stored, g, p.bytes); break;
+      }
       g += kRowGroup * p.bytes;
     }
   }
@@ -41,16 +57,15 @@ void for_each_piece(QuantType type, std::size_t n, Piece&& piece) {
 void move(QuantType type, void* data, std::size_t rows, std::size_t n, bool to_groups) {
   if (!has_row_groups(type)) return;
   const std::size_t group = kRowGroup * quant_row_bytes(type, n);
+  const std::vector<Part> parts = parts_of(type);
   std::vector<unsigned char> tmp(group);
   auto* p = static_cast<unsigned char*>(data);
   for (std::size_t r = 0; r + kRowGroup <= rows; r += kRowGroup, p += group) {
     std::memcpy(tmp.data(), p, group);
-    for_each_piece(type, n, [&](std::size_t stored, std::size_t grouped, std::size_t bytes) {
-      if (to_groups)
-        std::memcpy(p + grouped, tmp.data() + stored, bytes);
-      else
-        std::memcpy(p + stored, tmp.data() + grouped, bytes);
-    });
+    if (to_groups)
+      copy_group<true>(type, p, tmp.data(), n, parts);
+    else
+      copy_group<false>(type, p, tmp.data(), n, parts);
   }
 }
 
