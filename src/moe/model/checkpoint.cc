@@ -121,18 +121,22 @@ void Checkpoint::read_f32(const std::string& name, const std::vector<std::int64_
     gguf_->read_f32(name, dst);
   else
     convert_to_f32(r.info->dtype, r.file->data(*r.info), dst, n);
+  require_finite(dst, n, name, gguf_ ? dir_ : r.file->path());
+}
+
+void require_finite(const float* v, std::size_t n, const std::string& name, const std::string& where, std::size_t first) {
   // A NaN or Inf weight turns every later activation into garbage text: refused at load. One
   // branch-free pass (all exponent bits set = Inf or NaN) that the compiler vectorises.
   std::uint32_t bad = 0;
   for (std::size_t i = 0; i < n; ++i) {
     std::uint32_t bits;
-    std::memcpy(&bits, dst + i, 4);
+    std::memcpy(&bits, v + i, 4);
     bad |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
   }
   if (bad) {
     std::size_t i = 0;
-    while (std::isfinite(dst[i])) ++i;
-    FERRY_THROW(FormatError, "tensor '", name, "' in '", gguf_ ? dir_ : r.file->path(), "' holds ", dst[i], " at element ", i,
+    while (std::isfinite(v[i])) ++i;
+    FERRY_THROW(FormatError, "tensor '", name, "' in '", where, "' holds ", v[i], " at element ", first + i,
                 ": weights must be finite");
   }
 }

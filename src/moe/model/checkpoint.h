@@ -28,6 +28,11 @@ struct TensorRef {
 std::vector<std::pair<std::string, std::string>> parse_safetensors_index(const std::string& text,
                                                                          const std::string& origin);
 
+// FormatError "tensor NAME in WHERE holds nan at element I: weights must be finite" when one of
+// the n values `v` (elements first.. of the tensor) is NaN or Inf.
+void require_finite(const float* v, std::size_t n, const std::string& name, const std::string& where,
+                    std::size_t first = 0);
+
 class Checkpoint {
  public:
   // Opens DIR: reads config.json and maps every shard; or, when the path is a file, maps it as a

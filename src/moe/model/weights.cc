@@ -53,8 +53,7 @@ Weight load_weight(const Checkpoint& ck, const std::string& name, std::int64_t r
     const quant::QuantType type = ck.gguf()->stored_type(name);
     if (quant::quant_type_computed(type) && type != quant::QuantType::kF32 && type != quant::QuantType::kF16 &&
         type != quant::QuantType::kBF16) {
-      // Read as float first: the shape and the values (no NaN/Inf) are checked as for any tensor.
-      load_tensor_f32(ck, name, {rows, cols});
+      ck.expect(name, {rows, cols});
       Weight w;
       w.type = type;
       w.rows = rows;
@@ -63,6 +62,17 @@ Weight load_weight(const Checkpoint& ck, const std::string& name, std::int64_t r
                                   type, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)))},
                               torch::kUInt8);
       ck.gguf()->read_blocks(name, reinterpret_cast<std::byte*>(w.values.data_ptr<std::uint8_t>()));
+      // The values are checked as for any tensor (no NaN/Inf), a few rows at a time: a float copy
+      // of a large weight (an embedding of 32000 x 4096) would double its memory at load.
+      const auto row_bytes = quant::quant_row_bytes(type, static_cast<std::size_t>(cols));
+      const std::int64_t chunk = std::max<std::int64_t>(1, 65536 / cols);
+      std::vector<float> buf(static_cast<std::size_t>(chunk * cols));
+      for (std::int64_t r = 0; r < rows; r += chunk) {
+        const std::size_t n = static_cast<std::size_t>(std::min(chunk, rows - r) * cols);
+        quant::dequantize_row(type, w.values.data_ptr<std::uint8_t>() + static_cast<std::size_t>(r) * row_bytes,
+                              buf.data(), n);
+        require_finite(buf.data(), n, name, ck.dir(), static_cast<std::size_t>(r * cols));
+      }
       quant::to_row_groups(type, w.values.data_ptr<std::uint8_t>(), static_cast<std::size_t>(rows),
                            static_cast<std::size_t>(cols));
       return w;
