@@ -29,8 +29,8 @@ struct GenerateFlags {
     EngineOptions e;
     e.policy = "lru";
     e.device_mem = "50%";
-    e.link = "pcie4";
-    e.compute = "a100";  // as in `ferry moe bench` (docs/moe.md, "Compute profile")
+    e.link = "auto";     // a GGUF file's experts stream from disk; a directory's cross an emulated link
+    e.compute = "auto";  // a100 under an emulated link, as in `ferry moe bench` (docs/moe.md, "Compute profile")
     return e;
   }();
   // Seeded sampling by default: greedy decoding of a tiny model falls into repetition loops.

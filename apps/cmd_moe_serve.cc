@@ -35,8 +35,8 @@ struct ServeFlags {
     EngineOptions e;
     e.policy = "prescope";
     e.device_mem = "50%";
-    e.link = "mixtral-a100";
-    e.compute = "a100";
+    e.link = "auto";
+    e.compute = "auto";
     return e;
   }();
   std::string calibration = "default";  // corpus of the static placements' routing counts
@@ -58,7 +58,7 @@ int run_serve(ServeFlags& f) {
   f.serve.batcher.kv_bytes = parse_bytes(f.kv_mem);
   EngineOptions& eo = f.engine;
   const std::string corpus = f.calibration == "default" ? default_corpus_path() : f.calibration;
-  eo.policy_options.expert_counts = calibration_counts(f.model, corpus, 512, 99, eo.weights);
+  eo.policy_options.expert_counts = calibration_counts(f.model, corpus, 512, 99, eo);
   auto engine = MoeEngine::open(f.model, eo);
   const MoeConfig& c = engine->config();
   auto tokenizer = load_tokenizer(f.model, c.tokenizer, c.vocab_size);

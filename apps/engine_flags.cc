@@ -30,11 +30,12 @@ std::string policy_help() {
 constexpr const char* kDeviceMemHelp = "device budget for routed experts: bytes (256MiB) or % of all experts";
 constexpr const char* kLinkHelp =
     "host-to-device link: pcie3, pcie4, BW,LAT (12GBps,10us), mixtral-a100 (the Mixtral/A100 transfer:compute "
-    "ratio), file (experts read from disk) or none";
+    "ratio), file (experts read from disk), none, or auto (file for a GGUF model, else mixtral-a100)";
 constexpr const char* kWeightsHelp =
     "the routed experts' weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K (quantized at load); default: as "
     "the model stores them (F32 for a checkpoint directory, the file's types for a GGUF file)";
-constexpr const char* kComputeHelp = "compute profile: none, a100 or DEVICE,HOST_PER_TOKEN (100us,1ms)";
+constexpr const char* kComputeHelp =
+    "compute profile: none, a100, DEVICE,HOST_PER_TOKEN (100us,1ms), or auto (a100 under an emulated link, else none)";
 std::string sweep(const std::string& help) { return help + "; comma-separated, one run each"; }
 
 void add_hardware_flags(CLI::App& app, std::string& link, std::string& compute, std::string& weights) {

@@ -20,6 +20,7 @@
 #include "moe/model/reference_model.h"
 #include "moe/model/tokenizer.h"
 #include "moe/predict/predictor_registry.h"
+#include "moe/store/link.h"
 #include "moe/trace/routing_stats.h"
 #include "moe/trace/routing_trace.h"
 
@@ -60,13 +61,33 @@ TokenBatch make_prompts(const std::string& model_dir, const std::string& corpus,
   return out;
 }
 
-std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, const std::string& corpus, int tokens,
-                                              std::uint64_t seed, const std::string& weights) {
+namespace {
+
+// The engine options of the sweep's runs at `budget` (the policy set per run).
+EngineOptions engine_options(const BenchOptions& o, const std::string& budget) {
   EngineOptions eo;
-  eo.weights = weights;
+  eo.device_mem = budget;
+  eo.link = o.link;
+  eo.compute = o.compute;
+  eo.weights = o.weights;
+  eo.policy_options.lru_scope = o.lru_scope;  // a scope= key in a policy spec overrides it
+  return eo;
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, const std::string& corpus, int tokens,
+                                              std::uint64_t seed, const EngineOptions& run) {
+  // Counts do not depend on placement: every expert resident over an unpaced link, unless the
+  // run's experts stream from disk (the model may not fit in memory): then its link and budget.
+  EngineOptions eo;
+  eo.weights = run.weights;
   eo.policy = "lru";
-  eo.device_mem = "100%";
-  eo.link = "none";
+  eo.compute = "none";
+  const std::string link = resolve_auto_link(run.link, fs::is_regular_file(model_dir) && run.weights.empty());
+  const bool streams = !link_entry(parse_link_spec(link).kind).keeps_host_copy;
+  eo.link = streams ? link : "none";
+  eo.device_mem = streams ? run.device_mem : "100%";
   auto eng = MoeEngine::open(model_dir, eo);
   std::vector<std::int32_t> calib;
   if (!corpus.empty()) {
@@ -100,7 +121,8 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
   // the routing trace's own when one drives the routing.
   std::vector<std::uint64_t> counts;
   if (uses_counts && o.routing_trace.empty())
-    counts = calibration_counts(o.model_dir, o.corpus, o.calibration_tokens, o.seed + 99, o.weights);
+    counts = calibration_counts(o.model_dir, o.corpus, o.calibration_tokens, o.seed + 99,
+                                engine_options(o, o.budgets.front()));
   else if (uses_counts) {
     const MoeConfig c = Checkpoint::open(o.model_dir)->config();
     counts = routing_counts(trace, c.num_moe_layers(), c.num_experts);
@@ -110,14 +132,9 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
     for (int batch : o.batches) {
       auto prompts = make_prompts(o.model_dir, o.corpus, batch, o.prompt_tokens, o.seed + batch);
       for (const auto& policy : policies) {
-        EngineOptions eo;
+        EngineOptions eo = engine_options(o, budget);
         eo.policy = policy;  // the spec: the policy reads its keys (predictor=, window=, ...)
-        eo.device_mem = budget;
-        eo.link = o.link;
-        eo.compute = o.compute;
-        eo.weights = o.weights;
         eo.policy_options.expert_counts = counts;
-        eo.policy_options.lru_scope = o.lru_scope;  // a scope= key in the spec overrides it
         if (!o.routing_trace.empty()) eo.forced_routing = &trace;
         auto eng = MoeEngine::open(o.model_dir, eo);
         if (engine != nullptr && rows.empty()) *engine = eng->describe();

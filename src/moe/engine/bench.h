@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/report.h"
+#include "moe/engine/engine.h"
 #include "moe/model/language_model.h"
 
 namespace ferry::moe {
@@ -22,8 +23,8 @@ struct BenchOptions {
   std::vector<std::string> budgets = {"25%", "50%"};  // --device-mem values
   int prompt_tokens = 32;                    // prompt length per sequence
   int new_tokens = 64;                       // generated tokens per sequence
-  std::string link = "mixtral-a100";         // see parse_link_spec()
-  std::string compute = "a100";              // see parse_compute_profile()
+  std::string link = "auto";                 // see parse_link_spec(), resolve_auto_link()
+  std::string compute = "auto";              // see parse_compute_profile(), resolve_auto_compute()
   std::string weights = "";                  // the experts' weight format (EngineOptions::weights)
   std::string corpus;                        // prompts and calibration text come from here ("" = random tokens)
   int calibration_tokens = 512;              // routing counts for static-hot / fiddler, from other text than the prompts
@@ -88,9 +89,10 @@ OverheadResult measure_overhead(const std::string& model_dir, int batch, int pro
 // Routing counts [layer * E + e] of `tokens` calibration tokens for the static placements
 // (static-hot, fiddler: PolicyOptions::expert_counts): from the last quarter of the corpus, which
 // make_prompts() never takes prompts from, or random tokens drawn with `seed` when corpus is empty.
-// `weights`: the experts' format (EngineOptions::weights; a GGUF file may need one).
+// `run`: the engine options of the runs the counts are for (the experts' format; and, when the
+// experts stream from disk, the link and budget the calibration run uses too).
 std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, const std::string& corpus, int tokens,
-                                              std::uint64_t seed, const std::string& weights = "");
+                                              std::uint64_t seed, const EngineOptions& run);
 
 // B prompts of `len` tokens: windows of the corpus text (or random tokens when corpus is empty).
 TokenBatch make_prompts(const std::string& model_dir, const std::string& corpus, int batch, int len,

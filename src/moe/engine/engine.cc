@@ -75,7 +75,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   std::unique_ptr<MoeEngine> eng(new MoeEngine());
   Impl& m = *eng->impl_;
   m.options = options;
-  m.profile = parse_compute_profile(options.compute);
+  parse_compute_profile(options.compute);  // a bad spec fails before loading
   // The predictor the policy is given (prescope; next-gate on the model's routers unless the caller
   // chose one) is timed into stats.predictor_s. Policies that do not take one ignore the factory.
   PolicyOptions po = options.policy_options;
@@ -87,6 +87,8 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   }
   m.policy = make_policy(options.policy, po);  // early: a bad spec fails before loading
   m.ck = Checkpoint::open(model_dir);
+  const std::string link_text = resolve_auto_link(options.link, m.ck->gguf() != nullptr && options.weights.empty());
+  m.profile = parse_compute_profile(resolve_auto_compute(options.compute, parse_link_spec(link_text).kind));
   const MoeConfig& c = m.ck->config();
   if (const RoutingTrace* t = options.forced_routing) {
     FERRY_REQUIRE(t->num_layers == c.num_moe_layers() && t->num_experts <= c.num_experts && t->top_k == c.top_k,
@@ -112,7 +114,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   // A link that reads the checkpoint itself (file) leaves no host copy: the experts stream from
   // disk into the device budget (the whole point when they do not fit in memory), and none can
   // run on the host, whatever the policy would choose.
-  const bool from_disk = !link_entry(parse_link_spec(options.link).kind).keeps_host_copy;
+  const bool from_disk = !link_entry(parse_link_spec(link_text).kind).keeps_host_copy;
   m.pool = HostPool::load(*m.ck, !from_disk,
                           options.weights.empty() ? std::nullopt
                                                   : std::optional(quant::parse_weight_format(options.weights)));
@@ -133,7 +135,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   m.cost.host_token_s = m.profile.host_token_s > 0 ? m.profile.host_token_s : measured;
   m.cost.host_available = !from_disk;
 
-  LinkSpec spec = resolve_scaled_link(options.link, eb, m.cost.device_expert_s);
+  LinkSpec spec = resolve_scaled_link(link_text, eb, m.cost.device_expert_s);
   spec.chunk_bytes = options.chunk_bytes;
   auto link = make_link(spec, LinkSource{m.pool.get(), m.ck.get()});
   m.cost.transfer_s = link->estimate_s(eb);

@@ -9,10 +9,15 @@
 
 namespace ferry::moe {
 
+std::string resolve_auto_compute(const std::string& text, const std::string& link_kind) {
+  if (text != "auto") return text;
+  return link_kind == "emulated" ? "a100" : "none";
+}
+
 ComputeProfile parse_compute_profile(const std::string& text) {
   ComputeProfile p;
   p.name = text;
-  if (text == "none" || text.empty()) return p;
+  if (text == "none" || text.empty() || text == "auto") return p;
   if (text == "a100") {
     // 100 us: the emulated device's expert call, a scale (a tiny model's expert is not Mixtral's);
     // the host is as many times slower per token as on the A100 deployment (core/hardware.h).

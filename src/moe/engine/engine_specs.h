@@ -18,8 +18,13 @@ struct ComputeProfile {
 };
 
 // "none"; "a100": device expert 100 us, host 1 ms per token (10x: host memory bandwidth vs HBM, see
-// docs/moe.md); or "DEVICE,HOST_PER_TOKEN" such as "100us,1ms". Throws InvalidArgument.
+// docs/moe.md); or "DEVICE,HOST_PER_TOKEN" such as "100us,1ms"; "auto" parses as its name only
+// (resolve_auto_compute). Throws InvalidArgument.
 ComputeProfile parse_compute_profile(const std::string& text);
+// `auto` (the `ferry moe` commands' default): "a100" under an emulated link (the deployment it
+// emulates, and what a scaled link is scaled by), "none" (this CPU's real times) under a real one
+// (file, cuda) or none. Other texts are returned unchanged.
+std::string resolve_auto_compute(const std::string& text, const std::string& link_kind);
 
 // "256MiB" (bytes) or "30%" (of all routed-expert bytes). Throws InvalidArgument naming the text.
 std::uint64_t parse_device_mem(const std::string& text, std::uint64_t total_expert_bytes);

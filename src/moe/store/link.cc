@@ -65,6 +65,11 @@ LinkSpec parse_link_spec(const std::string& text) {
   return spec;
 }
 
+std::string resolve_auto_link(const std::string& text, bool gguf_as_stored) {
+  if (parse_link_spec(text).kind != "auto") return text;
+  return gguf_as_stored ? "file" : "mixtral-a100";
+}
+
 LinkSpec resolve_scaled_link(const std::string& text, std::uint64_t expert_bytes, double device_expert_s) {
   LinkSpec spec = parse_link_spec(text);
   if (spec.scaled_ratio <= 0) return spec;
@@ -133,6 +138,9 @@ void register_builtin_links() {
                                        "': expected scaled:RATIO with a positive number");
                        },
                    .positional_key = "ratio"});
+  r.add_if_absent({.name = "auto",
+                   .summary = "file for a GGUF model (its experts stream from disk), else mixtral-a100",
+                   .read = [](SpecReader&, LinkSpec& spec) { spec.kind = "auto"; }});
   r.add_if_absent({.name = "mixtral-a100",
                    .summary = "scaled:62, Mixtral-8x7B's transfer ratio on an A100 over PCIe 4.0 (docs/moe.md)",
                    .read = [](SpecReader&, LinkSpec& spec) {
@@ -145,7 +153,8 @@ std::unique_ptr<Link> make_link(const LinkSpec& spec, const LinkSource& source) 
   FERRY_REQUIRE(spec.scaled_ratio <= 0, "--link ", spec.text, ": a scaled link needs resolve_scaled_link() first");
   const LinkEntry& entry = registry().at(spec.kind);
   FERRY_REQUIRE(entry.unavailable.empty(), "--link ", entry.name, ": ", entry.unavailable);
-  FERRY_REQUIRE(entry.make != nullptr, "--link ", entry.name, ": a shorthand, made through parse_link_spec()");
+  FERRY_REQUIRE(entry.make != nullptr, "--link ", entry.name, ": a shorthand, made through parse_link_spec()",
+                spec.kind == "auto" ? " and resolve_auto_link()" : "");
   return entry.make(spec, source);
 }
 

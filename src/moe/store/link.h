@@ -47,6 +47,13 @@ struct LinkSource {
 // resolve_scaled_link(). Throws InvalidArgument naming the text.
 LinkSpec parse_link_spec(const std::string& text);
 
+// `auto` (the `ferry moe` commands' default): the tier the experts really come from. The experts
+// of a GGUF model computed as the file stores them (no --weights conversion) stream from its file
+// (`file`: the deployment of a machine whose memory is the device tier, the file possibly larger
+// than it); others cross the emulated link of the A100 deployment (`mixtral-a100`) from the host
+// pool. Other specs are returned unchanged.
+std::string resolve_auto_link(const std::string& text, bool gguf_as_stored);
+
 // For a scaled spec: bandwidth such that one expert of `expert_bytes` takes `ratio` times
 // `device_expert_s` to move (latency included). Other specs are returned unchanged.
 LinkSpec resolve_scaled_link(const std::string& text, std::uint64_t expert_bytes, double device_expert_s);
