@@ -150,7 +150,7 @@ int run_compare(int argc, char** argv) {
                                        "--link", c.link, "--eval-each-epoch", "--no-progress", "--out", dir};
       if (c.topology == "ps") args.insert(args.end(), {"--servers", std::to_string(servers)});
       // A bare `twobit` means one threshold for every algorithm: the one cdsgd uses by default.
-      args.insert(args.end(), {"--codec", c.codec == "twobit" ? train::cdsgd_default_codec(twobit) : c.codec});
+      args.insert(args.end(), {"--codec", train::compare_run_codec(c.codec, twobit)});
       args.insert(args.end(), extras.begin(), extras.end());
       std::fprintf(stderr, "ferry compare: [%zu/%zu] %s\n", i + 1, plan.size(), c.name.c_str());
       std::filesystem::remove(dir + "/summary.json");

@@ -19,6 +19,7 @@
 #include "comm/link/shaped_communicator.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "compress/codec_registry.h"
+#include "compress/payload_records.h"
 #include "core/error.h"
 #include "train/distributed_optimizer.h"
 #include "train/strategy.h"
@@ -193,6 +194,34 @@ std::vector<at::Tensor> allgather_bytes(const at::Tensor& t, const std::string& 
   return out;
 }
 
+std::span<const std::byte> bytes_of(const at::Tensor& t, const char* what) {
+  FERRY_REQUIRE(t.scalar_type() == at::kByte && t.dim() == 1 && t.is_contiguous() && t.device().is_cpu(), what,
+                ": expected a contiguous 1-D uint8 CPU tensor, got ", t.scalar_type(), " of shape ", t.sizes(), " on ",
+                t.device());
+  return {static_cast<const std::byte*>(t.data_ptr()), t.nbytes()};
+}
+
+// The DDP hook's message (compress/payload_records.h): the payloads as length-prefixed records.
+at::Tensor pack_records(const std::vector<at::Tensor>& payloads) {
+  std::vector<std::span<const std::byte>> spans;
+  for (const auto& p : payloads) spans.push_back(bytes_of(p, "pack_records: a payload"));
+  py::gil_scoped_release release;  // the bucket's bytes are copied while the backward pass goes on
+  std::vector<std::byte> message = ferry::compress::pack_records(spans);
+  at::Tensor t = at::empty({static_cast<std::int64_t>(message.size())}, at::kByte);
+  if (!message.empty()) std::memcpy(t.data_ptr(), message.data(), message.size());
+  return t;
+}
+
+// The `count` payloads of `message`, as views of it; ValueError naming `what` for a truncated or
+// inconsistent message.
+std::vector<at::Tensor> unpack_records(const at::Tensor& message, std::size_t count, const std::string& what) {
+  const std::span<const std::byte> bytes = bytes_of(message, "unpack_records: the message");
+  std::vector<at::Tensor> out;
+  for (const auto& record : ferry::compress::unpack_records(bytes, count, what))
+    out.push_back(message.narrow(0, record.data() - bytes.data(), static_cast<std::int64_t>(record.size())));
+  return out;
+}
+
 std::uint64_t link_bytes_sent(const std::string& link) { return workers(link).counters().bytes_sent; }
 
 void broadcast_(at::Tensor t, int root) {
@@ -303,6 +332,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("canonical_codec_spec", [](const std::string& spec) { return ferry::compress::canonical_codec_spec(spec); });
   m.def("canonical_codec_spec_on_aggregate",
         [](const std::string& spec) { return ferry::compress::canonical_codec_spec_on_aggregate(spec); });
+  m.def("codec_is_identity", [](const std::string& spec) { return ferry::compress::codec_entry(spec).identity; },
+        py::arg("spec"));
+  m.def("pack_records", &pack_records, py::arg("payloads"));
+  m.def("unpack_records", &unpack_records, py::arg("message"), py::arg("count"), py::arg("what") = "message");
   py::class_<PyCodec>(m, "Codec")
       .def(py::init<const std::string&, std::vector<std::int64_t>, std::uint64_t, int, std::int64_t>(),
            py::arg("spec"), py::arg("shape"), py::arg("tensor_id"), py::arg("rank"), py::arg("batch") = 0)

@@ -242,6 +242,60 @@ def test_hook_spec_puts_the_momentum_after_the_hook():
             hooks.compress(spec)
 
 
+def test_hook_messages_are_packed_and_bounds_checked_by_cpp():
+    # The hook's message of a bucket: length-prefixed records (compress/payload_records.h, as
+    # `ferry train` sends); one cut short or whose length runs past its end is a ValueError naming it.
+    from ferry import _C
+    payloads = [torch.arange(5, dtype=torch.uint8), torch.zeros(0, dtype=torch.uint8),
+                torch.arange(11, dtype=torch.uint8)]
+    message = _C.pack_records(payloads)
+    assert message.dtype == torch.uint8 and message.numel() == 3 * 8 + 16
+    assert [t.tolist() for t in _C.unpack_records(message, 3, "m")] == [p.tolist() for p in payloads]
+    with pytest.raises(ValueError, match=r"^worker 2's message: record 2 of 3 \(11 bytes at byte 29\) "
+                                         r"runs past the end \(39 bytes\)$"):
+        _C.unpack_records(message[:-1], 3, "worker 2's message")
+    too_long = message.clone()
+    too_long[:8] = torch.tensor([1000], dtype=torch.int64).view(torch.uint8)
+    with pytest.raises(ValueError, match=r"^m: record 0 of 3 \(1000 bytes at byte 8\) runs past the end \(40 bytes\)$"):
+        _C.unpack_records(too_long, 3, "m")
+    with pytest.raises(ValueError, match=r"^m: 19 bytes after the last of its 2 records$"):
+        _C.unpack_records(message, 2, "m")
+    with pytest.raises(ValueError, match="expected a contiguous 1-D uint8 CPU tensor"):
+        _C.unpack_records(torch.zeros(4), 1, "m")
+
+
+class _OneWorker:
+    """A one-worker network for _exchange whose allgather may cut the message short."""
+    world, rank = 1, 0
+
+    def __init__(self, cut=0):
+        self.cut = cut
+
+    def allreduce_(self, t):
+        pass
+
+    def allgather(self, payload):
+        return [payload[:payload.numel() - self.cut]]
+
+
+def test_hook_exchange_decodes_through_the_cpp_records_and_refuses_a_cut_message():
+    import ferry.torch.hooks as hooks
+    from ferry import _C
+    codec = _C.Codec("twobit:threshold=0.5", [2, 2], 0, 0)
+    grad = torch.tensor([1.0, -1.0, 0.25, 0.0])
+    assert hooks._exchange(_OneWorker(), [codec], [grad]).tolist() == [0.5, -0.5, 0.0, 0.0]
+    with pytest.raises(ValueError, match=r"^the DDP hook's message of worker 0: record 0 of 1 .* runs past the end"):
+        hooks._exchange(_OneWorker(cut=1), [codec], [grad])
+
+
+def test_the_hook_asks_the_registry_which_codec_is_the_identity():
+    from ferry import _C
+    assert _C.codec_is_identity("none") and _C.codec_is_identity("none:ef=1")
+    assert not any(_C.codec_is_identity(name) for name in _C.codec_names() if name != "none")
+    with pytest.raises(ValueError, match="fourbit"):
+        _C.codec_is_identity("fourbit")
+
+
 def _held_by_cpp_only(t):
     """A holder of `t` outside Python, as a process group's work is: a torch Future (C++) set to it."""
     held = torch.futures.Future()

@@ -76,7 +76,7 @@ Built build(const CodecRegistry& registry, std::string_view text, const TensorIn
   // 1-D parameters (biases, normalisation scales and shifts) travel raw, as in DGC's and
   // PowerSGD's implementations: they are a sliver of the bytes, and a sparsifier's k of a
   // 16-element scale is one value.
-  const bool raw_1d = entry->name != "none" && reader.get_bool("raw_1d", true);
+  const bool raw_1d = !entry->identity && reader.get_bool("raw_1d", true);
   reader.finish();
   if (momentum.placement == MomentumPlacement::kInCodec) {
     // The codec's own momentum, as its factory resolved it (the canonical spec holds it).
@@ -137,7 +137,7 @@ void register_builtin_codecs(CodecRegistry& registry) {
                 .make = [](SpecReader&, const TensorInfo& info) -> std::unique_ptr<Codec> {
                   return std::make_unique<NoneCodec>(info);
                 },
-                .momentum_with_feedback = kWorker});
+                .momentum_with_feedback = kWorker, .identity = true});
   registry.add({.name = "fp16", .summary = "IEEE half precision, round to nearest even",
                 .feedback = FeedbackMode::kOptional,
                 .make = [](SpecReader&, const TensorInfo& info) -> std::unique_ptr<Codec> {
@@ -230,6 +230,10 @@ std::string canonical_codec_spec_on_aggregate(std::string_view text) {
   std::erase_if(spec.params, [](const auto& kv) { return kv.first == "ef21"; });  // ef21=0: nothing to drop to
   spec.params.emplace_back("momentum_at", "server");
   return registry.canonical(spec.str());
+}
+
+const CodecEntry& codec_entry(std::string_view spec) {
+  return builtin_codec_registry().at(Spec::parse(spec, "codec").name);
 }
 
 std::vector<std::string> codec_names() { return builtin_codec_registry().names(); }

@@ -64,6 +64,9 @@ struct CodecEntry {
   MomentumMaskFn mask_sent = {};
   // kInCodec: the spec key holding the codec's own momentum ("momentum").
   std::string momentum_key = {};
+  // The payload is the fp32 tensor itself (none): a caller may sum the raw tensors instead of
+  // exchanging payloads (the DDP hook allreduces the bucket), and raw_1d has nothing to do.
+  bool identity = false;
 };
 
 // What a codec spec asks of the optimizer (CodecRegistry::momentum).
@@ -111,6 +114,9 @@ CodecMomentum codec_momentum(std::string_view spec);
 // hook, whose torch optimizer steps on the decoded average). InvalidArgument, naming the key,
 // when the spec asks for the momentum on the worker (momentum_at=worker, ef21=1).
 std::string canonical_codec_spec_on_aggregate(std::string_view spec);
+// The registry entry of the codec `spec` names (its capabilities); InvalidArgument for an
+// unknown codec or a malformed spec.
+const CodecEntry& codec_entry(std::string_view spec);
 // The builtin codecs' names, sorted (for help texts).
 std::vector<std::string> codec_names();
 

@@ -64,6 +64,17 @@ std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, c
   return plan;
 }
 
+std::string compare_run_codec(const std::string& codec, const DelayedOptions& delayed) {
+  register_builtin_strategies();
+  for (const auto& name : strategy_names()) {
+    const StrategyInfo& info = strategy_info(name);
+    if (!info.default_codec) continue;
+    std::string spec = info.default_codec(delayed);
+    if (codec == Spec::name_of(spec)) return spec;
+  }
+  return codec;
+}
+
 std::string QualityTarget::describe() const {
   return perplexity ? "test perplexity " + fmt(value, "%.2f") : "test accuracy " + fmt(100 * value, "%.1f") + " %";
 }

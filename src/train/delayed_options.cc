@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "compress/codec_registry.h"
 #include "core/error.h"
 #include "train/strategy.h"
 
@@ -26,7 +27,7 @@ void validate_delayed_options(const DelayedOptions& o) {
 void validate_algorithm_codec(const StrategyInfo& info, const std::string& codec) {
   const std::string& algo = info.name;
   if (!info.takes_codec)
-    FERRY_REQUIRE(codec == "none" || codec.rfind("none:", 0) == 0, "--algo ", algo,
+    FERRY_REQUIRE(compress::codec_entry(codec).identity, "--algo ", algo,
                   " does not compress (it sends fp32); drop --codec ", codec);
 }
 

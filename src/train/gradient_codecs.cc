@@ -6,6 +6,7 @@
 
 #include "compress/codec_registry.h"
 #include "compress/codec_spec.h"
+#include "compress/payload_records.h"
 #include "core/error.h"
 #include "train/checkpoint.h"
 #include "train/worker_momentum.h"
@@ -148,11 +149,11 @@ std::string pull_codec_spec(const std::string& codec_spec) {
   if (!entry.pull_unsupported.empty()) {
     std::string usable;
     for (const auto& e : codecs.entries())
-      if (e.pull_unsupported.empty() && e.name != "none") usable += (usable.empty() ? "" : ", ") + e.name;
+      if (e.pull_unsupported.empty() && !e.identity) usable += (usable.empty() ? "" : ", ") + e.name;
     FERRY_THROW(InvalidArgument, "--compress-pull: codec '", spec.name, "' is for gradients only (",
                 entry.pull_unsupported, "); use one of ", usable);
   }
-  FERRY_REQUIRE(spec.name != "none", "--compress-pull needs a codec (e.g. --compress-pull=fp16 or a --codec)");
+  FERRY_REQUIRE(!entry.identity, "--compress-pull needs a codec (e.g. --compress-pull=fp16 or a --codec)");
   std::erase_if(spec.params, [](const auto& kv) { return kv.first == "ef"; });
   std::string text = spec.name + ":";
   for (const auto& [k, v] : spec.params) text += k + "=" + v + ",";
@@ -172,35 +173,6 @@ ps::PullEncoder make_pull_encoder(const std::string& pull_spec, const ps::KeyLay
     codec->encode(change, payload);
   };
 }
-
-namespace {
-
-// Every rank's packed buffer is a sequence of (u64 length, payload) records, one per tensor
-// without a custom allreduce, in tensor order.
-void append_record(std::vector<std::byte>& packed, std::span<const std::byte> payload) {
-  const std::uint64_t len = payload.size();
-  const std::size_t at = packed.size();
-  packed.resize(at + sizeof len + payload.size());
-  std::memcpy(packed.data() + at, &len, sizeof len);
-  if (!payload.empty()) std::memcpy(packed.data() + at + sizeof len, payload.data(), payload.size());
-}
-
-std::span<const std::byte> next_record(std::span<const std::byte> packed, std::size_t& pos, int rank) {
-  std::uint64_t len = 0;
-  if (packed.size() - pos < sizeof len)
-    FERRY_THROW(FormatError, "allgathered gradients of rank ", rank, ": record header past the end (", packed.size(),
-                " bytes)");
-  std::memcpy(&len, packed.data() + pos, sizeof len);
-  pos += sizeof len;
-  if (packed.size() - pos < len)
-    FERRY_THROW(FormatError, "allgathered gradients of rank ", rank, ": record of ", len, " bytes at ", pos,
-                " runs past the end (", packed.size(), " bytes)");
-  auto rec = packed.subspan(pos, len);
-  pos += len;
-  return rec;
-}
-
-}  // namespace
 
 TensorAllreduceCodecs::TensorAllreduceCodecs(const std::string& codec_spec, const FlatParams& params, int rank,
                                              std::int64_t batch) {
@@ -224,18 +196,17 @@ void TensorAllreduceCodecs::allreduce_sum(comm::Communicator& comm, std::span<fl
     if (t.codec->custom_allreduce(grad, sum, world)) continue;
     t.codec->encode(grad, payload_);
     if (momentum) momentum->mask(t.offset, t.numel, payload_);
-    append_record(packed_, payload_);
+    compress::append_record(packed_, payload_);
     gathered.push_back(&t);
   }
   if (gathered.empty()) return;
   auto all = comm.allgather(packed_);
   for (Tensor* t : gathered) std::fill_n(flat_grads.begin() + t->offset, t->numel, 0.0f);
   for (std::size_t r = 0; r < all.size(); ++r) {
-    std::size_t pos = 0;
-    for (Tensor* t : gathered)
-      t->codec->decode_add(next_record(all[r], pos, static_cast<int>(r)), flat_grads.subspan(t->offset, t->numel));
-    if (pos != all[r].size())
-      FERRY_THROW(FormatError, "allgathered gradients of rank ", r, ": ", all[r].size() - pos, " trailing bytes");
+    const auto records =
+        compress::unpack_records(all[r], gathered.size(), "allgathered gradients of rank " + std::to_string(r));
+    for (std::size_t i = 0; i < gathered.size(); ++i)
+      gathered[i]->codec->decode_add(records[i], flat_grads.subspan(gathered[i]->offset, gathered[i]->numel));
   }
 }
 

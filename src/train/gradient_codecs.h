@@ -8,7 +8,8 @@
 //     round sum (sync) or applies it (async). Pulls stay fp32 (as in MXNet).
 //   allreduce: one codec per model tensor. Codecs with their own scheme (PowerSGD: allreduce
 //     P and Q) run it tensor by tensor; every other tensor's payload is packed, length
-//     prefixed, into one buffer, allgathered once per step, and each worker decode-adds all
+//     prefixed (compress/payload_records.h), into one buffer, allgathered once per step, and
+//     each worker decode-adds all
 //     workers' payloads into a zeroed gradient.
 // Either way the result is the SUM over workers of the decoded gradients, as with plain fp32.
 // The spec "none" means no codec at all: strategies keep their raw fp32 path (no headers).

@@ -116,5 +116,13 @@ TEST(DummyStrategy, DefaultCodecIsTheEntrysNotANameCompare) {
   EXPECT_THROW(strategy_info("no-such-algo"), InvalidArgument);
 }
 
+TEST(DummyStrategy, ABareDefaultCodecNameRunsWithTheDefaultsOptions) {
+  DelayedOptions d;
+  d.threshold = 0.25f;
+  EXPECT_EQ(compare_run_codec("twobit", d), "twobit:threshold=0.25");  // cdsgd's default, --threshold
+  for (const char* as_given : {"twobit:threshold=0.1", "none", "topk", "fp16:ef=1"})
+    EXPECT_EQ(compare_run_codec(as_given, d), as_given);
+}
+
 }  // namespace
 }  // namespace ferry::train

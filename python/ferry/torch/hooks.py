@@ -147,7 +147,7 @@ def compress(spec, link=None):
             _C.link_bytes_sent(link)  # parses it
         except ValueError as e:
             raise ValueError(f"compress(link={link!r}): {e}") from None
-    plain = spec.startswith("none")
+    plain = _C.codec_is_identity(spec)  # the payload would be the fp32 tensor itself
     codecs = {}  # id(parameter) -> its codec; ids are given in first-seen order, the same on every worker
 
     def codec_of(param, rank):
@@ -173,7 +173,9 @@ def compress(spec, link=None):
 
 
 def _exchange(net, codecs_here, grads):
-    """One bucket: encode, exchange, decode and sum every tensor; the average over the workers."""
+    """One bucket: encode, exchange, decode and sum every tensor; the average over the workers.
+    The payloads travel as one message per worker, packed and unpacked (bounds-checked) by the C++
+    code `ferry train` uses (compress/payload_records.h)."""
     world = net.world
     outs = [g.clone() for g in grads]
     gathered = []  # (tensor index) of the tensors aggregated by payloads
@@ -183,15 +185,11 @@ def _exchange(net, codecs_here, grads):
             gathered.append(i)
             payloads.append(c.encode(g))
     if gathered:
-        lengths = torch.tensor([p.numel() for p in payloads], dtype=torch.int64)
-        everyone = net.allgather(torch.cat([lengths.view(torch.uint8)] + payloads))
+        everyone = net.allgather(_C.pack_records(payloads))
         for i in gathered:
             outs[i].zero_()
-        head = 8 * len(gathered)
-        for message in everyone:
-            sizes = message[:head].clone().view(torch.int64).tolist()
-            offset = head
-            for i, n in zip(gathered, sizes):
-                codecs_here[i].decode_add(message[offset:offset + n], outs[i])
-                offset += n
+        for rank, message in enumerate(everyone):
+            records = _C.unpack_records(message, len(gathered), f"the DDP hook's message of worker {rank}")
+            for i, payload in zip(gathered, records):
+                codecs_here[i].decode_add(payload, outs[i])
     return torch.cat(outs).div_(world)
