@@ -187,7 +187,7 @@ elif has trace; then
 fi
 
 if has big; then
-  mem=$(awk '/MemTotal/ {print $2 * 1024}' /proc/meminfo)
+  mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) * 1024 ))
   for f in ${BIG_FORMATS//,/ }; do
     # shellcheck disable=SC2086
     gguf=$(make_model big "$f" $MIXTRAL --layers 32)
