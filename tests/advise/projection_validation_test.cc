@@ -102,9 +102,11 @@ TEST(ProjectionAndValidation, AgreeBitForBitOnEveryRow) {
   // Uncompressed rows take no measured codec time: a second process (a new book) agrees too.
   ProfileBook other;
   const auto again = validate_runs(runs, other, k);
-  for (std::size_t j = 0; j < again.size(); ++j)
-    if (!other.codec(again[j].run.codec, other.model(profile, 64)).compressed)
+  for (std::size_t j = 0; j < again.size(); ++j) {
+    if (!other.codec(again[j].run.codec, other.model(profile, 64)).compressed) {
       EXPECT_EQ(again[j].prediction.samples_per_s, validated[j].prediction.samples_per_s) << again[j].run.algo;
+    }
+  }
   fs::remove_all(dir);
 }
 
