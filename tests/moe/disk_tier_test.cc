@@ -24,17 +24,7 @@ using testing::TempDir;
 
 // Rows of 256 weights: whole blocks of every format, K-quants included; 4 layers, so that
 // Q4_K_M's ffn_down changes type from layer to layer (Q6_K in some, Q4_K in the others).
-MoeConfig disk_config() {
-  MoeConfig c = testing::tiny_config();
-  c.hidden_size = 256;
-  c.intermediate_size = 256;
-  c.num_layers = 4;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 64;
-  c.num_experts = 6;
-  return c;
-}
+MoeConfig disk_config() { return testing::block_config(4, 6); }
 
 // Every position's logits: the prompt, then `steps` tokens decoded one at a time.
 std::vector<float> run(MoeEngine& eng, const TokenBatch& seqs, int prompt) {

@@ -346,13 +346,7 @@ TEST(GgufExport, Q8_0AndQ4_0TensorsAreTheReferenceQuantizersBytes) {
 // and every tensor's bytes are the reference quantizer's.
 TEST(GgufExport, Q4_K_MFollowsLlamaQuantizesRule) {
   TempDir tmp;
-  MoeConfig c = testing::tiny_config();
-  c.hidden_size = 256;
-  c.intermediate_size = 256;
-  c.num_layers = 4;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 64;
+  MoeConfig c = testing::block_config(4, testing::tiny_config().num_experts);
   prepare_tiny_config(c);
   const std::string dir = make_model(tmp, c, "m");
   const auto ckpt = Checkpoint::open(dir);

@@ -45,4 +45,18 @@ inline MoeConfig tiny_config() {
   return c;
 }
 
+// tiny_config() with rows that are whole blocks of every GGUF format, K-quant super-blocks of 256
+// included: hidden 256 (4 heads of 64, 2 KV heads), expert width `intermediate`.
+inline MoeConfig block_config(int layers, int experts, std::int64_t intermediate = 256) {
+  MoeConfig c = tiny_config();
+  c.hidden_size = 256;
+  c.intermediate_size = intermediate;
+  c.num_layers = layers;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 64;
+  c.num_experts = experts;
+  return c;
+}
+
 }  // namespace ferry::moe::testing

@@ -30,17 +30,7 @@ using testing::TempDir;
 using testing::kDecode;
 using testing::kPrompt;
 
-MoeConfig quant_config() {  // rows of 256 and 512 weights: whole blocks of every format
-  MoeConfig c = testing::tiny_config();
-  c.hidden_size = 256;
-  c.intermediate_size = 512;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 64;
-  c.num_experts = 6;
-  return c;
-}
+MoeConfig quant_config() { return testing::block_config(2, 6, 512); }  // rows of 256 and 512 weights
 
 // A copy of the checkpoint in `src` whose routed experts are quantized to `format` and back.
 void write_dequantized_experts(const std::string& src, const std::string& dst, quant::QuantType format) {

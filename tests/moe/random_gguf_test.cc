@@ -34,12 +34,7 @@ using testing::TempDir;
 // Rows of 256 (hidden) and 512 (expert width), whole K-quant super-blocks, so that Q4_K_M's mix
 // keeps its K types; expert width != hidden so that w1 and w2 have different scales.
 MoeConfig random_config() {
-  MoeConfig c = testing::tiny_config();
-  c.hidden_size = 256;
-  c.intermediate_size = 512;
-  c.num_layers = 2;
-  c.num_experts = 4;
-  c.head_dim = 64;
+  MoeConfig c = testing::block_config(2, 4, 512);
   prepare_tiny_config(c);
   return c;
 }
