@@ -19,8 +19,9 @@
 # runtime); llama.cpp is tried in each LOAD_MODES (mmap, dio: a mode that loads the whole model
 # into memory is killed when it does not fit, and reported so). Decode: TOKENS tokens after a
 # PROMPT-token prompt at batch 1; prefill: the PROMPT tokens. Every run starts cold (page cache
-# dropped, no warm-up run: llama-bench --no-warmup, ferry moe bench without --warmup). Writes OUT/disk.csv (one row per
-# run), OUT/disk.md and OUT/disk.png (report.py), and the O_DIRECT bandwidth of the disk.
+# dropped, no warm-up run: llama-bench --no-warmup, ferry moe bench without --warmup). Writes
+# OUT/disk.csv (one row per run), OUT/disk.md and OUT/disk.png (report.py), and the O_DIRECT
+# bandwidth of the disk.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FERRY="$(realpath "${1:-build/default/apps/ferry}")"
@@ -74,13 +75,14 @@ limited() {
 csv="$OUT/disk.csv"
 [ -f "$csv" ] || echo "part,model,format,over,limit_bytes,engine,mode,batch,test,tokens_per_s,status,peak_bytes,rss_peak_bytes,hit_rate,moved_bytes,decode_tokens,prompt_tokens,storage_read_bytes,file_bytes,expert_bytes" >"$csv"
 
-# Expert bytes of a GGUF file (its ffn_*_exps tensors).
+# Expert bytes of a GGUF file (its ffn_*_exps tensors), from its header (bench/peers/report.py's reader).
 expert_bytes() {
-  "$PY" - "$1" "$PEERS/llama.cpp/gguf-py" <<'EOF'
-import sys
-sys.path.insert(0, sys.argv[2])
-from gguf import GGUFReader
-print(sum(int(t.n_bytes) for t in GGUFReader(sys.argv[1]).tensors if "_exps." in t.name))
+  "$PY" - "$1" <<'EOF'
+import math, sys
+sys.path.insert(0, "bench/peers")
+from report import GGML_TYPES, gguf_tensors
+tensors, _ = gguf_tensors(sys.argv[1])
+print(sum(math.prod(dims) // GGML_TYPES[t][0] * GGML_TYPES[t][1] for name, dims, t in tensors if "_exps." in name))
 EOF
 }
 

@@ -8,7 +8,7 @@ fraction of the memory-bandwidth roofline at decode batch 1) and DIR/peers.png (
 Roofline: decoding one token at batch 1 reads every dense weight and top_k experts of every MoE
 layer once, so tokens/s x bytes read per token <= read bandwidth (DIR/roofline/kernels.csv, measured
 by bench_moe_kernels). Bytes per token come from the GGUF file's tensors: llama.cpp reads every
-tensor in the file's format; ferry too, except the embedding row and F16/BF16 dense projections,
+tensor in the file's format; ferry too, except F16/BF16 dense projections,
 which it holds in float32.
 """
 import argparse
@@ -86,7 +86,7 @@ def bytes_per_token(path):
             ferry += stored * used
         else:
             llama += stored
-            float_in_ferry = name == "token_embd.weight" or t in (1, 30)  # F16, BF16: dequantized at load
+            float_in_ferry = t in (1, 30)  # F16, BF16: dequantized at load (the embedding stays as stored)
             ferry += n * 4 if float_in_ferry else stored
     return llama, ferry
 

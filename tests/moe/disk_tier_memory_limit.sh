@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The disk tier in less memory than the model: a Q8_0 GGUF file of ~290 MB is run by
+# The disk tier in less memory than the model: a Q8_0 GGUF file of ~330 MB is run by
 # `ferry moe logits --link file` inside a cgroup v1 memory controller whose limit (page cache
 # included) is below the file's size, under every policy; the process is not killed, and its
 # teacher-forced logits equal, bit for bit, those of the all-in-memory engine without a limit.

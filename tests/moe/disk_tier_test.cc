@@ -26,21 +26,6 @@ using testing::TempDir;
 // Q4_K_M's ffn_down changes type from layer to layer (Q6_K in some, Q4_K in the others).
 MoeConfig disk_config() { return testing::block_config(4, 6); }
 
-// Every position's logits: the prompt, then `steps` tokens decoded one at a time.
-std::vector<float> run(MoeEngine& eng, const TokenBatch& seqs, int prompt) {
-  eng.reset();
-  TokenBatch first(seqs.size());
-  for (std::size_t b = 0; b < seqs.size(); ++b) first[b].assign(seqs[b].begin(), seqs[b].begin() + prompt);
-  std::vector<float> all = eng.forward(first, true);
-  for (std::size_t t = prompt; t < seqs[0].size(); ++t) {
-    TokenBatch step(seqs.size());
-    for (std::size_t b = 0; b < seqs.size(); ++b) step[b] = {seqs[b][t]};
-    const std::vector<float> l = eng.forward(step);
-    all.insert(all.end(), l.begin(), l.end());
-  }
-  return all;
-}
-
 class DiskTierTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -72,7 +57,7 @@ TEST_F(DiskTierTest, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
       all_in.device_mem = "100%";
       all_in.link = "none";
       auto mem = MoeEngine::open(gguf(type), all_in);
-      const std::vector<float> expect = run(*mem, seqs, testing::kPrompt);
+      const std::vector<float> expect = testing::run_logits(*mem, seqs);
       const std::uint64_t slot = mem->expert_bytes();
       for (const char* policy : {"ondemand", "lru", "static-hot", "next-gate", "fiddler", "moe-infinity", "prescope",
                                  "prescope:speculate=0"})
@@ -84,7 +69,7 @@ TEST_F(DiskTierTest, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
           o.chunk_bytes = 4096;  // several chunks per expert: transfers are cut and resumed
           auto eng = MoeEngine::open(gguf(type), o);
           EXPECT_EQ(eng->expert_bytes(), slot) << type;
-          EXPECT_EQ(run(*eng, seqs, testing::kPrompt), expect) << type << " " << policy << " budget " << budget;
+          EXPECT_EQ(testing::run_logits(*eng, seqs), expect) << type << " " << policy << " budget " << budget;
           const auto s = eng->stats();
           EXPECT_LE(s.store.peak_bytes, s.budget_bytes) << type << " " << policy << " " << budget;
           EXPECT_GT(s.store.bytes_moved, 0u) << type << " " << policy;

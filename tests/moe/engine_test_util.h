@@ -35,27 +35,39 @@ inline std::vector<float> reference_logits(const std::string& dir, const TokenBa
 }
 
 // Runs the engine over `seqs` (the first `prompt` tokens as one prompt, then one token per step)
-// and compares with `expect` ([B][T][V]); returns the largest absolute difference.
+// and returns every position's logits in that order: [B][prompt][V], then [B][V] per step.
+inline std::vector<float> run_logits(MoeEngine& eng, const TokenBatch& seqs, int prompt = kPrompt) {
+  const int B = static_cast<int>(seqs.size()), T = static_cast<int>(seqs[0].size());
+  eng.reset();
+  TokenBatch first(B);
+  for (int b = 0; b < B; ++b) first[b].assign(seqs[b].begin(), seqs[b].begin() + prompt);
+  std::vector<float> all = eng.forward(first, true);
+  for (int t = prompt; t < T; ++t) {
+    TokenBatch step(B);
+    for (int b = 0; b < B; ++b) step[b] = {seqs[b][t]};
+    const std::vector<float> g = eng.forward(step);
+    all.insert(all.end(), g.begin(), g.end());
+  }
+  return all;
+}
+
+// run_logits() against `expect` ([B][T][V]); returns the largest absolute difference.
 inline double max_diff_vs(MoeEngine& eng, const TokenBatch& seqs, const std::vector<float>& expect,
                           int prompt = kPrompt) {
   const int B = static_cast<int>(seqs.size()), T = static_cast<int>(seqs[0].size());
   const int V = eng.config().vocab_size;
-  eng.reset();
-  TokenBatch first(B);
-  for (int b = 0; b < B; ++b) first[b].assign(seqs[b].begin(), seqs[b].begin() + prompt);
+  const std::vector<float> got = run_logits(eng, seqs, prompt);
   double worst = 0;
-  auto got = eng.forward(first, true);
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < prompt; ++t)
       for (int v = 0; v < V; ++v)
         worst = std::max<double>(worst, std::abs(got[(b * prompt + t) * V + v] - expect[(b * T + t) * V + v]));
-  for (int t = prompt; t < T; ++t) {
-    TokenBatch step(B);
-    for (int b = 0; b < B; ++b) step[b] = {seqs[b][t]};
-    auto g = eng.forward(step);
+  const std::size_t steps_at = static_cast<std::size_t>(B) * prompt * V;
+  for (int t = prompt; t < T; ++t)
     for (int b = 0; b < B; ++b)
-      for (int v = 0; v < V; ++v) worst = std::max<double>(worst, std::abs(g[b * V + v] - expect[(b * T + t) * V + v]));
-  }
+      for (int v = 0; v < V; ++v)
+        worst = std::max<double>(
+            worst, std::abs(got[steps_at + (static_cast<std::size_t>(t - prompt) * B + b) * V + v] - expect[(b * T + t) * V + v]));
   return worst;
 }
 

@@ -84,7 +84,7 @@ std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, cons
   eo.weights = run.weights;
   eo.policy = "lru";
   eo.compute = "none";
-  const std::string link = resolve_auto_link(run.link, fs::is_regular_file(model_dir) && run.weights.empty());
+  const std::string link = resolved_link(model_dir, run);
   const bool streams = !link_entry(parse_link_spec(link).kind).keeps_host_copy;
   eo.link = streams ? link : "none";
   eo.device_mem = streams ? run.device_mem : "100%";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -69,6 +70,10 @@ MoeEngine::~MoeEngine() {
   if (impl_ && impl_->store) impl_->store.reset();  // joins the I/O thread before the pool goes
 }
 
+std::string resolved_link(const std::string& model_dir, const EngineOptions& options) {
+  return resolve_auto_link(options.link, std::filesystem::is_regular_file(model_dir) && options.weights.empty());
+}
+
 std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const EngineOptions& options) {
   register_builtin_links();
   register_builtin_policies();
@@ -87,8 +92,9 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   }
   m.policy = make_policy(options.policy, po);  // early: a bad spec fails before loading
   m.ck = Checkpoint::open(model_dir);
-  const std::string link_text = resolve_auto_link(options.link, m.ck->gguf() != nullptr && options.weights.empty());
-  m.profile = parse_compute_profile(resolve_auto_compute(options.compute, parse_link_spec(link_text).kind));
+  const std::string link_text = resolved_link(model_dir, options);
+  const std::string link_kind = parse_link_spec(link_text).kind;
+  m.profile = parse_compute_profile(resolve_auto_compute(options.compute, link_kind));
   const MoeConfig& c = m.ck->config();
   if (const RoutingTrace* t = options.forced_routing) {
     FERRY_REQUIRE(t->num_layers == c.num_moe_layers() && t->num_experts <= c.num_experts && t->top_k == c.top_k,
@@ -114,7 +120,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   // A link that reads the checkpoint itself (file) leaves no host copy: the experts stream from
   // disk into the device budget (the whole point when they do not fit in memory), and none can
   // run on the host, whatever the policy would choose.
-  const bool from_disk = !link_entry(parse_link_spec(link_text).kind).keeps_host_copy;
+  const bool from_disk = !link_entry(link_kind).keeps_host_copy;
   m.pool = HostPool::load(*m.ck, !from_disk,
                           options.weights.empty() ? std::nullopt
                                                   : std::optional(quant::parse_weight_format(options.weights)));

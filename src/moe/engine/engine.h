@@ -76,6 +76,10 @@ struct SequenceOptions {
   std::size_t routing_offset = 0;
 };
 
+// The link `options.link` names for the model at `model_dir`: `auto` resolved (resolve_auto_link:
+// a GGUF file, the model a file path opens, computed as stored streams from it), else as given.
+std::string resolved_link(const std::string& model_dir, const EngineOptions& options);
+
 class MoeEngine : public LanguageModel {
  public:
   // Opens the checkpoint in `model_dir` and builds store, link and policy. Throws InvalidArgument

@@ -92,9 +92,9 @@ class FileLink : public Link {
     std::uint64_t skipped = 0;  // slot bytes of earlier projections (or parts) already delivered
     std::uint64_t total = 0;
     const std::vector<Piece> parts = pieces(id);
-    for (const Piece& p : parts) {
-      check_unchanged(*p.file);
-      total += p.out_len();
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      if (k == 0 || parts[k].file != parts[k - 1].file) check_unchanged(*parts[k].file);  // a GGUF: once
+      total += parts[k].out_len();
     }
     for (const Piece& p : parts) {
       if (skipped + p.out_len() <= from) {
