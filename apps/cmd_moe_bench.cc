@@ -15,6 +15,7 @@
 #include "apps/engine_flags.h"
 #include "apps/moe_subcommands.h"
 #include "apps/render_plots.h"
+#include "apps/wait_policy.h"
 #include "core/corpus.h"
 #include "core/metrics.h"
 #include "core/progress.h"
@@ -47,6 +48,12 @@ std::string bench_header(const BenchOptions& o, const std::string& engine) {
 }  // namespace
 
 int run_bench_report(BenchOptions& o, const std::string& out, int threads, bool overhead) {
+  {
+    EngineOptions eo;
+    eo.link = o.link;
+    eo.weights = o.weights;
+    prefer_passive_wait(streams_from_disk(o.model_dir, eo));
+  }
   at::set_num_threads(threads);
   if (o.corpus == "default") o.corpus = default_corpus_path();
   ProgressOptions po;

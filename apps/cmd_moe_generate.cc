@@ -11,6 +11,7 @@
 
 #include "apps/cli.h"
 #include "apps/engine_flags.h"
+#include "apps/wait_policy.h"
 #include "apps/moe_subcommands.h"
 #include "core/error.h"
 #include "core/units.h"
@@ -40,6 +41,7 @@ struct GenerateFlags {
 };
 
 int run_generate(const GenerateFlags& f) {
+  prefer_passive_wait(streams_from_disk(f.model, f.engine));
   at::set_num_threads(f.threads);
   auto eng = MoeEngine::open(f.model, f.engine);
   auto tok = load_tokenizer(f.model, eng->config().tokenizer, eng->config().vocab_size);

@@ -15,6 +15,7 @@
 
 #include "apps/cli.h"
 #include "apps/engine_flags.h"
+#include "apps/wait_policy.h"
 #include "apps/moe_subcommands.h"
 #include "core/error.h"
 #include "core/units.h"
@@ -47,6 +48,7 @@ struct ServeFlags {
 };
 
 int run_serve(ServeFlags& f) {
+  prefer_passive_wait(streams_from_disk(f.model, f.engine));
   at::set_num_threads(f.threads);
   // Signals go to one thread that waits for them, so that the server's threads never see one.
   sigset_t stop_signals;

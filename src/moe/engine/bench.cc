@@ -20,7 +20,6 @@
 #include "moe/model/reference_model.h"
 #include "moe/model/tokenizer.h"
 #include "moe/predict/predictor_registry.h"
-#include "moe/store/link.h"
 #include "moe/trace/routing_stats.h"
 #include "moe/trace/routing_trace.h"
 
@@ -84,9 +83,8 @@ std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, cons
   eo.weights = run.weights;
   eo.policy = "lru";
   eo.compute = "none";
-  const std::string link = resolved_link(model_dir, run);
-  const bool streams = !link_entry(parse_link_spec(link).kind).keeps_host_copy;
-  eo.link = streams ? link : "none";
+  const bool streams = streams_from_disk(model_dir, run);
+  eo.link = streams ? resolved_link(model_dir, run) : "none";
   eo.device_mem = streams ? run.device_mem : "100%";
   auto eng = MoeEngine::open(model_dir, eo);
   std::vector<std::int32_t> calib;

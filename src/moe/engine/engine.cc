@@ -74,6 +74,11 @@ std::string resolved_link(const std::string& model_dir, const EngineOptions& opt
   return resolve_auto_link(options.link, std::filesystem::is_regular_file(model_dir) && options.weights.empty());
 }
 
+bool streams_from_disk(const std::string& model_dir, const EngineOptions& options) {
+  register_builtin_links();
+  return !link_entry(parse_link_spec(resolved_link(model_dir, options)).kind).keeps_host_copy;
+}
+
 std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const EngineOptions& options) {
   register_builtin_links();
   register_builtin_policies();

@@ -79,6 +79,9 @@ struct SequenceOptions {
 // The link `options.link` names for the model at `model_dir`: `auto` resolved (resolve_auto_link:
 // a GGUF file, the model a file path opens, computed as stored streams from it), else as given.
 std::string resolved_link(const std::string& model_dir, const EngineOptions& options);
+// True when the engine `options` open for `model_dir` reads its experts from the model's file on
+// every miss (a link that keeps no host copy: `file`, or `auto` on a GGUF file computed as stored).
+bool streams_from_disk(const std::string& model_dir, const EngineOptions& options);
 
 class MoeEngine : public LanguageModel {
  public:
