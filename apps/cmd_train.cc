@@ -60,7 +60,9 @@ void add_delayed_flags(CLI::App& app, train::DelayedOptions& d) {
 
 void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_spec) {
   train::register_builtin_strategies();
-  app.add_option("--algo", o.algo, "training algorithm: " + choices(train::strategy_names()))
+  app.add_option("--algo", o.algo,
+                 "training algorithm, a spec NAME[:KEY=VALUE,...] (e.g. diloco:inner_steps=50; docs/algorithms.md); "
+                 "NAME: " + choices(train::strategy_names()))
       ->capture_default_str();
   app.add_option("--topology", o.topology, "allreduce | ps (default: the algorithm's own)");
   app.add_option("--np", o.num_workers, "worker ranks")->capture_default_str();
@@ -127,6 +129,7 @@ int run_train(int argc, char** argv) {
   o.link = comm::parse_link_spec(link_spec);
   o.progress = !no_progress;
   train::register_builtin_strategies();
+  o.algo = train::canonical_algo(o.algo);  // the strategy's keys resolved; an unknown one refused
   if (app.count("--codec") == 0) o.codec = train::default_codec(train::strategy_info(o.algo), o.delayed);
   if (app.count("--compress-pull") > 0 && o.pull_codec.empty()) o.pull_codec = o.codec;
   train::validate(o);

@@ -324,6 +324,10 @@ PYBIND11_MODULE(_C, m) {
     ferry::train::register_builtin_strategies();
     return ferry::train::strategy_names();
   });
+  m.def("takes_external_optimizer", [](const std::string& algo) {
+    ferry::train::register_builtin_strategies();
+    return ferry::train::strategy_info(algo).external_optimizer;
+  });
   m.def("validate", [](const DistributedOptimizerOptions& o, int world_size) { ferry::train::validate(o, world_size); });
 
   bind_data(m);
@@ -372,6 +376,7 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("link", &DistributedOptimizerOptions::link)
       .def_readwrite("delayed", &DistributedOptimizerOptions::delayed)
       .def_readwrite("batch", &DistributedOptimizerOptions::batch)
+      .def_readwrite("external_optimizer", &DistributedOptimizerOptions::external_optimizer)
       .def_readwrite("checkpoint_dir", &DistributedOptimizerOptions::checkpoint_dir)
       .def_readwrite("resume", &DistributedOptimizerOptions::resume)
       .def_readwrite("keep_checkpoints", &DistributedOptimizerOptions::keep_checkpoints);

@@ -176,6 +176,10 @@ FASHION = "/usr/share/datasets/fashion-mnist"
 @pytest.mark.parametrize("algo,topology,servers,extra", [
     ("ssgd", "allreduce", 0, []),
     ("ssdsgd", "ps", 1, ["--codec", "twobit:threshold=0.001953125"]),
+    # DiLoCo's inner SGD is ferry's when the optimizer is a torch.optim.SGD; a fragment in flight
+    # (overlap) and the mixing too
+    ("diloco:inner_steps=2", "allreduce", 0, []),
+    ("streaming-diloco:inner_steps=4,fragments=2,overlap=1,alpha=0.5", "allreduce", 0, []),
 ])
 def test_python_and_ferry_train_give_the_same_weights(tmp_path, algo, topology, servers, extra):
     steps, batch, limit, seed, workers = 6, 32, 512, 3, 4  # 4 steps an epoch: the second epoch's order too
@@ -359,6 +363,8 @@ cases = [
     (dict(delay_stepz=3), "unknown option 'delay_stepz'"),
     (dict(algo="ssgd", topology="ps"), "topology ps needs servers >= 1"),
     (dict(algo="wfbp", codec="twobit"), "wfbp does not compress"),
+    (dict(algo="diloco", fragments=2), "unknown option 'fragments'"),  # keyword arguments join the spec
+    (dict(algo="diloco:inner_steps=0"), "inner_steps must be at least 1"),
 ]
 for kwargs, want in cases:
     try:
@@ -390,6 +396,45 @@ except ValueError as e:
 else:
     raise SystemExit("wfbp accepted a parameter read outside its module")
 print("all bad options refused")
+'''
+
+
+# DiLoCo with the user's own AdamW as the inner optimizer, one worker, one outer step of outer SGD
+# with lr 1 and no momentum: the global weights are θ0 − (θ0 − θ1) for θ1 what torch's AdamW alone
+# reaches in H steps: within one rounding of each subtraction, |w − θ1| ≤ u·(|θ0 − θ1| + |θ1|).
+def test_diloco_steps_the_users_own_optimizer(tmp_path):
+    r = subprocess.run([sys.executable, "-c", DILOCO_ADAMW], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "diloco with adamw ok" in r.stdout, r.stdout + r.stderr
+
+
+DILOCO_ADAMW = r'''
+import torch, ferry, ferry.torch as ft
+ferry.init()
+torch.manual_seed(0)
+def model():
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+a, b = model(), model()
+b.load_state_dict(a.state_dict())
+x, y = torch.randn(30, 8), torch.randn(30, 4)
+inner = torch.optim.AdamW(a.parameters(), lr=0.01, weight_decay=0.1)
+opt = ft.DistributedOptimizer(inner, algo="diloco", inner_steps=3, outer_lr=1, outer_momentum=0)
+ref = torch.optim.AdamW(b.parameters(), lr=0.01, weight_decay=0.1)
+theta0 = [p.detach().clone() for p in a.parameters()]
+for i in range(3):
+    for m, o in ((a, opt), (b, ref)):
+        o.zero_grad()
+        torch.nn.functional.mse_loss(m(x[i::3]), y[i::3]).backward()
+        o.step()
+opt.finish()
+u = 2.0 ** -24
+for p0, p, q in zip(theta0, a.parameters(), b.parameters()):
+    assert not torch.equal(p0, q)
+    bound = 1.001 * u * ((p0 - q).abs() + q.abs())
+    assert bool(((p.detach() - q.detach()).abs() <= bound).all()), (p - q).abs().max()
+assert all("exp_avg" in inner.state[p] for p in a.parameters())  # its state stays on the worker
+print("diloco with adamw ok")
 '''
 
 

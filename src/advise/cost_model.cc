@@ -87,11 +87,12 @@ void register_builtin_algorithm_costs() {
   register_sync_costs();
   register_delayed_costs();
   register_local_sgd_cost();
+  register_diloco_costs();
 }
 
 const AlgorithmCost* find_algorithm_cost(const std::string& strategy) {
   register_builtin_algorithm_costs();
-  return cost_registry().find(strategy);
+  return cost_registry().find(train::algo_name(strategy));
 }
 
 namespace {
@@ -115,7 +116,9 @@ Prediction predict(const std::string& algo, const Scenario& sc, const MachineCon
                 "--algo ", algo, " does not run on the ", train::topology_name(sc.topology), " topology");
   FERRY_REQUIRE(info.takes_codec || !sc.codec.compressed, "--algo ", algo, " sends fp32 (no --codec), got ",
                 sc.codec.spec);
-  const CostContext ctx(sc, k);
+  Scenario spec_sc = sc;
+  spec_sc.algo = algo;
+  const CostContext ctx(spec_sc, k);
   const IterationCost it = cost->steady(ctx);
   Prediction p;
   p.algo = algo;

@@ -45,6 +45,9 @@ struct Scenario {
   CodecCost full;   // fp32 (uncompressed_cost), for the full-precision steps
   train::DelayedOptions delayed;
   std::int64_t steps = 0;  // iterations of the run; 0: steady state only
+  // The --algo spec predict() was given: the keys of a strategy with options of its own
+  // (diloco:inner_steps=50).
+  std::string algo;
 };
 
 // What one iteration costs a worker, in the steady state of an algorithm.
@@ -124,6 +127,12 @@ const AlgorithmCost* find_algorithm_cost(const std::string& strategy);
 void register_sync_costs();
 void register_delayed_costs();
 void register_local_sgd_cost();
+void register_diloco_costs();
+
+// The ring-allreduce exchange of one gradient-sized vector with codec `c` (S-SGD's allreduce path,
+// DiLoCo's outer gradient): its time and the bytes a worker sends (sync_costs.cc).
+double allreduce_exchange_s(const CostContext& x, const CodecCost& c);
+double allreduce_bytes_sent(const CostContext& x, const CodecCost& c);
 
 struct Prediction {
   std::string algo;

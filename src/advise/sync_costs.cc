@@ -10,7 +10,6 @@
 #include "advise/queueing.h"
 
 namespace ferry::advise {
-namespace {
 
 // Time of the allreduce path of one iteration after backward, codec included (ssgd allreduce):
 //   none:   AR(S) + kappa 4(n-1)/n S st
@@ -36,6 +35,8 @@ double allreduce_bytes_sent(const CostContext& x, const CodecCost& c) {
   const int n = x.n();
   return 2.0 * (n - 1) / n * c.ring_bytes + (n - 1) * c.allgather_bytes;
 }
+
+namespace {
 
 // S-SGD (Zinkevich et al. 2010 as data parallelism; Goyal et al. 2017): every worker computes,
 // then the gradients are summed and the step taken before the next compute starts.

@@ -25,7 +25,7 @@ namespace {
 TrainOptions as_train_options(const DistributedOptimizerOptions& o, int world_size) {
   register_builtin_strategies();
   TrainOptions t;
-  t.algo = o.algo;
+  t.algo = canonical_algo(o.algo);  // an unknown name or key first
   t.topology = o.topology;
   const Topology topology = resolve_topology(strategy_info(o.algo), o.topology);
   t.num_servers = topology == Topology::kParameterServer ? o.num_servers : 0;
@@ -45,15 +45,26 @@ TrainOptions as_train_options(const DistributedOptimizerOptions& o, int world_si
   return t;
 }
 
-StrategyOptions strategy_options(const TrainOptions& t, std::int64_t batch) {
+StrategyOptions strategy_options(const TrainOptions& t, const DistributedOptimizerOptions& o) {
   const Topology topology = resolve_topology(strategy_info(t.algo), t.topology);
-  return StrategyOptions{topology,
-                         world_layout(t),
-                         ps::SgdOptions{t.lr, t.momentum, t.weight_decay, 1.0f},
-                         canonical_codec(t),
-                         canonical_pull_codec(t),
-                         t.delayed,
-                         batch};
+  StrategyOptions so{topology,
+                     world_layout(t),
+                     ps::SgdOptions{t.lr, t.momentum, t.weight_decay, 1.0f},
+                     canonical_codec(t),
+                     canonical_pull_codec(t),
+                     t.delayed,
+                     o.batch};
+  so.algo = t.algo;
+  so.external_optimizer = o.external_optimizer;
+  return so;
+}
+
+// The names of the strategies that take the caller's optimizer, for the message above.
+std::string external_optimizer_algos() {
+  std::string names;
+  for (const auto& n : strategy_names())
+    if (strategy_info(n).external_optimizer) names += (names.empty() ? "" : ", ") + n;
+  return names;
 }
 
 std::vector<std::size_t> numels_of(const std::vector<at::Tensor>& params) {
@@ -67,8 +78,11 @@ std::vector<std::size_t> numels_of(const std::vector<at::Tensor>& params) {
 
 void validate(const DistributedOptimizerOptions& o, int world_size) {
   register_builtin_strategies();
-  strategy_info(o.algo);    // an unknown algorithm first, listing the known ones
+  canonical_algo(o.algo);    // an unknown algorithm or key first, listing the known ones
   validate_delayed_options(o.delayed);  // then the options' own values, whatever the world
+  FERRY_REQUIRE(!o.external_optimizer || strategy_info(o.algo).external_optimizer, "optimizer: --algo ",
+                algo_name(o.algo), " runs ferry's own SGD update; only ", external_optimizer_algos(),
+                " step with the caller's optimizer");
   const Topology topology = resolve_topology(strategy_info(o.algo), o.topology);
   FERRY_REQUIRE(o.num_servers < world_size || topology == Topology::kAllreduce, "--servers ", o.num_servers,
                 " leaves no worker in a world of ", world_size, " ranks");
@@ -99,7 +113,7 @@ DistributedOptimizer::DistributedOptimizer(std::vector<at::Tensor> params, comm:
     shaped_ = std::make_unique<comm::ShapedCommunicator>(raw_comm_, t.link);
     comm_ = shaped_.get();
   }
-  const StrategyOptions so = strategy_options(t, options_.batch);
+  const StrategyOptions so = strategy_options(t, options_);
   codec_ = so.codec;
   if (so.world.is_server(comm_->rank())) return;
   flat_ = std::make_unique<FlatParams>(params_);
@@ -124,7 +138,7 @@ bool DistributedOptimizer::is_server() const { return !strategy_; }
 void DistributedOptimizer::serve() {
   FERRY_REQUIRE(is_server(), "serve() is for parameter-server ranks");
   const TrainOptions t = as_train_options(options_, raw_comm_->size());
-  const StrategyOptions so = strategy_options(t, options_.batch);
+  const StrategyOptions so = strategy_options(t, options_);
   run_parameter_server(*comm_, so.world, numels_of(params_), strategy_info(options_.algo).server_mode, so.sgd,
                        so.codec, shapes_of(params_), so.pull_codec,
                        ServerCheckpointing{options_.checkpoint_dir, resume_dir_});

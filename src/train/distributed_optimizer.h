@@ -27,7 +27,7 @@ class Strategy;
 
 // The options of `ferry train` that concern the optimizer (same names, same checks: validate()).
 struct DistributedOptimizerOptions {
-  std::string algo = "ssgd";          // strategy name (see strategy_names())
+  std::string algo = "ssgd";          // --algo spec: a strategy name (strategy_names()) and its keys
   std::string topology = "";          // allreduce | ps; empty = the strategy's default
   int num_servers = 0;                // parameter-server ranks (the last ranks of the world)
   float lr = 0.05f;                   // learning rate of the global optimizer
@@ -37,6 +37,9 @@ struct DistributedOptimizerOptions {
   std::string pull_codec = "";        // ps: codec of the pull replies; empty = fp32 pulls
   std::string link = "none";          // emulated NIC of every rank: BANDWIDTH[,LATENCY] or none
   DelayedOptions delayed = {};        // odsgd, ssdsgd, cdsgd, localsgd, wfbp knobs
+  // The caller steps the weights with its own optimizer before step() (DiLoCo's inner
+  // optimizer); refused for strategies whose update is ferry's (StrategyInfo::external_optimizer).
+  bool external_optimizer = false;
   std::int64_t batch = 0;             // per-worker batch, for codec thresholds in MXNet's units
                                       // (twobit units=mxnet); 0 = not given
   // Checkpoints of ferry's own state (checkpoint.h's format, as `ferry train --checkpoint-every`

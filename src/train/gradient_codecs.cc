@@ -187,11 +187,19 @@ TensorAllreduceCodecs::TensorAllreduceCodecs(const std::string& codec_spec, cons
 
 void TensorAllreduceCodecs::allreduce_sum(comm::Communicator& comm, std::span<float> flat_grads,
                                           WorkerMomentum* momentum) {
+  allreduce_sum(comm, flat_grads, momentum, 0, tensors_.size());
+}
+
+void TensorAllreduceCodecs::allreduce_sum(comm::Communicator& comm, std::span<float> flat_grads,
+                                          WorkerMomentum* momentum, std::size_t first_tensor, std::size_t end_tensor) {
+  FERRY_CHECK(first_tensor <= end_tensor && end_tensor <= tensors_.size(), "tensors [", first_tensor, ", ",
+              end_tensor, ") of ", tensors_.size());
   const std::size_t world = static_cast<std::size_t>(comm.size());
   const compress::AllreduceSumFn sum = [&comm](std::span<float> x) { comm.allreduce_sum(x); };
   packed_.clear();
   std::vector<Tensor*> gathered;  // tensors aggregated by allgather, in order
-  for (auto& t : tensors_) {
+  for (std::size_t i = first_tensor; i < end_tensor; ++i) {
+    Tensor& t = tensors_[i];
     auto grad = flat_grads.subspan(t.offset, t.numel);
     if (t.codec->custom_allreduce(grad, sum, world)) continue;
     t.codec->encode(grad, payload_);

@@ -96,6 +96,10 @@ class TensorAllreduceCodecs {
   // decoded gradients on return. Collective: every rank calls it with the same spec. With
   // `momentum`, each tensor's sent coordinates are masked in the worker's velocity.
   void allreduce_sum(comm::Communicator& comm, std::span<float> flat_grads, WorkerMomentum* momentum = nullptr);
+  // The same for the model tensors [first_tensor, end_tensor) only (flat_grads is still the whole
+  // flat vector; the others are left alone): a fragment of the model (Streaming DiLoCo).
+  void allreduce_sum(comm::Communicator& comm, std::span<float> flat_grads, WorkerMomentum* momentum,
+                     std::size_t first_tensor, std::size_t end_tensor);
   // Checkpoints: every tensor's codec state, as KeyPushCodecs does per key.
   void save_state(StateWriter& out) const;
   void load_state(const StateReader& in);

@@ -105,6 +105,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
   StrategyOptions strategy_options{topology, world, sgd, codec, pull_codec};
   strategy_options.delayed = o.delayed;
   strategy_options.batch = o.batch;
+  strategy_options.algo = canonical_algo(o.algo);
   auto strategy = info.make(StrategyContext{comm, strategy_options});
   StallWatchdog watchdog(o.stall_timeout_s, on_stall);
   watchdog.progress(start_it);

@@ -5,6 +5,7 @@
 #include "train/asgd_strategy.h"
 #include "train/cd_sgd_strategy.h"
 #include "train/compute_only_strategy.h"
+#include "train/diloco_strategy.h"
 #include "train/local_sgd_strategy.h"
 #include "train/od_sgd_strategy.h"
 #include "train/ssd_sgd_strategy.h"
@@ -53,14 +54,26 @@ void register_builtin_strategies() {
       {.name = "compute-only", .summary = "reference: no communication at all (the iteration-time floor)",
        .topologies = {T::kAllreduce}, .takes_codec = false, .compute_floor = true,
        .make = factory<ComputeOnlyStrategy>()},
+      diloco_entry(/*streaming=*/false),
+      diloco_entry(/*streaming=*/true),
   };
   // Every rank thread of a local run may call this at once: add_if_absent is atomic per entry.
   for (const auto& info : builtin) registry().add_if_absent(info);
 }
 
-const StrategyInfo& strategy_info(const std::string& name) { return registry().at(name); }
+std::string algo_name(const std::string& algo_spec) { return Spec::name_of(algo_spec); }
 
-const StrategyInfo* find_strategy(const std::string& name) { return registry().find(name); }
+const StrategyInfo& strategy_info(const std::string& algo_spec) { return registry().at(algo_name(algo_spec)); }
+
+const StrategyInfo* find_strategy(const std::string& algo_spec) { return registry().find(algo_name(algo_spec)); }
+
+std::string canonical_algo(const std::string& algo_spec) {
+  const StrategyInfo& info = strategy_info(algo_spec);  // an unknown name first, listing the known ones
+  SpecReader r(Spec::parse(algo_spec, "--algo"), "--algo");
+  if (info.read_options) info.read_options(r);
+  r.finish();
+  return r.canonical();
+}
 
 std::vector<std::string> strategy_names() { return registry().names(); }
 

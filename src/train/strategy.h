@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/spec.h"
 #include "ps/kv_server.h"
 #include "ps/sgd_optimizer.h"
 #include "train/delayed_options.h"
@@ -38,6 +39,12 @@ struct StrategyOptions {
   std::string pull_codec = "";  // ps: codec of pull replies (pull_codec_spec); "" = fp32 pulls as in MXNet
   DelayedOptions delayed = {};  // options of odsgd, ssdsgd, cdsgd, localsgd, wfbp
   std::int64_t batch = 0;       // per-worker batch (codecs with thresholds in MXNet's units); 0 = unknown
+  // The --algo spec, canonical (canonical_algo): a strategy with options of its own reads them
+  // from it (StrategyInfo::read_options), e.g. "diloco:inner_steps=50,outer_lr=0.7,...".
+  std::string algo = "";
+  // The caller steps the weights itself before step() (the Python package with a torch.optim
+  // optimizer of the user's); only a strategy whose entry has external_optimizer accepts it.
+  bool external_optimizer = false;
 };
 
 class Strategy {
@@ -106,6 +113,14 @@ struct StrategyInfo {
   bool speedup_baseline = false;
   // `ferry compare`: no communication at all, the iteration-time floor every comparison runs.
   bool compute_floor = false;
+  // Runs with an optimizer the caller applies (StrategyOptions::external_optimizer): its own
+  // update is local to each worker (DiLoCo's inner optimizer).
+  bool external_optimizer = false;
+  // Reads the strategy's own options from its --algo spec (core/spec.h: "diloco:inner_steps=50"),
+  // each with its default, so that canonical_algo() refuses unknown keys and prints every option;
+  // the strategy's constructor reads them the same way from StrategyOptions::algo. Empty: the
+  // strategy takes no keys (its options, if any, are the --flags of DelayedOptions).
+  std::function<void(SpecReader&)> read_options = {};
   std::function<std::unique_ptr<Strategy>(const StrategyContext&)> make;
 };
 
@@ -113,10 +128,17 @@ struct StrategyInfo {
 void register_strategy(StrategyInfo info);
 // Registers ssgd, asgd, odsgd, ssdsgd, cdsgd, localsgd, wfbp and compute-only (idempotent).
 void register_builtin_strategies();
-// Throws InvalidArgument naming the known strategies for an unknown name.
-const StrategyInfo& strategy_info(const std::string& name);
+// The entry of the strategy an --algo spec names ("ssgd", "diloco:inner_steps=50"): throws
+// InvalidArgument naming the known strategies for an unknown name.
+const StrategyInfo& strategy_info(const std::string& algo_spec);
 // nullptr for an unknown name.
-const StrategyInfo* find_strategy(const std::string& name);
+const StrategyInfo* find_strategy(const std::string& algo_spec);
+// The spec with every option of the strategy resolved ("diloco" -> "diloco:inner_steps=50,...";
+// "ssgd" -> "ssgd"); an unknown name, an unknown key or a bad value is an InvalidArgument naming
+// --algo and the key.
+std::string canonical_algo(const std::string& algo_spec);
+// The name part of an --algo spec ("diloco:inner_steps=5" -> "diloco").
+std::string algo_name(const std::string& algo_spec);
 // Sorted; for --help and error messages.
 std::vector<std::string> strategy_names();
 // The entry with compute_floor set (`ferry compare`'s reference row).

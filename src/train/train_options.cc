@@ -16,6 +16,7 @@ namespace ferry::train {
 void validate(const TrainOptions& o) {
   register_builtin_strategies();
   const StrategyInfo& info = strategy_info(o.algo);
+  canonical_algo(o.algo);  // the strategy's own keys
   Topology topology = resolve_topology(info, o.topology);
   bool supported = false;
   for (auto t : info.topologies) supported |= t == topology;

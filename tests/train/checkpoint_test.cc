@@ -315,13 +315,14 @@ TEST_P(ResumeTest, ContinuesBitForBit) {
   so.world = WorldLayout{p.workers, p.servers};
   so.sgd = ps::SgdOptions{0.05f, 0.9f, 1e-4f, 1.0f};
   so.codec = p.codec;
+  so.algo = p.algo;
   so.delayed.warmup_steps = 3;
   so.delayed.delay_steps = 2;
   so.delayed.correction_steps = 3;
   so.delayed.sync_every = 3;
   const int cut = 7;  // after warm-up, mid delay / correction / averaging period
   auto whole = run_segment(p.algo, so, 0, kSteps, "", "", true);
-  fs::path root = temp_dir("resume_" + p.algo);
+  fs::path root = temp_dir("resume_" + algo_name(p.algo) + std::to_string(p.workers) + p.codec);
   run_segment(p.algo, so, 0, cut, "", root.string(), false);
   const std::string ckpt = checkpoint_tmp_dir(root.string(), cut);
   auto resumed = run_segment(p.algo, so, cut, kSteps, ckpt, "", true);
@@ -378,6 +379,14 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ResumeTest,
                                            ResumeCase{"odsgd", 2, 1, "none"}, ResumeCase{"ssdsgd", 3, 1, "none"},
                                            ResumeCase{"cdsgd", 2, 1, "twobit:threshold=0.01"},
                                            ResumeCase{"localsgd", 3, 0, "none"},
+                                           // DiLoCo: global weights, outer and inner (AdamW) state;
+                                           // Streaming: a fragment's outer gradient in flight at the
+                                           // cut (sent after step 6, applied after 8) and residuals.
+                                           ResumeCase{"diloco:inner_steps=3,inner=adamw", 2, 0, "none"},
+                                           ResumeCase{"streaming-diloco:inner_steps=4,fragments=2,overlap=2,alpha=0.5",
+                                                      3, 0, "none"},
+                                           ResumeCase{"streaming-diloco:inner_steps=4,fragments=2,overlap=1", 2, 0,
+                                                      "twobit"},
                                            ResumeCase{"wfbp", 3, 0, "none"}, ResumeCase{"wfbp", 2, 1, "none"},
                                            ResumeCase{"compute-only", 2, 0, "none"}),
                          [](const auto& info) {

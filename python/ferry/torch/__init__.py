@@ -28,7 +28,10 @@ def algorithms():
 
 
 class DistributedOptimizer:
-    """Wraps a torch.optim.SGD so that step() runs a ferry algorithm over every worker.
+    """Wraps a torch.optim.SGD so that step() runs a ferry algorithm over every worker; DiLoCo and
+    Streaming DiLoCo wrap any torch.optim optimizer as their inner optimizer (an SGD runs as ferry's
+    own inner SGD, as `ferry train` does; any other, e.g. AdamW, steps first in step(), and its state
+    stays on the worker).
 
     The update itself is ferry's (MXNet's SGD with momentum and weight decay, the one every ferry
     algorithm is defined with), with the wrapped optimizer's lr, momentum and weight_decay: on the
@@ -45,26 +48,41 @@ class DistributedOptimizer:
     model (the torch.nn.Module whose parameters these are: wfbp then completes each update when the
     next forward reaches the module that reads it, overlapping the back layers' communication with
     the front layers' forward, as in ferry train; other algorithms do not need it), batch (the
-    per-worker batch size, needed by codec thresholds in MXNet's units, twobit:units=mxnet), and the
-    algorithms' options (%s). A bad value raises ValueError naming it.
+    per-worker batch size, needed by codec thresholds in MXNet's units, twobit:units=mxnet), the
+    algorithms' options (%s), and the keys of an algorithm's spec, which join it: algo="diloco",
+    inner_steps=50 is algo="diloco:inner_steps=50". A bad value raises ValueError naming it.
     """ % ", ".join(_DELAYED_OPTIONS)
 
     def __init__(self, optimizer, named_parameters=None, algo="ssgd", topology="", codec="", compress_pull=None,
                  link=None, checkpoint_dir=None, resume=None, keep_checkpoints=2, model=None, batch=None, **options):
         if not _C.initialised():
             raise ValueError("ferry is not initialised: call ferry.init() first")
-        if not isinstance(optimizer, torch.optim.SGD):
-            raise ValueError(f"optimizer: ferry runs SGD with momentum (MXNet's update) for every algorithm; got "
-                             f"{type(optimizer).__name__}, expected torch.optim.SGD")
+        # The algorithm's own keys given as keyword arguments join its spec, here and nowhere else:
+        # algo="diloco", inner_steps=50 is algo="diloco:inner_steps=50" (ferry refuses unknown keys).
+        spec_keys = {k: options.pop(k) for k in list(options) if k not in _DELAYED_OPTIONS}
+        if spec_keys:
+            extra = ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in spec_keys.items())
+            algo = f"{algo},{extra}" if ":" in algo else f"{algo}:{extra}"
+        try:
+            external = _C.takes_external_optimizer(algo) and not isinstance(optimizer, torch.optim.SGD)
+        except ValueError as e:
+            raise ValueError(_pythonic(str(e))) from None
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise ValueError(f"optimizer: expected a torch.optim optimizer, got {type(optimizer).__name__}")
+        if not external and not isinstance(optimizer, torch.optim.SGD):
+            raise ValueError(f"optimizer: ferry runs SGD with momentum (MXNet's update) for algo={algo!r}; got "
+                             f"{type(optimizer).__name__}, expected torch.optim.SGD (the algorithms that step with "
+                             f"any torch.optim optimizer: {', '.join(a for a in algorithms() if _C.takes_external_optimizer(a))})")
         groups = optimizer.param_groups
         g = groups[0]
-        for other in groups[1:]:
-            for key in ("lr", "momentum", "weight_decay"):
-                if other[key] != g[key]:
-                    raise ValueError(f"optimizer: parameter groups with different {key} ({g[key]} and {other[key]}) "
-                                     "are not supported")
-        if g.get("nesterov") or g.get("dampening", 0) != 0:
-            raise ValueError("optimizer: nesterov and dampening are not part of ferry's SGD update")
+        if not external:
+            for other in groups[1:]:
+                for key in ("lr", "momentum", "weight_decay"):
+                    if other[key] != g[key]:
+                        raise ValueError(f"optimizer: parameter groups with different {key} ({g[key]} and "
+                                         f"{other[key]}) are not supported")
+            if g.get("nesterov") or g.get("dampening", 0) != 0:
+                raise ValueError("optimizer: nesterov and dampening are not part of ferry's SGD update")
         if named_parameters is not None:
             named = list(named_parameters)
             params = [p for _, p in named]
@@ -77,14 +95,13 @@ class DistributedOptimizer:
         for i, p in enumerate(params):
             if p.dtype != torch.float32 or p.device.type != "cpu":
                 raise ValueError(f"parameter {i}: expected a float32 CPU tensor, got {p.dtype} on {p.device}")
-        unknown = sorted(set(options) - set(_DELAYED_OPTIONS))
-        if unknown:
-            raise ValueError(f"unknown option '{unknown[0]}' (known: {', '.join(_DELAYED_OPTIONS)})")
 
         o = _C.OptimizerOptions()
         o.algo = algo
         o.topology = topology
-        o.lr, o.momentum, o.weight_decay = float(g["lr"]), float(g["momentum"]), float(g["weight_decay"])
+        o.external_optimizer = external
+        if not external:
+            o.lr, o.momentum, o.weight_decay = float(g["lr"]), float(g["momentum"]), float(g["weight_decay"])
         o.codec = codec
         if compress_pull is True:
             if not codec:
@@ -112,6 +129,8 @@ class DistributedOptimizer:
         o.delayed = d
         gates = self._layer_gates(model, params) if model is not None else {}
         self._optimizer = optimizer
+        self._external = external
+        self._params = params
         self._lr = g["lr"]  # as given (o.lr is its float32 rounding)
         try:
             self._impl = _C.Optimizer(params, o)
@@ -183,9 +202,14 @@ class DistributedOptimizer:
     def step(self, closure=None):
         if closure is not None:
             raise ValueError("step(closure): closures are not supported")
-        if self._optimizer.param_groups[0]["lr"] != self._lr:
+        if not self._external and self._optimizer.param_groups[0]["lr"] != self._lr:
             raise ValueError("lr changed after the optimizer was wrapped (an lr scheduler?): ferry reads it once")
         self._check_reached()
+        if self._external and all(bool(torch.isfinite(p.grad).all()) for p in self._params if p.grad is not None):
+            # The inner step is the user's optimizer's (its state stays on this worker); ferry then
+            # synchronises on its schedule. The gradients are views of ferry's flat buffer. A
+            # non-finite gradient skips it, as ferry's own update skips it (docs/reliability.md).
+            self._optimizer.step()
         try:
             self._impl.step()
         except ValueError as e:

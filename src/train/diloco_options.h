@@ -1,0 +1,35 @@
+// The options of DiLoCo and Streaming DiLoCo, the keys of their --algo spec
+// ("diloco:inner_steps=50,outer_lr=0.7"), read in one place for the strategy (diloco_strategy.h),
+// canonical_algo() and `ferry advise`'s cost model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/spec.h"
+
+namespace ferry::train {
+
+struct DilocoOptions {
+  std::int64_t inner_steps = 50;  // H
+  double outer_lr = 0.7;          // η_out (the paper's)
+  double outer_momentum = 0.9;    // μ (the paper's)
+  bool nesterov = true;
+  // The inner optimizer: sgd (--lr, --momentum, --wd, MXNet's update as every ferry algorithm) or
+  // adamw (--lr, --wd and beta1, beta2, eps); a caller with its own optimizer sets
+  // StrategyOptions::external_optimizer instead (the Python package).
+  std::string inner = "sgd";
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adamw
+  std::int64_t fragments = 1;  // P (streaming)
+  std::int64_t overlap = 0;    // τ inner steps (streaming)
+  double alpha = 0;            // mixing factor α (streaming)
+
+  // Reads the keys of the diloco or streaming-diloco spec (the streaming ones only for it) with
+  // their defaults; InvalidArgument naming the key for a bad value.
+  static DilocoOptions read(SpecReader& spec, bool streaming);
+  // The options of a whole --algo spec of either strategy (its name says which); unknown keys are
+  // an InvalidArgument.
+  static DilocoOptions of_spec(const std::string& algo_spec);
+};
+
+}  // namespace ferry::train

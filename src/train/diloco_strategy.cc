@@ -1,0 +1,243 @@
+#include "train/diloco_strategy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "train/checkpoint.h"
+
+namespace ferry::train {
+
+StrategyInfo diloco_entry(bool streaming) {
+  StrategyInfo info;
+  info.name = streaming ? "streaming-diloco" : "diloco";
+  info.summary = streaming
+                     ? "Streaming DiLoCo: fragments synchronised at staggered steps, sends overlapped with inner steps"
+                     : "DiLoCo: H inner steps per worker, outer Nesterov step on the averaged weight change";
+  info.topologies = {Topology::kAllreduce};
+  info.external_optimizer = true;
+  info.read_options = [streaming](SpecReader& r) { DilocoOptions::read(r, streaming); };
+  info.make = [streaming](const StrategyContext& c) -> std::unique_ptr<Strategy> {
+    return std::make_unique<DilocoStrategy>(c, streaming);
+  };
+  return info;
+}
+
+DilocoStrategy::DilocoStrategy(const StrategyContext& context, bool streaming)
+    : context_(context), streaming_(streaming) {
+  FERRY_REQUIRE(context.options.topology == Topology::kAllreduce, "--algo ", name(),
+                " needs --topology allreduce (it averages the outer gradients with an allreduce)");
+  options_ = DilocoOptions::of_spec(context.options.algo.empty() ? name() : context.options.algo);
+  FERRY_REQUIRE(algo_name(context.options.algo.empty() ? name() : context.options.algo) == name(), "--algo ",
+                context.options.algo, " given to the ", name(), " strategy");
+}
+
+DilocoStrategy::~DilocoStrategy() { comm_thread_.stop(); }
+
+void DilocoStrategy::setup(FlatParams& params) {
+  const StrategyOptions& so = context_.options;
+  const std::size_t n = params.size();
+  if (!so.external_optimizer) {
+    if (options_.inner == "adamw") {
+      adamw_ = std::make_unique<AdamWOptimizer>(
+          n, AdamWOptions{so.sgd.lr, static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),
+                          static_cast<float>(options_.eps), so.sgd.weight_decay});
+    } else {
+      ps::SgdOptions sgd = so.sgd;
+      sgd.rescale = 1.0f;
+      sgd_ = std::make_unique<ps::SgdOptimizer>(n, sgd);
+    }
+  }
+  if (!is_uncompressed(so.codec))
+    codecs_ = std::make_unique<TensorAllreduceCodecs>(so.codec, params, context_.comm->rank(), so.batch);
+  context_.comm->broadcast(std::as_writable_bytes(params.weights()), 0);
+  global_.assign(params.weights().begin(), params.weights().end());
+  if (options_.outer_momentum > 0) velocity_.assign(n, 0.0f);
+  delta_.assign(n, 0.0f);
+
+  // Fragments: consecutive tensors, each cut where the running size passes its share.
+  const std::size_t tensors = params.num_params();
+  const std::size_t p_count = static_cast<std::size_t>(options_.fragments);
+  FERRY_REQUIRE(p_count <= tensors, "--algo ", name(), ": fragments (", p_count, ") must be at most the model's ",
+                tensors, " tensors");
+  fragment_tensors_.assign(1, 0);
+  std::size_t t = 0, running = 0;
+  for (std::size_t p = 1; p < p_count; ++p) {
+    const double share = static_cast<double>(n) * p / p_count;
+    // At least one tensor per fragment, and one left for every later fragment.
+    do running += params.numels()[t++];
+    while (t < tensors - (p_count - p) && static_cast<double>(running) < share);
+    fragment_tensors_.push_back(t);
+  }
+  fragment_tensors_.push_back(tensors);
+  fragments_.resize(p_count);
+  for (std::size_t p = 0; p < p_count; ++p) {
+    Fragment& f = fragments_[p];
+    f.first_tensor = fragment_tensors_[p];
+    f.end_tensor = fragment_tensors_[p + 1];
+    f.begin = params.offset(f.first_tensor);
+    f.end = f.end_tensor < tensors ? params.offset(f.end_tensor) : n;
+    f.offset = static_cast<std::int64_t>(p) * options_.inner_steps / options_.fragments;
+  }
+  if (options_.overlap > 0) comm_thread_.start();
+}
+
+void DilocoStrategy::step(FlatParams& params, std::int64_t) {
+  inner_step(params, true);
+  after_step(params);
+}
+
+// A worker's non-finite gradient drops its inner step alone; the synchronisations go on.
+void DilocoStrategy::skip_step(FlatParams& params, std::int64_t) {
+  inner_step(params, false);
+  after_step(params);
+}
+
+void DilocoStrategy::inner_step(FlatParams& params, bool finite) {
+  if (!finite) return;
+  if (sgd_) sgd_->step(params.weights(), params.grads());
+  if (adamw_) adamw_->step(params.weights(), params.grads());
+  // external optimizer: the caller has stepped the weights
+}
+
+void DilocoStrategy::after_step(FlatParams& params) {
+  const std::int64_t s = ++steps_;
+  const std::int64_t h = options_.inner_steps;
+  for (Fragment& f : fragments_) {
+    if (f.pending && s == f.sent_at + options_.overlap) {
+      {
+        ScopedTimer wait(&comm_wait_s_);
+        f.ticket.wait();
+      }
+      f.ticket = comm::Ticket();
+      f.pending = false;
+      apply(params, f, options_.alpha);
+    }
+    if (s >= h && s % h == f.offset) send(params, f);
+  }
+}
+
+void DilocoStrategy::send(FlatParams& params, Fragment& f) {
+  auto w = params.weights();
+  for (std::size_t i = f.begin; i < f.end; ++i) delta_[i] = global_[i] - w[i];
+  f.last_sync = steps_;
+  if (options_.overlap > 0) {
+    f.pending = true;
+    f.sent_at = steps_;
+    f.ticket = comm_thread_.submit([this, &f] { exchange(f); });
+    return;
+  }
+  {
+    ScopedTimer wait(&comm_wait_s_);
+    exchange(f);
+  }
+  apply(params, f, options_.alpha);
+}
+
+void DilocoStrategy::exchange(Fragment& f) {
+  std::span<float> d(delta_);
+  if (codecs_)
+    codecs_->allreduce_sum(*context_.comm, d, nullptr, f.first_tensor, f.end_tensor);
+  else
+    context_.comm->allreduce_sum(d.subspan(f.begin, f.end - f.begin));
+}
+
+void DilocoStrategy::apply(FlatParams& params, Fragment& f, double alpha) {
+  const float inv = 1.0f / static_cast<float>(context_.options.world.num_workers);
+  const float lr = static_cast<float>(options_.outer_lr), mu = static_cast<float>(options_.outer_momentum);
+  for (std::size_t i = f.begin; i < f.end; ++i) {
+    const float g = delta_[i] * inv;  // Δ, the mean over workers
+    if (velocity_.empty()) {
+      global_[i] -= lr * g;
+    } else {
+      velocity_[i] = mu * velocity_[i] + g;
+      global_[i] -= lr * (options_.nesterov ? g + mu * velocity_[i] : velocity_[i]);
+    }
+  }
+  auto w = params.weights();
+  if (alpha == 0) {
+    std::copy(global_.begin() + f.begin, global_.begin() + f.end, w.begin() + f.begin);
+  } else {
+    const float a = static_cast<float>(alpha), b = static_cast<float>(1 - alpha);
+    for (std::size_t i = f.begin; i < f.end; ++i) w[i] = a * w[i] + b * global_[i];
+  }
+}
+
+void DilocoStrategy::wait_all() {
+  ScopedTimer wait(&comm_wait_s_);
+  for (Fragment& f : fragments_)
+    if (f.pending) f.ticket.wait();
+}
+
+void DilocoStrategy::finish(FlatParams& params) {
+  // Outer gradients in flight are applied now; every fragment with inner steps since its last
+  // synchronisation is synchronised once more; the model ends on the global weights.
+  wait_all();
+  for (Fragment& f : fragments_) {
+    if (f.pending) {
+      f.ticket = comm::Ticket();
+      f.pending = false;
+      apply(params, f, 0);
+    }
+    if (f.last_sync == steps_) continue;
+    auto w = params.weights();
+    for (std::size_t i = f.begin; i < f.end; ++i) delta_[i] = global_[i] - w[i];
+    f.last_sync = steps_;
+    {
+      ScopedTimer wait(&comm_wait_s_);
+      exchange(f);
+    }
+    apply(params, f, 0);
+  }
+  std::copy(global_.begin(), global_.end(), params.weights().begin());
+  comm_thread_.stop();
+}
+
+void DilocoStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t) {
+  // The outer gradients in flight are received, not applied: the resumed run applies them at the
+  // step the uninterrupted one would.
+  wait_all();
+  for (Fragment& f : fragments_)
+    if (f.pending) f.ticket = comm::Ticket();
+  out.put("weights", params.weights());
+  out.put("global", global_);
+  out.put("delta", delta_);
+  if (!velocity_.empty()) out.put("outer_velocity", velocity_);
+  if (sgd_ && !sgd_->velocity().empty()) out.put("inner_velocity", sgd_->velocity());
+  if (adamw_) {
+    out.put("adamw_m", adamw_->first_moment());
+    out.put("adamw_v", adamw_->second_moment());
+    out.put_u64("adamw_steps", static_cast<std::uint64_t>(adamw_->steps()));
+  }
+  out.put_u64("steps", static_cast<std::uint64_t>(steps_));
+  for (std::size_t p = 0; p < fragments_.size(); ++p) {
+    const std::string key = "fragment" + std::to_string(p);
+    out.put_u64(key + ".last_sync", static_cast<std::uint64_t>(fragments_[p].last_sync));
+    out.put_u64(key + ".sent_at", fragments_[p].pending ? static_cast<std::uint64_t>(fragments_[p].sent_at) + 1 : 0);
+  }
+  if (codecs_) codecs_->save_state(out);
+}
+
+void DilocoStrategy::load_state(const StateReader& in, FlatParams& params) {
+  in.floats_into("weights", params.weights());
+  in.floats_into("global", global_);
+  in.floats_into("delta", delta_);
+  if (!velocity_.empty()) in.floats_into("outer_velocity", velocity_);
+  if (sgd_ && !sgd_->velocity().empty()) in.floats_into("inner_velocity", sgd_->mutable_velocity());
+  if (adamw_)
+    adamw_->restore(in.floats("adamw_m"), in.floats("adamw_v"), static_cast<std::int64_t>(in.u64("adamw_steps")));
+  steps_ = static_cast<std::int64_t>(in.u64("steps"));
+  for (std::size_t p = 0; p < fragments_.size(); ++p) {
+    const std::string key = "fragment" + std::to_string(p);
+    Fragment& f = fragments_[p];
+    f.last_sync = static_cast<std::int64_t>(in.u64(key + ".last_sync"));
+    const std::uint64_t sent = in.u64(key + ".sent_at");  // 0: nothing in flight, else sent_at + 1
+    f.pending = sent > 0;
+    f.sent_at = f.pending ? static_cast<std::int64_t>(sent - 1) : 0;
+    f.ticket = comm::Ticket();  // its sum is in "delta"
+  }
+  if (codecs_) codecs_->load_state(in);
+}
+
+}  // namespace ferry::train

@@ -1,0 +1,95 @@
+// DiLoCo (Douillard et al. 2023, "DiLoCo: Distributed Low-Communication Training of Language
+// Models", arXiv 2311.08105) and Streaming DiLoCo (Douillard et al. 2025, "Streaming DiLoCo with
+// overlapping communication", arXiv 2501.18512).
+//
+// DiLoCo: every worker i starts an outer step from the global weights θ, runs H inner steps of
+// its own inner optimizer (SGD with momentum or AdamW; its state stays on the worker) to θ_i, and
+// the outer gradient, the mean over workers of what they moved,
+//   Δ = (1/N) Σ_i (θ − θ_i),
+// is averaged by an allreduce (compressed by the --codec, with its error feedback, when one is
+// given). The outer optimizer, SGD with Nesterov momentum as in the paper (PyTorch's form),
+//   u = μ·u + Δ,   θ ← θ − η_out·(Δ + μ·u)      (nesterov=0: θ ← θ − η_out·u),
+// gives the new global weights, which every worker continues from.
+//
+// Streaming DiLoCo: the parameters are split into P fragments (consecutive tensors, balanced by
+// size); fragment p is synchronised every H steps at offset o_p = ⌊p·H/P⌋, after inner step s
+// with s ≥ H and s ≡ o_p (mod H), so its traffic is spread over the window. Its outer gradient
+// Δ_p = θ_p − θ_{i,p} is sent at s while τ more inner steps run (overlap, on a communication
+// thread); after step s + τ the outer optimizer gives the new global fragment θ_p, and the local
+// one is mixed with it:
+//   θ_{i,p} ← α·θ_{i,p} + (1 − α)·θ_p .
+// One fragment, τ = 0 and α = 0 is DiLoCo. finish() synchronises every fragment with local
+// steps since its last synchronisation and leaves the global weights in the model.
+//
+// Options are the keys of the --algo spec (canonical_algo): "diloco:inner_steps=50,outer_lr=0.7".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ps/sgd_optimizer.h"
+#include "train/adamw_optimizer.h"
+#include "train/comm_thread.h"
+#include "train/diloco_options.h"
+#include "train/gradient_codecs.h"
+#include "train/strategy.h"
+
+namespace ferry::train {
+
+
+// The registry entries "diloco" and "streaming-diloco" (registered by register_builtin_strategies).
+StrategyInfo diloco_entry(bool streaming);
+
+class DilocoStrategy final : public Strategy {
+ public:
+  DilocoStrategy(const StrategyContext& context, bool streaming);
+  ~DilocoStrategy() override;
+  std::string name() const override { return streaming_ ? "streaming-diloco" : "diloco"; }
+  void setup(FlatParams& params) override;
+  void step(FlatParams& params, std::int64_t iteration) override;
+  void skip_step(FlatParams& params, std::int64_t iteration) override;
+  void finish(FlatParams& params) override;
+  void save_state(StateWriter& out, FlatParams& params, std::int64_t iterations) override;
+  void load_state(const StateReader& in, FlatParams& params) override;
+
+  const DilocoOptions& options() const { return options_; }
+  // Fragment p's tensors are [fragment_begin(p), fragment_begin(p + 1)).
+  std::size_t fragment_begin(std::size_t p) const { return fragment_tensors_[p]; }
+
+ private:
+  struct Fragment {
+    std::size_t begin = 0, end = 0;  // elements of the flat vector
+    std::size_t first_tensor = 0, end_tensor = 0;
+    std::int64_t offset = 0;      // o_p
+    std::int64_t last_sync = 0;   // inner steps done at its last synchronisation
+    // An outer gradient in flight: sent after step sent_at, applied after step sent_at + τ.
+    bool pending = false;
+    std::int64_t sent_at = 0;
+    comm::Ticket ticket;
+  };
+
+  void inner_step(FlatParams& params, bool finite);
+  void after_step(FlatParams& params);
+  void send(FlatParams& params, Fragment& f);
+  void apply(FlatParams& params, Fragment& f, double alpha);
+  void exchange(Fragment& f);  // Δ_f summed over the workers, on the comm thread when τ > 0
+  void wait_all();
+
+  StrategyContext context_;
+  bool streaming_;
+  DilocoOptions options_;
+  std::unique_ptr<ps::SgdOptimizer> sgd_;
+  std::unique_ptr<AdamWOptimizer> adamw_;
+  std::unique_ptr<TensorAllreduceCodecs> codecs_;
+  std::vector<float> global_;    // θ
+  std::vector<float> velocity_;  // the outer optimizer's u
+  std::vector<float> delta_;     // this worker's Δ, then the sum over workers
+  std::vector<Fragment> fragments_;
+  std::vector<std::size_t> fragment_tensors_;
+  std::int64_t steps_ = 0;  // inner steps done
+  CommThread comm_thread_;  // τ > 0
+};
+
+}  // namespace ferry::train
