@@ -157,6 +157,10 @@ run validation ssgd-ar-cnn-np6-500m 40 --algo ssgd $AR --np 6 --model cnn --link
 run validation localsgd-cnn-np3-2g "$STEPS" --algo localsgd --np 3 --model cnn --link 2Gbps,50us
 run validation wfbp-ps-cnn-np3-700m "$STEPS" --algo wfbp $PS --np 3 --model cnn --link 700Mbps,50us --bucket-mb 0.25
 run validation ssgd-ps-fp16-cnn-np3-2g "$STEPS" --algo ssgd $PS --np 3 --model cnn --link 2Gbps,50us --codec fp16
+# DiLoCo and Streaming DiLoCo (their options are keys of the --algo spec, recorded in summary.json).
+run validation diloco-cnn-np4-100m "$STEPS" --algo diloco:inner_steps=10 --np 4 --model cnn --link 100Mbps,50us
+run validation diloco-qsgd4-cnn-np4-100m "$STEPS" --algo diloco:inner_steps=10 --np 4 --model cnn --link 100Mbps,50us --codec qsgd:levels=7
+run validation streaming-diloco-cnn-np4-100m "$STEPS" --algo streaming-diloco:inner_steps=10,fragments=4,overlap=2 --np 4 --model cnn --link 100Mbps,50us
 
 # Links shaped by the kernel (scripts/cluster.sh, tbf; no emulated latency): S-SGD on the PS
 # (4 workers + 1 server on 5 hosts) and on ferry's ring allreduce (4 hosts; the ring unpaced,

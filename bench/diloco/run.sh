@@ -30,6 +30,10 @@ runs=(
   "diloco-h$H-4bit|--algo diloco:inner_steps=$H --codec qsgd:levels=7"
   "streaming-h$H|--algo streaming-diloco:inner_steps=$H,fragments=4,overlap=1,alpha=0.5"
   "streaming-h$H-4bit|--algo streaming-diloco:inner_steps=$H,fragments=4,overlap=1,alpha=0.5 --codec qsgd:levels=7"
+  # the paper's outer optimizer (lr 0.7, Nesterov 0.9) is tuned for runs of many outer steps;
+  # a milder momentum for the few outer steps a run here has
+  "diloco-h$H-m05|--algo diloco:inner_steps=$H,outer_lr=1,outer_momentum=0.5"
+  "diloco-h$H-m05-4bit|--algo diloco:inner_steps=$H,outer_lr=1,outer_momentum=0.5 --codec qsgd:levels=7"
 )
 for r in "${runs[@]}"; do
   name="${r%%|*}"

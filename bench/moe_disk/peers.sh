@@ -11,7 +11,7 @@
 #          page cache too, so llama.cpp's mapping is held to the same RAM as ferry.
 #   trace  32 layers of 8 narrow experts (hidden 1024, width 3584) with the routing forced from the
 #          real Mixtral-8x7B trace (TRACE): PreScope against LRU, on-demand and static-hot at batch
-#          1, 4 and 16 under a limit of half its file size.
+#          1, 4 and 16 under a limit of half its file size (TRACE_POLICIES: the policies run).
 #   big    the Mixtral-8x7B shape itself (32 layers), one format at a time (BIG_FORMATS, default
 #          Q8_0: ~50 GB, twice this machine's RAM), no limit but the machine's RAM; the file is
 #          written, run and deleted (KEEP=1 keeps it).
@@ -36,6 +36,7 @@ PROMPT="${PROMPT:-64}"
 THREADS="${THREADS:-2}"
 RESERVE_MIB="${RESERVE_MIB:-512}"
 LOAD_MODES="${LOAD_MODES:-mmap,dio}"
+TRACE_POLICIES="${TRACE_POLICIES:-prescope:predictor=cooccurrence,prescope,lru,ondemand,static-hot}"
 TRACE="${TRACE:-../shared/data/moe-traces/mixtral-8x7b/gsm8k.jsonl}"
 MODELS="${MODELS_DIR:-runs/moe-disk-models}"
 PY=/usr/bin/python3
@@ -180,7 +181,7 @@ if has trace && [ -f "$TRACE" ]; then
   limit=$(( fb / 2 )); budget=$(budget_for "$limit" "$fb" "$eb" 256)
   echo "trace: file $((fb >> 20)) MiB / 2 = limit $((limit >> 20)) MiB, ferry budget $((budget >> 20)) MiB" >&2
   for batch in 1 4 16; do
-    for p in prescope:predictor=cooccurrence prescope lru ondemand static-hot; do
+    for p in ${TRACE_POLICIES//,/ }; do
       ferry_cell trace trace Q8_0 2 "$limit" "$p" "$budget" "$gguf" "$fb" "$eb" "$batch" --routing "$TRACE"
     done
   done

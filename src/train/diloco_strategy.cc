@@ -28,9 +28,9 @@ DilocoStrategy::DilocoStrategy(const StrategyContext& context, bool streaming)
     : context_(context), streaming_(streaming) {
   FERRY_REQUIRE(context.options.topology == Topology::kAllreduce, "--algo ", name(),
                 " needs --topology allreduce (it averages the outer gradients with an allreduce)");
-  options_ = DilocoOptions::of_spec(context.options.algo.empty() ? name() : context.options.algo);
-  FERRY_REQUIRE(algo_name(context.options.algo.empty() ? name() : context.options.algo) == name(), "--algo ",
-                context.options.algo, " given to the ", name(), " strategy");
+  const std::string spec = context.options.algo.empty() ? name() : context.options.algo;
+  FERRY_REQUIRE(algo_name(spec) == name(), "--algo ", spec, " given to the ", name(), " strategy");
+  options_ = DilocoOptions::of_spec(spec);
 }
 
 DilocoStrategy::~DilocoStrategy() { comm_thread_.stop(); }
@@ -61,21 +61,21 @@ void DilocoStrategy::setup(FlatParams& params) {
   const std::size_t p_count = static_cast<std::size_t>(options_.fragments);
   FERRY_REQUIRE(p_count <= tensors, "--algo ", name(), ": fragments (", p_count, ") must be at most the model's ",
                 tensors, " tensors");
-  fragment_tensors_.assign(1, 0);
+  std::vector<std::size_t> cuts{0};  // fragment p's tensors are [cuts[p], cuts[p + 1])
   std::size_t t = 0, running = 0;
   for (std::size_t p = 1; p < p_count; ++p) {
     const double share = static_cast<double>(n) * p / p_count;
     // At least one tensor per fragment, and one left for every later fragment.
     do running += params.numels()[t++];
     while (t < tensors - (p_count - p) && static_cast<double>(running) < share);
-    fragment_tensors_.push_back(t);
+    cuts.push_back(t);
   }
-  fragment_tensors_.push_back(tensors);
+  cuts.push_back(tensors);
   fragments_.resize(p_count);
   for (std::size_t p = 0; p < p_count; ++p) {
     Fragment& f = fragments_[p];
-    f.first_tensor = fragment_tensors_[p];
-    f.end_tensor = fragment_tensors_[p + 1];
+    f.first_tensor = cuts[p];
+    f.end_tensor = cuts[p + 1];
     f.begin = params.offset(f.first_tensor);
     f.end = f.end_tensor < tensors ? params.offset(f.end_tensor) : n;
     f.offset = static_cast<std::int64_t>(p) * options_.inner_steps / options_.fragments;
@@ -171,14 +171,15 @@ void DilocoStrategy::wait_all() {
 }
 
 void DilocoStrategy::finish(FlatParams& params) {
-  // Outer gradients in flight are applied now; every fragment with inner steps since its last
-  // synchronisation is synchronised once more; the model ends on the global weights.
+  // Outer gradients in flight are applied now, mixed as they would have been τ steps after
+  // their send; every fragment with inner steps since its last synchronisation is synchronised
+  // once more; the model ends on the global weights.
   wait_all();
   for (Fragment& f : fragments_) {
     if (f.pending) {
       f.ticket = comm::Ticket();
       f.pending = false;
-      apply(params, f, 0);
+      apply(params, f, options_.alpha);
     }
     if (f.last_sync == steps_) continue;
     auto w = params.weights();

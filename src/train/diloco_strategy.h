@@ -55,8 +55,6 @@ class DilocoStrategy final : public Strategy {
   void load_state(const StateReader& in, FlatParams& params) override;
 
   const DilocoOptions& options() const { return options_; }
-  // Fragment p's tensors are [fragment_begin(p), fragment_begin(p + 1)).
-  std::size_t fragment_begin(std::size_t p) const { return fragment_tensors_[p]; }
 
  private:
   struct Fragment {
@@ -87,7 +85,6 @@ class DilocoStrategy final : public Strategy {
   std::vector<float> velocity_;  // the outer optimizer's u
   std::vector<float> delta_;     // this worker's Δ, then the sum over workers
   std::vector<Fragment> fragments_;
-  std::vector<std::size_t> fragment_tensors_;
   std::int64_t steps_ = 0;  // inner steps done
   CommThread comm_thread_;  // τ > 0
 };

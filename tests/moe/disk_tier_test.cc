@@ -86,6 +86,38 @@ TEST_F(DiskTierTest, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
   }
 }
 
+// static-hot on the disk tier, where a cold expert needs a slot too: with counts that make
+// experts 0 and 1 of every layer the hot ones and a budget of those 8 plus one layer's 6, every
+// access to a hot expert is a hit (they are loaded at the start and cold loads never evict
+// them), at a batch that routes to most of a layer's experts. Before, the hot set took every
+// slot and the first cold loads evicted it.
+TEST_F(DiskTierTest, StaticHotKeepsItsHotExpertsWhileColdOnesStream) {
+  const MoeConfig c = disk_config();
+  const int layers = static_cast<int>(c.num_layers), experts = static_cast<int>(c.num_experts);
+  EngineOptions o;
+  o.policy = "static-hot";
+  o.link = "file";
+  o.policy_options.expert_counts.assign(static_cast<std::size_t>(layers) * experts, 1);
+  for (int l = 0; l < layers; ++l)
+    for (int e : {0, 1}) o.policy_options.expert_counts[static_cast<std::size_t>(l) * experts + e] = 1000;
+  {
+    EngineOptions probe;
+    probe.link = "none";
+    probe.device_mem = "100%";
+    const std::uint64_t slot = MoeEngine::open(gguf("Q8_0"), probe)->expert_bytes();
+    o.device_mem = std::to_string((2 * layers + experts) * slot + 7);
+  }
+  auto eng = MoeEngine::open(gguf("Q8_0"), o);
+  testing::run_logits(*eng, testing::random_tokens(4, testing::kPrompt + testing::kDecode, 91));
+  const EngineStats s = eng->stats();
+  std::uint64_t hot_accesses = 0;
+  for (int l = 0; l < layers; ++l)
+    for (int e : {0, 1}) hot_accesses += s.expert_counts[static_cast<std::size_t>(l) * experts + e];
+  EXPECT_GT(hot_accesses, 0u);
+  EXPECT_GT(s.expert_accesses, hot_accesses);  // cold experts were routed to as well
+  EXPECT_GE(s.hits, hot_accesses) << "of " << s.expert_accesses << " accesses";
+}
+
 TEST_F(DiskTierTest, ConvertingWhileStreamingIsRefused) {
   EngineOptions o;
   o.link = "file";
