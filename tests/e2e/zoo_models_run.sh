@@ -32,6 +32,8 @@ run odsgd --algo odsgd --servers 1 --warmup-steps 1 "$@"
 run ssdsgd --algo ssdsgd --servers 1 --warmup-steps 1 --delay-steps 2 "$@"
 run cdsgd --algo cdsgd --servers 1 --warmup-steps 1 --correction-steps 2 "$@"
 run localsgd --algo localsgd --sync-every 2 "$@"
+run diloco --algo diloco:inner_steps=2,inner=adamw "$@"
+run streaming-diloco --algo streaming-diloco:inner_steps=2,fragments=2,overlap=1 "$@"
 run wfbp --algo wfbp "$@"
 run compute-only --algo compute-only "$@"
 exit $fail
