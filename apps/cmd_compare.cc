@@ -28,14 +28,15 @@
 namespace ferry::apps {
 namespace {
 
-// "none,topk:ratio=0.05,ef=0,twobit" -> none | topk:ratio=0.05,ef=0 | twobit. A codec spec is
-// NAME[:KEY=VALUE,...]: a comma followed by KEY=VALUE (an '=' and no ':') continues the spec
-// before it; anything else starts the next one. Names never hold '=', keys never ':'.
-std::vector<std::string> split_codec_list(const std::string& s) {
+// "none,topk:ratio=0.05,ef=0,twobit" -> none | topk:ratio=0.05,ef=0 | twobit (--codecs; --algos
+// alike: "ssgd,diloco:inner_steps=20,outer_lr=1"). A spec is NAME[:KEY=VALUE,...]: a comma
+// followed by KEY=VALUE (an '=' and no ':') continues the spec before it; anything else starts
+// the next one. Names never hold '=', keys never ':'.
+std::vector<std::string> split_spec_list(const std::string& s, const char* flag) {
   std::vector<std::string> out;
   for (const auto& piece : split_list(s)) {
     const bool continues = piece.find('=') != std::string::npos && piece.find(':') == std::string::npos;
-    FERRY_REQUIRE(!continues || !out.empty(), "--codecs: '", piece, "' is an option without a codec before it");
+    FERRY_REQUIRE(!continues || !out.empty(), flag, ": '", piece, "' is an option without a spec before it");
     if (continues)
       out.back() += "," + piece;
     else
@@ -133,7 +134,7 @@ int run_compare(int argc, char** argv) {
     }
   }
   (void)base;
-  const auto plan = train::compare_plan(split_list(algos), split_codec_list(codecs), links);
+  const auto plan = train::compare_plan(split_spec_list(algos, "--algos"), split_spec_list(codecs, "--codecs"), links);
 
   std::filesystem::create_directories(out + "/runs");
   const std::string self = self_executable();
