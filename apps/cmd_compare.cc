@@ -85,7 +85,12 @@ int run_compare(int argc, char** argv) {
   double target_acc = 0.87, target_ppl = 0;
   train::DelayedOptions twobit;  // only its threshold: the meaning of a bare `twobit`
   bool resume = false;
-  app.add_option("--algos", algos, "comma-separated algorithms (compute-only is always added): " + choices(train::strategy_names()))->capture_default_str();
+  train::register_builtin_strategies();  // before the help text lists them
+  app.add_option("--algos", algos,
+                 "comma-separated algorithm specs (compute-only is always added); a comma followed by KEY=VALUE "
+                 "continues the spec before it: ssgd,diloco:inner_steps=20,outer_lr=1 is two. NAME: " +
+                     choices(train::strategy_names()))
+      ->capture_default_str();
   app.add_option("--codecs", codecs,
                  "comma-separated codec specs, where the algorithm takes one; a comma followed by KEY=VALUE "
                  "continues the spec before it: none,topk:ratio=0.05,ef=0 is two codecs. NAME: " +
