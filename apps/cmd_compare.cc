@@ -20,6 +20,7 @@
 #include "comm/link/link_options.h"
 #include "compress/codec_registry.h"
 #include "core/error.h"
+#include "core/spec.h"
 #include "train/compare.h"
 #include "train/delayed_options.h"
 #include "train/models/model.h"
@@ -29,18 +30,14 @@ namespace ferry::apps {
 namespace {
 
 // "none,topk:ratio=0.05,ef=0,twobit" -> none | topk:ratio=0.05,ef=0 | twobit (--codecs; --algos
-// alike: "ssgd,diloco:inner_steps=20,outer_lr=1"). A spec is NAME[:KEY=VALUE,...]: a comma
-// followed by KEY=VALUE (an '=' and no ':') continues the spec before it; anything else starts
-// the next one. Names never hold '=', keys never ':'.
+// alike: "ssgd,diloco:inner_steps=20,outer_lr=1"): core/spec.h's join_spec_items, and a first
+// item that is an option without a spec before it is an error naming `flag`.
 std::vector<std::string> split_spec_list(const std::string& s, const char* flag) {
-  std::vector<std::string> out;
-  for (const auto& piece : split_list(s)) {
-    const bool continues = piece.find('=') != std::string::npos && piece.find(':') == std::string::npos;
-    FERRY_REQUIRE(!continues || !out.empty(), flag, ": '", piece, "' is an option without a spec before it");
-    if (continues)
-      out.back() += "," + piece;
-    else
-      out.push_back(piece);
+  std::vector<std::string> out = join_spec_items(split_list(s));
+  if (!out.empty()) {
+    const std::string& first = out.front();
+    FERRY_REQUIRE(first.find('=') == std::string::npos || first.find(':') < first.find('='), flag, ": '", first,
+                  "' is an option without a spec before it");
   }
   return out;
 }

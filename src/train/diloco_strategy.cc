@@ -119,20 +119,28 @@ void DilocoStrategy::after_step(FlatParams& params) {
 }
 
 void DilocoStrategy::send(FlatParams& params, Fragment& f) {
-  auto w = params.weights();
-  for (std::size_t i = f.begin; i < f.end; ++i) delta_[i] = global_[i] - w[i];
-  f.last_sync = steps_;
+  take_delta(params, f);
   if (options_.overlap > 0) {
     f.pending = true;
     f.sent_at = steps_;
     f.ticket = comm_thread_.submit([this, &f] { exchange(f); });
     return;
   }
+  exchange_and_apply(params, f, options_.alpha);
+}
+
+void DilocoStrategy::take_delta(FlatParams& params, Fragment& f) {
+  auto w = params.weights();
+  for (std::size_t i = f.begin; i < f.end; ++i) delta_[i] = global_[i] - w[i];
+  f.last_sync = steps_;
+}
+
+void DilocoStrategy::exchange_and_apply(FlatParams& params, Fragment& f, double alpha) {
   {
     ScopedTimer wait(&comm_wait_s_);
     exchange(f);
   }
-  apply(params, f, options_.alpha);
+  apply(params, f, alpha);
 }
 
 void DilocoStrategy::exchange(Fragment& f) {
@@ -182,14 +190,8 @@ void DilocoStrategy::finish(FlatParams& params) {
       apply(params, f, options_.alpha);
     }
     if (f.last_sync == steps_) continue;
-    auto w = params.weights();
-    for (std::size_t i = f.begin; i < f.end; ++i) delta_[i] = global_[i] - w[i];
-    f.last_sync = steps_;
-    {
-      ScopedTimer wait(&comm_wait_s_);
-      exchange(f);
-    }
-    apply(params, f, 0);
+    take_delta(params, f);
+    exchange_and_apply(params, f, 0);
   }
   std::copy(global_.begin(), global_.end(), params.weights().begin());
   comm_thread_.stop();

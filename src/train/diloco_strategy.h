@@ -71,6 +71,8 @@ class DilocoStrategy final : public Strategy {
   void inner_step(FlatParams& params, bool finite);
   void after_step(FlatParams& params);
   void send(FlatParams& params, Fragment& f);
+  void take_delta(FlatParams& params, Fragment& f);  // Δ_f = θ_f − θ_{i,f}; the fragment's sync is now
+  void exchange_and_apply(FlatParams& params, Fragment& f, double alpha);  // at once (no overlap)
   void apply(FlatParams& params, Fragment& f, double alpha);
   void exchange(Fragment& f);  // Δ_f summed over the workers, on the comm thread when τ > 0
   void wait_all();
