@@ -31,13 +31,13 @@ namespace {
 
 // "none,topk:ratio=0.05,ef=0,twobit" -> none | topk:ratio=0.05,ef=0 | twobit (--codecs; --algos
 // alike: "ssgd,diloco:inner_steps=20,outer_lr=1"): core/spec.h's join_spec_items, and a first
-// item that is an option without a spec before it is an error naming `flag`.
-std::vector<std::string> split_spec_list(const std::string& s, const char* flag) {
+// item that is an option without a spec before it is an error naming `flag` and what it lists.
+std::vector<std::string> split_spec_list(const std::string& s, const char* flag, const char* what) {
   std::vector<std::string> out = join_spec_items(split_list(s));
   if (!out.empty()) {
     const std::string& first = out.front();
     FERRY_REQUIRE(first.find('=') == std::string::npos || first.find(':') < first.find('='), flag, ": '", first,
-                  "' is an option without a spec before it");
+                  "' is an option without ", what, " before it");
   }
   return out;
 }
@@ -136,7 +136,8 @@ int run_compare(int argc, char** argv) {
     }
   }
   (void)base;
-  const auto plan = train::compare_plan(split_spec_list(algos, "--algos"), split_spec_list(codecs, "--codecs"), links);
+  const auto plan = train::compare_plan(split_spec_list(algos, "--algos", "an algorithm"),
+                                        split_spec_list(codecs, "--codecs", "a codec"), links);
 
   std::filesystem::create_directories(out + "/runs");
   const std::string self = self_executable();

@@ -64,7 +64,8 @@ expect_cli_error "--threshold must be positive" "$ferry" compare --threshold 0 -
 expect_cli_error "--bogus" "$ferry" compare --bogus 3 --out "$tmp/cmp"
 expect_cli_error "--algo is set by ferry compare" "$ferry" compare --algo ssgd --out "$tmp/cmp"
 expect_cli_error "--codec is set by ferry compare" "$ferry" compare --codec twobit --out "$tmp/cmp"
-expect_cli_error "'ef=0' is an option without a codec" "$ferry" compare --codecs ef=0,none --out "$tmp/cmp"
+expect_cli_error "'ef=0' is an option without a codec before it" "$ferry" compare --codecs ef=0,none --out "$tmp/cmp"
+expect_cli_error "'inner_steps=2' is an option without an algorithm before it" "$ferry" compare --algos inner_steps=2,diloco --out "$tmp/cmp"
 [ -e "$tmp/cmp/runs" ] && { echo "FAIL: compare started runs before refusing its flags"; failures=$((failures + 1)); }
 # A run that fails makes compare exit non-zero and name it.
 "$ferry" compare --algos ssgd --np 1 --model mlp --data "$tmp/nowhere" --out "$tmp/cmpfail" >/dev/null 2>"$tmp/err"; rc=$?
