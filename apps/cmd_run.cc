@@ -33,7 +33,7 @@ int run_run(int argc, char** argv) {
   app.add_flag("--oversubscribe", oversubscribe, "allow more than 8 ranks per core");
   app.add_option("command", command, "the program and its arguments, after --")->required();
   parse_command_line(app, argc, argv);
-  FERRY_REQUIRE(np >= 1, "--np must be at least 1, got ", np);
+  FERRY_REQUIRE_GE(np, 1, "--np");
   FERRY_REQUIRE(servers >= 0, "--servers must be >= 0, got ", servers);
   comm::parse_link_spec(link);  // a bad link fails here, not on every rank
   require_ranks_fit(np + servers, " ranks", oversubscribe);

@@ -136,6 +136,8 @@ int run_train(int argc, char** argv) {
   const train::WorldLayout layout = train::world_layout(o);
   const int ranks = layout.num_workers + layout.num_servers;
 
+  // How the ranks wait for MPI (docs/training.md): a bad FERRY_MPI_WAIT is refused before any starts.
+  const comm::MpiWait mpi_wait = comm::mpi_wait_from_environment();
   if (!comm::launched_by_mpirun()) {
     // Bad data is reported here, once, before any rank starts.
     train::check_training_data(train::load_training_data(o, train::Split::kTrain),
@@ -184,7 +186,7 @@ int run_train(int argc, char** argv) {
   }
 
   comm::MpiRuntime mpi(&argc, &argv);
-  comm::MpiCommunicator world;
+  comm::MpiCommunicator world(mpi_wait);
   rank_status_start(world.rank());
   if (world.size() != ranks)
     FERRY_THROW(InvalidArgument, "mpirun started ", world.size(), " ranks but --np ", o.num_workers, " and --servers ",

@@ -63,11 +63,12 @@ void init(int num_servers) {
     return;
   }
   r.mpi = std::make_unique<MpiRuntime>(nullptr, nullptr);
-  r.world = std::make_unique<MpiCommunicator>();
+  const ferry::comm::MpiWait wait = ferry::comm::mpi_wait_from_environment();
+  r.world = std::make_unique<MpiCommunicator>(wait);
   FERRY_REQUIRE(num_servers >= 0 && num_servers < r.world->size(), "ferry.init(): servers=", num_servers,
                 " leaves no worker in a world of ", r.world->size(), " ranks");
   r.num_servers = num_servers;
-  r.side = std::make_unique<MpiCommunicator>(is_server_rank(r) ? 1 : 0);
+  r.side = std::make_unique<MpiCommunicator>(is_server_rank(r) ? 1 : 0, wait);
 }
 
 void shutdown() {

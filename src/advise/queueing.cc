@@ -11,7 +11,7 @@ double mva_cycle_s(int customers, const std::vector<double>& demands_s, double t
   for (int m = 1; m <= customers; ++m) {
     double cycle = think_s;
     for (std::size_t k = 0; k < demands_s.size(); ++k) {
-      FERRY_CHECK(demands_s[k] >= 0);
+      FERRY_CHECK_GE(demands_s[k], 0);
       residence[k] = demands_s[k] * (1.0 + queue[k]);
       cycle += residence[k];
     }

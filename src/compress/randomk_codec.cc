@@ -48,7 +48,7 @@ void RandomkCodec::draw() {
       word &= word - 1;
     }
   }
-  FERRY_CHECK(out == k_, "randomk: drew ", out, " of ", k_);
+  FERRY_CHECK_EQ(out, k_, "randomk: drawn vs wanted");
 }
 
 void RandomkCodec::encode(std::span<const float> grad, std::vector<std::byte>& out) {

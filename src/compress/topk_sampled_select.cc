@@ -122,8 +122,7 @@ SampledTopkSelector::SampledTopkSelector(SampledTopkOptions options) : options_(
 
 bool SampledTopkSelector::add_and_select(std::span<const float> g, std::span<float> e,
                                          std::size_t k, std::vector<std::uint32_t>& idx) {
-  FERRY_CHECK(g.size() == e.size(), "sampled top-k: gradient has ", g.size(),
-              " elements, residual ", e.size());
+  FERRY_CHECK_EQ(g.size(), e.size(), "sampled top-k: gradient vs residual elements");
   return run<true>(g.data(), e.data(), e.size(), k, idx);
 }
 
@@ -142,7 +141,7 @@ void SampledTopkSelector::exact(std::span<const float> x, std::size_t k,
 template <bool kAdd>
 bool SampledTopkSelector::run(const float* g, Target<kAdd> e, std::size_t n, std::size_t k,
                               std::vector<std::uint32_t>& idx) {
-  FERRY_CHECK(k <= n, "sampled top-k: k ", k, " > n ", n);
+  FERRY_CHECK_LE(k, n, "sampled top-k");
   const bool sampled = k > 0 && n >= options_.min_numel &&
                        static_cast<double>(k) <= options_.max_fraction * static_cast<double>(n);
   if (!sampled) {
@@ -216,7 +215,7 @@ bool SampledTopkSelector::run(const float* g, Target<kAdd> e, std::size_t n, std
       idx[out++] = ci[j];
     }
   }
-  FERRY_CHECK(out == k, "sampled top-k: selected ", out, " of ", k);
+  FERRY_CHECK_EQ(out, k, "sampled top-k: selected vs wanted");
   return true;
 }
 

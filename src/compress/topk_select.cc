@@ -26,8 +26,8 @@ void TopkSelector::count(std::span<const float> chunk) {
 void TopkSelector::select(std::span<const float> x, std::size_t k,
                           std::vector<std::uint32_t>& idx) {
   const std::size_t n = x.size();
-  FERRY_CHECK(counted_ == n, "topk select: counted ", counted_, " elements, given ", n);
-  FERRY_CHECK(k <= n, "topk select: k ", k, " > n ", n);
+  FERRY_CHECK_EQ(counted_, n, "topk select: counted vs given elements");
+  FERRY_CHECK_LE(k, n, "topk select");
   idx.resize(k);
   if (k == n) {
     for (std::size_t i = 0; i < n; ++i) idx[i] = static_cast<std::uint32_t>(i);
@@ -74,7 +74,7 @@ void TopkSelector::select(std::span<const float> x, std::size_t k,
     for (std::size_t j = 0; j < kBlock; ++j) append(i + j);
   }
   for (; i < n; ++i) append(i);
-  FERRY_CHECK(c == total, "topk select: collected ", c, " candidates, histogram says ", total);
+  FERRY_CHECK_EQ(c, total, "topk select: collected vs counted candidates");
   cand_idx_.resize(total);
   cand_key_.resize(total);
   // Exact threshold T among the keys of bin B: the (k - above)-th largest there. Error
@@ -110,7 +110,7 @@ void TopkSelector::select(std::span<const float> x, std::size_t k,
       idx[out++] = cand_idx_[j];
     }
   }
-  FERRY_CHECK(out == k, "topk select: selected ", out, " of ", k);
+  FERRY_CHECK_EQ(out, k, "topk select: selected vs wanted");
 }
 
 }  // namespace ferry::compress

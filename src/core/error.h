@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace ferry {
 
@@ -45,6 +47,56 @@ std::string concat(const Args&... args) {
   (out << ... << args);
   return out.str();
 }
+
+// The comparisons of the FERRY_*_GE/... macros: integers of mixed signedness compare by value
+// (std::cmp_*), everything else with its own operator (a NaN fails every one of them).
+enum class Relation { kEq, kNe, kLt, kLe, kGt, kGe };
+template <typename A, typename B>
+constexpr bool holds(Relation r, const A& a, const B& b) {
+  if constexpr (std::is_integral_v<A> && std::is_integral_v<B> && !std::is_same_v<A, bool> && !std::is_same_v<B, bool>) {
+    switch (r) {
+      case Relation::kEq: return std::cmp_equal(a, b);
+      case Relation::kNe: return std::cmp_not_equal(a, b);
+      case Relation::kLt: return std::cmp_less(a, b);
+      case Relation::kLe: return std::cmp_less_equal(a, b);
+      case Relation::kGt: return std::cmp_greater(a, b);
+      case Relation::kGe: return std::cmp_greater_equal(a, b);
+    }
+  } else {
+    switch (r) {
+      case Relation::kEq: return a == b;
+      case Relation::kNe: return a != b;
+      case Relation::kLt: return a < b;
+      case Relation::kLe: return a <= b;
+      case Relation::kGt: return a > b;
+      case Relation::kGe: return a >= b;
+    }
+  }
+  return false;
+}
+// How a user-facing requirement reads: "--batch must be at least 1, got 0".
+constexpr const char* requirement_words(Relation r) {
+  switch (r) {
+    case Relation::kEq: return " must be ";
+    case Relation::kNe: return " must not be ";
+    case Relation::kLt: return " must be less than ";
+    case Relation::kLe: return " must be at most ";
+    case Relation::kGt: return " must be greater than ";
+    case Relation::kGe: return " must be at least ";
+  }
+  return " must be ";
+}
+constexpr const char* relation_symbol(Relation r) {
+  switch (r) {
+    case Relation::kEq: return " == ";
+    case Relation::kNe: return " != ";
+    case Relation::kLt: return " < ";
+    case Relation::kLe: return " <= ";
+    case Relation::kGt: return " > ";
+    case Relation::kGe: return " >= ";
+  }
+  return " ? ";
+}
 }  // namespace detail
 
 }  // namespace ferry
@@ -65,3 +117,43 @@ std::string concat(const Args&... args) {
   do {                                                                     \
     if (!(cond)) throw ::ferry::InvalidArgument(::ferry::detail::concat(__VA_ARGS__)); \
   } while (0)
+
+// Comparisons that format both sides themselves (as gloo's GLOO_ENFORCE_EQ). Each operand is
+// evaluated once.
+//
+// User input: FERRY_REQUIRE_GE(o.batch, 1, "--batch") throws
+//   InvalidArgument("--batch must be at least 1, got 0")
+// (_EQ "must be B", _NE "must not be B", _LT "must be less than B", _LE "must be at most B",
+// _GT "must be greater than B"); the trailing arguments name the value and are streamed.
+#define FERRY_REQUIRE_CMP_(rel, value, bound, ...)                                                         \
+  do {                                                                                                    \
+    const auto& ferry_value_ = (value);                                                                   \
+    const auto& ferry_bound_ = (bound);                                                                   \
+    if (!::ferry::detail::holds(rel, ferry_value_, ferry_bound_))                                         \
+      throw ::ferry::InvalidArgument(::ferry::detail::concat(                                             \
+          __VA_ARGS__, ::ferry::detail::requirement_words(rel), ferry_bound_, ", got ", ferry_value_));   \
+  } while (0)
+#define FERRY_REQUIRE_EQ(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kEq, value, bound, __VA_ARGS__)
+#define FERRY_REQUIRE_NE(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kNe, value, bound, __VA_ARGS__)
+#define FERRY_REQUIRE_LT(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kLt, value, bound, __VA_ARGS__)
+#define FERRY_REQUIRE_LE(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kLe, value, bound, __VA_ARGS__)
+#define FERRY_REQUIRE_GT(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kGt, value, bound, __VA_ARGS__)
+#define FERRY_REQUIRE_GE(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kGe, value, bound, __VA_ARGS__)
+
+// Invariants: FERRY_CHECK_EQ(w.size(), grad.size(), "key ", key) throws
+//   InternalError("file.cc:17: check failed: w.size() == grad.size() (3 vs 4) key 7").
+#define FERRY_CHECK_CMP_(rel, a, b, ...)                                                                   \
+  do {                                                                                                    \
+    const auto& ferry_a_ = (a);                                                                           \
+    const auto& ferry_b_ = (b);                                                                           \
+    if (!::ferry::detail::holds(rel, ferry_a_, ferry_b_))                                                 \
+      throw ::ferry::InternalError(::ferry::detail::concat(                                               \
+          __FILE__, ":", __LINE__, ": check failed: ", #a, ::ferry::detail::relation_symbol(rel), #b, " (",  \
+          ferry_a_, " vs ", ferry_b_, ")" __VA_OPT__(, " ", ) __VA_ARGS__));                             \
+  } while (0)
+#define FERRY_CHECK_EQ(a, b, ...) FERRY_CHECK_CMP_(::ferry::detail::Relation::kEq, a, b __VA_OPT__(, ) __VA_ARGS__)
+#define FERRY_CHECK_NE(a, b, ...) FERRY_CHECK_CMP_(::ferry::detail::Relation::kNe, a, b __VA_OPT__(, ) __VA_ARGS__)
+#define FERRY_CHECK_LT(a, b, ...) FERRY_CHECK_CMP_(::ferry::detail::Relation::kLt, a, b __VA_OPT__(, ) __VA_ARGS__)
+#define FERRY_CHECK_LE(a, b, ...) FERRY_CHECK_CMP_(::ferry::detail::Relation::kLe, a, b __VA_OPT__(, ) __VA_ARGS__)
+#define FERRY_CHECK_GT(a, b, ...) FERRY_CHECK_CMP_(::ferry::detail::Relation::kGt, a, b __VA_OPT__(, ) __VA_ARGS__)
+#define FERRY_CHECK_GE(a, b, ...) FERRY_CHECK_CMP_(::ferry::detail::Relation::kGe, a, b __VA_OPT__(, ) __VA_ARGS__)

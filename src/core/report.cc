@@ -17,8 +17,7 @@ ReportTable ReportTable::of(const std::vector<std::string>& names) {
 }
 
 void ReportTable::add_row(std::vector<std::string> cells) {
-  FERRY_CHECK(cells.size() == columns_.size(), "a row of ", cells.size(), " cells in a table of ", columns_.size(),
-              " columns");
+  FERRY_CHECK_EQ(cells.size(), columns_.size(), "cells of a row vs columns of the table");
   rows_.push_back(std::move(cells));
 }
 

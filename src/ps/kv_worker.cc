@@ -23,7 +23,7 @@ comm::Ticket KVWorker::send_request(int key, Op op, std::uint64_t version, Paylo
 }
 
 void KVWorker::init(std::span<const float> flat) {
-  FERRY_CHECK(flat.size() == layout_->total_elements());
+  FERRY_CHECK_EQ(flat.size(), layout_->total_elements());
   std::vector<comm::Ticket> sends;
   for (const auto& k : layout_->keys())
     sends.push_back(send_request(k.key, Op::kInit, 0, PayloadFormat::kFloat32,
@@ -32,7 +32,7 @@ void KVWorker::init(std::span<const float> flat) {
 }
 
 comm::Ticket KVWorker::push(int key, std::span<const float> grad) {
-  FERRY_CHECK(grad.size() == layout_->key(key).length, "key ", key);
+  FERRY_CHECK_EQ(grad.size(), layout_->key(key).length, "key ", key);
   return send_request(key, Op::kPush, 0, PayloadFormat::kFloat32, std::as_bytes(grad));
 }
 
@@ -78,7 +78,7 @@ void KVWorker::receive_compressed_pull(int key, std::span<float> out) {
 }
 
 comm::Ticket KVWorker::pull(int key, std::span<float> out, std::uint64_t min_version) {
-  FERRY_CHECK(out.size() == layout_->key(key).length, "key ", key);
+  FERRY_CHECK_EQ(out.size(), layout_->key(key).length, "key ", key);
   if (pull_decoder_) {
     // The reply's size is not known in advance: receive it when the ticket is waited for.
     comm::Ticket request = send_request(key, Op::kPull, min_version, PayloadFormat::kFloat32, {});
@@ -116,8 +116,7 @@ void KVWorker::checkpoint(std::uint64_t iterations) {
     comm::Message m = comm_->recv(first_server_rank_ + s, comm::kTagPsCheckpointAck);
     std::uint64_t acked = 0;
     if (m.data.size() == sizeof acked) std::memcpy(&acked, m.data.data(), sizeof acked);
-    FERRY_CHECK(acked == iterations, "server rank ", m.src, " acknowledged checkpoint ", acked, ", expected ",
-                iterations);
+    FERRY_CHECK_EQ(acked, iterations, "checkpoint acknowledged by server rank ", m.src);
   }
 }
 

@@ -14,7 +14,7 @@ SgdOptimizer::SgdOptimizer(std::size_t numel, SgdOptions options) : options_(opt
 }
 
 void SgdOptimizer::step(std::span<float> w, std::span<const float> grad) {
-  FERRY_CHECK(w.size() == grad.size(), w.size(), " weights vs ", grad.size(), " gradients");
+  FERRY_CHECK_EQ(w.size(), grad.size(), "weights vs gradients");
   const float lr = options_.lr, wd = options_.weight_decay, rs = options_.rescale;
   const float mu = options_.integrate ? 1.0f : options_.momentum;
   const std::size_t n = w.size();
@@ -22,7 +22,7 @@ void SgdOptimizer::step(std::span<float> w, std::span<const float> grad) {
     for (std::size_t i = 0; i < n; ++i) w[i] -= lr * (rs * grad[i] + wd * w[i]);
     return;
   }
-  FERRY_CHECK(velocity_.size() == n, "optimizer built for ", velocity_.size(), " elements, stepped with ", n);
+  FERRY_CHECK_EQ(velocity_.size(), n, "elements the optimizer was built for vs stepped with");
   float* v = velocity_.data();
   for (std::size_t i = 0; i < n; ++i) {
     v[i] = mu * v[i] - lr * (rs * grad[i] + wd * w[i]);

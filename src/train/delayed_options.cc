@@ -13,13 +13,13 @@ void validate_delayed_options(const DelayedOptions& o) {
   FERRY_REQUIRE(o.warmup_steps >= 0, "--warmup-steps must be >= 0, got ", o.warmup_steps);
   FERRY_REQUIRE(o.lr_local >= 0 && std::isfinite(o.lr_local), "--lr-local must be >= 0 (0: the global --lr), got ", o.lr_local);
   FERRY_REQUIRE(o.lr_warmup_steps >= 0, "--lr-warmup-steps must be >= 0, got ", o.lr_warmup_steps);
-  FERRY_REQUIRE(o.delay_steps >= 1, "--delay-steps must be at least 1, got ", o.delay_steps);
+  FERRY_REQUIRE_GE(o.delay_steps, 1, "--delay-steps");
   FERRY_REQUIRE(o.local_update == "glu" || o.local_update == "sgd", "--local-update must be glu or sgd, got '",
                 o.local_update, "'");
   FERRY_REQUIRE(o.glu_coef >= 0 && std::isfinite(o.glu_coef), "--glu-coef must be >= 0, got ", o.glu_coef);
-  FERRY_REQUIRE(o.correction_steps >= 1, "--correction-steps must be at least 1, got ", o.correction_steps);
+  FERRY_REQUIRE_GE(o.correction_steps, 1, "--correction-steps");
   FERRY_REQUIRE(o.threshold > 0 && std::isfinite(o.threshold), "--threshold must be positive, got ", o.threshold);
-  FERRY_REQUIRE(o.sync_every >= 1, "--sync-every must be at least 1, got ", o.sync_every);
+  FERRY_REQUIRE_GE(o.sync_every, 1, "--sync-every");
   FERRY_REQUIRE(o.post_local >= 0, "--post-local must be >= 0, got ", o.post_local);
   FERRY_REQUIRE(o.bucket_mb > 0 && std::isfinite(o.bucket_mb), "--bucket-mb must be positive, got ", o.bucket_mb);
 }

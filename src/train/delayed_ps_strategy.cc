@@ -16,7 +16,7 @@ DelayedPsStrategy::DelayedPsStrategy(const StrategyContext& context, std::string
                 " needs --topology ps (its delayed pulls are parameter-server pulls)");
   const DelayedOptions& d = context.options.delayed;
   validate_delayed_options(d);
-  FERRY_REQUIRE(schedule_.pull_every >= 1, name_, ": pull interval must be at least 1, got ", schedule_.pull_every);
+  FERRY_REQUIRE_GE(schedule_.pull_every, 1, name_, ": pull interval");
   warmup_ = d.warmup_steps;
   lr_local_ = d.lr_local > 0 ? d.lr_local : context.options.sgd.lr;
 }

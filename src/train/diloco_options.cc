@@ -9,7 +9,7 @@ namespace ferry::train {
 DilocoOptions DilocoOptions::read(SpecReader& r, bool streaming) {
   DilocoOptions o;
   o.inner_steps = r.get_int("inner_steps", o.inner_steps);
-  FERRY_REQUIRE(o.inner_steps >= 1, "--algo ", r.name(), ": inner_steps must be at least 1, got ", o.inner_steps);
+  FERRY_REQUIRE_GE(o.inner_steps, 1, "--algo ", r.name(), ": inner_steps");
   o.outer_lr = r.get_double("outer_lr", o.outer_lr);
   FERRY_REQUIRE(o.outer_lr > 0 && std::isfinite(o.outer_lr), "--algo ", r.name(),
                 ": outer_lr must be a finite number > 0, got ", o.outer_lr);
@@ -30,7 +30,7 @@ DilocoOptions DilocoOptions::read(SpecReader& r, bool streaming) {
     o.fragments = r.get_int("fragments", 4);
     o.overlap = r.get_int("overlap", 1);
     o.alpha = r.get_double("alpha", 0.5);
-    FERRY_REQUIRE(o.fragments >= 1, "--algo ", r.name(), ": fragments must be at least 1, got ", o.fragments);
+    FERRY_REQUIRE_GE(o.fragments, 1, "--algo ", r.name(), ": fragments");
     FERRY_REQUIRE(o.fragments <= o.inner_steps, "--algo ", r.name(), ": fragments (", o.fragments,
                   ") must be at most inner_steps (", o.inner_steps, "): each needs its own step of the window");
     FERRY_REQUIRE(o.overlap >= 0 && o.overlap < o.inner_steps, "--algo ", r.name(),

@@ -114,7 +114,7 @@ KeyPushCodecs::KeyPushCodecs(const std::string& codec_spec, const ps::KeyLayout&
 }
 
 comm::Ticket KeyPushCodecs::push_all(ps::KVWorker& kv, std::span<const float> flat_grad, WorkerMomentum* momentum) {
-  FERRY_CHECK(flat_grad.size() == layout_->total_elements());
+  FERRY_CHECK_EQ(flat_grad.size(), layout_->total_elements());
   std::vector<comm::Ticket> sends;
   for (const auto& k : layout_->keys()) {
     std::vector<std::byte> payload;
@@ -167,7 +167,7 @@ ps::PullEncoder make_pull_encoder(const std::string& pull_spec, const ps::KeyLay
   const ps::KeyLayout* l = &layout;
   return [codecs, pull_spec, l, shapes, server_index](int key, int worker, std::span<const float> change,
                                                       std::vector<std::byte>& payload) {
-    FERRY_CHECK(l->key(key).server == server_index, "key ", key, " is not served by server ", server_index);
+    FERRY_CHECK_EQ(l->key(key).server, server_index, "server of key ", key);
     auto& codec = (*codecs)[{key, worker}];
     if (!codec) codec = compress::make_codec(pull_spec, key_tensor_info(*l, key, shapes, worker));
     codec->encode(change, payload);

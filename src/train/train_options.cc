@@ -21,7 +21,7 @@ void validate(const TrainOptions& o) {
   bool supported = false;
   for (auto t : info.topologies) supported |= t == topology;
   FERRY_REQUIRE(supported, "--algo ", o.algo, " does not run on --topology ", topology_name(topology));
-  FERRY_REQUIRE(o.num_workers >= 1, "--np must be at least 1, got ", o.num_workers);
+  FERRY_REQUIRE_GE(o.num_workers, 1, "--np");
   if (topology == Topology::kAllreduce)
     FERRY_REQUIRE(o.num_servers == 0, "--servers ", o.num_servers,
                   " makes no sense with --topology allreduce (it has no parameter servers)");
@@ -34,8 +34,8 @@ void validate(const TrainOptions& o) {
     for (const auto& m : model_names()) names += (names.empty() ? "" : ", ") + m;
     FERRY_THROW(InvalidArgument, "unknown --model '", o.model, "' (known: ", names, ")");
   }
-  FERRY_REQUIRE(o.epochs >= 1, "--epochs must be at least 1, got ", o.epochs);
-  FERRY_REQUIRE(o.batch >= 1, "--batch must be at least 1, got ", o.batch);
+  FERRY_REQUIRE_GE(o.epochs, 1, "--epochs");
+  FERRY_REQUIRE_GE(o.batch, 1, "--batch");
   FERRY_REQUIRE(o.lr > 0 && std::isfinite(o.lr), "--lr must be a finite number > 0, got ", o.lr);
   FERRY_REQUIRE(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got ", o.momentum);
   FERRY_REQUIRE(o.weight_decay >= 0 && std::isfinite(o.weight_decay), "--wd must be a finite number >= 0, got ",
@@ -54,9 +54,9 @@ void validate(const TrainOptions& o) {
   FERRY_REQUIRE(o.max_steps >= 0, "--max-steps must be >= 0, got ", o.max_steps);
   FERRY_REQUIRE(o.eval_every >= 0, "--eval-every must be >= 0 (0: off), got ", o.eval_every);
   FERRY_REQUIRE(o.checkpoint_every >= 0, "--checkpoint-every must be >= 0, got ", o.checkpoint_every);
-  FERRY_REQUIRE(o.keep_checkpoints >= 1, "--keep-checkpoints must be at least 1, got ", o.keep_checkpoints);
+  FERRY_REQUIRE_GE(o.keep_checkpoints, 1, "--keep-checkpoints");
   FERRY_REQUIRE(o.stall_timeout_s >= 0, "--stall-timeout must be >= 0, got ", o.stall_timeout_s);
-  FERRY_REQUIRE(o.max_bad_steps >= 1, "--max-bad-steps must be at least 1, got ", o.max_bad_steps);
+  FERRY_REQUIRE_GE(o.max_bad_steps, 1, "--max-bad-steps");
   if (o.checkpoint_every > 0)
     FERRY_REQUIRE(!o.checkpoint_dir.empty() || !o.out_dir.empty(),
                   "--checkpoint-every needs --checkpoint-dir or --out (checkpoints go to <out>/checkpoints)");

@@ -78,7 +78,7 @@ TEST(Mpi, ShapedReceivesCanBeWaitedForOutOfOrder) {
 int main(int argc, char** argv) {
   ferry::comm::MpiRuntime mpi(&argc, &argv);
   ::testing::InitGoogleTest(&argc, argv);
-  auto comm = std::make_unique<ferry::comm::MpiCommunicator>();
+  auto comm = std::make_unique<ferry::comm::MpiCommunicator>(ferry::comm::mpi_wait_from_environment());
   ferry::comm::g_comm = comm.get();
   if (comm->rank() != 0) ::testing::GTEST_FLAG(output) = "";
   EXPECT_TRUE(mpi.thread_multiple()) << "MPI granted only " << mpi.thread_level();

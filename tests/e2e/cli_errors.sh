@@ -29,6 +29,7 @@ expect_error "odsgd does not run on --topology allreduce" --algo odsgd --topolog
 expect_error "--sync-every must be at least 1" --algo localsgd --sync-every 0
 expect_error "wfbp does not compress" --algo wfbp --codec twobit
 expect_error "--eval-every must be >= 0" --eval-every -5
+expect_cli_error "FERRY_MPI_WAIT must be auto, spin or sleep, got 'busy'" env FERRY_MPI_WAIT=busy "$ferry" train --max-steps 1 --no-progress
 expect_error "--lr must be a finite number > 0" --lr inf
 expect_error "--wd must be a finite number >= 0" --wd nan
 expect_error "--train-limit must be >= 0" --train-limit -1

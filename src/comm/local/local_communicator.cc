@@ -10,7 +10,7 @@
 namespace ferry::comm {
 
 LocalWorld::LocalWorld(int size) {
-  FERRY_REQUIRE(size >= 1, "world size must be at least 1, got ", size);
+  FERRY_REQUIRE_GE(size, 1, "world size");
   for (int r = 0; r < size; ++r) {
     mailboxes_.push_back(std::make_unique<Mailbox>());
     comms_.push_back(std::make_unique<LocalCommunicator>(this, r));

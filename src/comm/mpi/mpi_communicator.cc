@@ -30,28 +30,10 @@ int checked_count(std::size_t bytes) {
   return static_cast<int>(bytes);
 }
 
-// How a rank waits for MPI. OpenMPI's blocking calls poll the shared-memory queues at full
-// speed; on a cluster each rank has its own cores and that is the fastest way to wait. When
-// more ranks share a machine than it has cores (a cluster emulated on one machine), a rank
-// that polls takes the CPU from the ranks that compute, and a rank blocked on communication
-// slows the computation it is waiting for. Then waits poll with MPI_Test, back to back for
-// the first polls and afterwards sleeping 5 µs, doubling up to 100 µs, between polls.
-// FERRY_MPI_WAIT=spin|sleep overrides the choice.
-bool sleep_while_waiting() {
-  static const bool sleep = [] {
-    if (const char* mode = std::getenv("FERRY_MPI_WAIT")) return std::strcmp(mode, "sleep") == 0;
-    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    return local != nullptr && static_cast<unsigned>(std::atoi(local)) > cores;
-  }();
-  return sleep;
-}
-
-// Calls `poll` until it returns true, pausing between calls as sleep_while_waiting() says.
+// Calls `poll` until it returns true, pausing between calls when `sleep` (MpiWait::kSleep).
 template <typename Poll>
-void wait_until(Poll poll) {
+void wait_until(bool sleep, Poll poll) {
   if (poll()) return;
-  const bool sleep = sleep_while_waiting();
   auto pause = std::chrono::microseconds(5);
   for (int polls = 1; !poll(); ++polls) {
     if (!sleep || polls < 64) continue;
@@ -60,8 +42,8 @@ void wait_until(Poll poll) {
   }
 }
 
-void wait_request(MPI_Request& request, MPI_Status* status, const char* what) {
-  wait_until([&] {
+void wait_request(bool sleep, MPI_Request& request, MPI_Status* status, const char* what) {
+  wait_until(sleep, [&] {
     int done = 0;
     check_mpi(MPI_Test(&request, &done, status), what);
     return done != 0;
@@ -74,9 +56,10 @@ struct RequestState : Ticket::State {
   std::vector<std::byte> owned;
   std::span<std::byte> out;  // receives: checked against the received count
   bool is_recv = false;
+  bool sleep = false;
   void wait() override {
     MPI_Status status;
-    wait_request(request, &status, is_recv ? "Wait(recv)" : "Wait(send)");
+    wait_request(sleep, request, &status, is_recv ? "Wait(recv)" : "Wait(send)");
     if (is_recv) {
       int count = 0;
       MPI_Get_count(&status, MPI_BYTE, &count);
@@ -156,9 +139,21 @@ struct MpiCommunicator::Impl {
     MPI_Comm comm_ = MPI_COMM_NULL;
   };
 
-  Impl() = default;
-  explicit Impl(int color) : comm(color) {}
+  explicit Impl(MpiWait wait) : sleep(resolve(wait)) {}
+  Impl(int color, MpiWait wait) : comm(color), sleep(resolve(wait)) {}
   CommHandle comm;
+  bool sleep;  // MpiWait resolved
+
+  // kAuto: sleep when the ranks of this node outnumber its cores (collective over the world).
+  static bool resolve(MpiWait wait) {
+    if (wait != MpiWait::kAuto) return wait == MpiWait::kSleep;
+    MPI_Comm node = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "Comm_split_type");
+    int local = 1;
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+    return static_cast<unsigned>(local) > std::max(1u, std::thread::hardware_concurrency());
+  }
   std::atomic<std::uint64_t> bytes_sent{0}, bytes_recv{0}, messages_sent{0}, messages_recv{0};
   void count_send(std::size_t n) {
     bytes_sent += n;
@@ -170,13 +165,25 @@ struct MpiCommunicator::Impl {
   }
 };
 
-MpiCommunicator::MpiCommunicator() : impl_(std::make_unique<Impl>()) {
+MpiWait parse_mpi_wait(const std::string& text, const std::string& what) {
+  if (text == "auto") return MpiWait::kAuto;
+  if (text == "spin") return MpiWait::kSpin;
+  if (text == "sleep") return MpiWait::kSleep;
+  FERRY_THROW(InvalidArgument, what, " must be auto, spin or sleep, got '", text, "'");
+}
+
+MpiWait mpi_wait_from_environment() {
+  const char* mode = std::getenv("FERRY_MPI_WAIT");
+  return mode == nullptr ? MpiWait::kAuto : parse_mpi_wait(mode, "FERRY_MPI_WAIT");
+}
+
+MpiCommunicator::MpiCommunicator(MpiWait wait) : impl_(std::make_unique<Impl>(wait)) {
   MPI_Comm_set_errhandler(impl_->comm.get(), MPI_ERRORS_RETURN);
   MPI_Comm_rank(impl_->comm.get(), &rank_);
   MPI_Comm_size(impl_->comm.get(), &size_);
 }
 
-MpiCommunicator::MpiCommunicator(int color) : impl_(std::make_unique<Impl>(color)) {
+MpiCommunicator::MpiCommunicator(int color, MpiWait wait) : impl_(std::make_unique<Impl>(color, wait)) {
   MPI_Comm_set_errhandler(impl_->comm.get(), MPI_ERRORS_RETURN);
   MPI_Comm_rank(impl_->comm.get(), &rank_);
   MPI_Comm_size(impl_->comm.get(), &size_);
@@ -188,7 +195,7 @@ void MpiCommunicator::send(int dst, int tag, std::span<const std::byte> data) {
   MPI_Request request;
   check_mpi(MPI_Isend(data.data(), checked_count(data.size()), MPI_BYTE, dst, tag, impl_->comm.get(), &request),
             "Send");
-  wait_request(request, MPI_STATUS_IGNORE, "Send");
+  wait_request(impl_->sleep, request, MPI_STATUS_IGNORE, "Send");
   impl_->count_send(data.size());
 }
 
@@ -196,7 +203,7 @@ Message MpiCommunicator::recv(int src, int tag) {
   MPI_Message handle;
   MPI_Status status;
   // Matched probe + receive: safe when several threads receive at once.
-  wait_until([&] {
+  wait_until(impl_->sleep, [&] {
     int found = 0;
     check_mpi(MPI_Improbe(src == kAnySource ? MPI_ANY_SOURCE : src, tag, impl_->comm.get(), &found, &handle, &status),
               "Mprobe");
@@ -207,13 +214,14 @@ Message MpiCommunicator::recv(int src, int tag) {
   Message m{status.MPI_SOURCE, status.MPI_TAG, std::vector<std::byte>(static_cast<std::size_t>(count))};
   MPI_Request request;
   check_mpi(MPI_Imrecv(m.data.data(), count, MPI_BYTE, &handle, &request), "Mrecv");
-  wait_request(request, MPI_STATUS_IGNORE, "Mrecv");
+  wait_request(impl_->sleep, request, MPI_STATUS_IGNORE, "Mrecv");
   impl_->count_recv(m.data.size());
   return m;
 }
 
 Ticket MpiCommunicator::isend(int dst, int tag, std::vector<std::byte> data) {
   auto s = std::make_unique<RequestState>();
+  s->sleep = impl_->sleep;
   s->owned = std::move(data);
   check_mpi(MPI_Isend(s->owned.data(), checked_count(s->owned.size()), MPI_BYTE, dst, tag, impl_->comm.get(),
                       &s->request),
@@ -224,6 +232,7 @@ Ticket MpiCommunicator::isend(int dst, int tag, std::vector<std::byte> data) {
 
 Ticket MpiCommunicator::irecv(int src, int tag, std::span<std::byte> out) {
   auto s = std::make_unique<RequestState>();
+  s->sleep = impl_->sleep;
   s->is_recv = true;
   s->out = out;
   check_mpi(MPI_Irecv(out.data(), checked_count(out.size()), MPI_BYTE, src == kAnySource ? MPI_ANY_SOURCE : src,
@@ -238,7 +247,7 @@ void MpiCommunicator::allreduce_sum(std::span<float> data) {
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data.data(), checked_count(data.size()), MPI_FLOAT, MPI_SUM,
                            impl_->comm.get(), &request),
             "Allreduce");
-  wait_request(request, MPI_STATUS_IGNORE, "Allreduce");
+  wait_request(impl_->sleep, request, MPI_STATUS_IGNORE, "Allreduce");
   // Bandwidth-optimal algorithms send 2(N-1)/N of the buffer per rank.
   std::size_t wire = size_ > 1 ? data.size_bytes() * 2 * (size_ - 1) / size_ : 0;
   impl_->count_send(wire);
@@ -250,14 +259,14 @@ void MpiCommunicator::allreduce_sum(std::span<double> data) {
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data.data(), checked_count(data.size()), MPI_DOUBLE, MPI_SUM,
                            impl_->comm.get(), &request),
             "Allreduce");
-  wait_request(request, MPI_STATUS_IGNORE, "Allreduce");
+  wait_request(impl_->sleep, request, MPI_STATUS_IGNORE, "Allreduce");
 }
 
 void MpiCommunicator::broadcast(std::span<std::byte> data, int root) {
   MPI_Request request;
   check_mpi(MPI_Ibcast(data.data(), checked_count(data.size()), MPI_BYTE, root, impl_->comm.get(), &request),
             "Bcast");
-  wait_request(request, MPI_STATUS_IGNORE, "Bcast");
+  wait_request(impl_->sleep, request, MPI_STATUS_IGNORE, "Bcast");
   if (rank_ == root) impl_->count_send(data.size());
   else impl_->count_recv(data.size());
 }
@@ -268,7 +277,7 @@ std::vector<std::vector<std::byte>> MpiCommunicator::allgather(std::span<const s
   MPI_Request request;
   check_mpi(MPI_Iallgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, impl_->comm.get(), &request),
             "Allgather");
-  wait_request(request, MPI_STATUS_IGNORE, "Allgather");
+  wait_request(impl_->sleep, request, MPI_STATUS_IGNORE, "Allgather");
   std::size_t total = 0;
   for (int r = 0; r < size_; ++r) {
     displs[r] = checked_count(total);
@@ -278,7 +287,7 @@ std::vector<std::vector<std::byte>> MpiCommunicator::allgather(std::span<const s
   check_mpi(MPI_Iallgatherv(mine.data(), my_count, MPI_BYTE, flat.data(), counts.data(), displs.data(), MPI_BYTE,
                             impl_->comm.get(), &request),
             "Allgatherv");
-  wait_request(request, MPI_STATUS_IGNORE, "Allgatherv");
+  wait_request(impl_->sleep, request, MPI_STATUS_IGNORE, "Allgatherv");
   std::vector<std::vector<std::byte>> all(size_);
   for (int r = 0; r < size_; ++r) all[r].assign(flat.begin() + displs[r], flat.begin() + displs[r] + counts[r]);
   impl_->count_send(mine.size() * (size_ - 1));
@@ -289,7 +298,7 @@ std::vector<std::vector<std::byte>> MpiCommunicator::allgather(std::span<const s
 void MpiCommunicator::barrier() {
   MPI_Request request;
   check_mpi(MPI_Ibarrier(impl_->comm.get(), &request), "Barrier");
-  wait_request(request, MPI_STATUS_IGNORE, "Barrier");
+  wait_request(impl_->sleep, request, MPI_STATUS_IGNORE, "Barrier");
 }
 
 CommCounters MpiCommunicator::counters() const {

@@ -26,6 +26,18 @@ class MpiRuntime {
   bool owns_ = false;
 };
 
+// How a rank waits for MPI. OpenMPI's blocking calls poll its queues at full speed: on a cluster
+// each rank has its own cores and that is the fastest way to wait. When more ranks share a
+// machine than it has cores (a cluster emulated on one machine), a rank that polls takes the CPU
+// from the ranks that compute. kSleep polls with MPI_Test back to back for the first polls and
+// then sleeps 5 us, doubling up to 100 us, between polls; kAuto sleeps when the ranks on this
+// node (MPI_COMM_TYPE_SHARED) outnumber its cores, and spins otherwise.
+enum class MpiWait { kAuto, kSpin, kSleep };
+// "auto", "spin" or "sleep" (InvalidArgument naming `what` otherwise).
+MpiWait parse_mpi_wait(const std::string& text, const std::string& what);
+// The front ends' reading of FERRY_MPI_WAIT (unset: kAuto; a bad value: InvalidArgument).
+MpiWait mpi_wait_from_environment();
+
 // True when this process was started by mpirun/mpiexec (looks at the launcher's environment).
 bool launched_by_mpirun();
 
@@ -35,10 +47,10 @@ bool launched_by_mpirun();
 class MpiCommunicator final : public Communicator {
  public:
   // A communicator over MPI_COMM_WORLD (duplicated). MPI must be initialised (MpiRuntime).
-  MpiCommunicator();
+  explicit MpiCommunicator(MpiWait wait = MpiWait::kAuto);
   // A communicator over the ranks of MPI_COMM_WORLD that pass the same `color` (MPI_Comm_split, in
   // world order): every rank of the world must construct one at the same time.
-  explicit MpiCommunicator(int color);
+  explicit MpiCommunicator(int color, MpiWait wait = MpiWait::kAuto);
   ~MpiCommunicator() override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }

@@ -169,7 +169,7 @@ void ContinuousBatcher::run_step(std::vector<Running>& running) {
     const auto n = static_cast<std::size_t>(plan[i]);
     if (n == 0) continue;  // sits this step out (waits for the next step's prefill share)
     if (!r.prefilling()) {
-      FERRY_CHECK(n == 1, "the scheduler gave a decoding sequence ", n, " tokens");
+      FERRY_CHECK_EQ(n, 1, "tokens the scheduler gave a decoding sequence");
       inputs.push_back({r.sequence, {r.last}});
       ++info.decode_tokens;
     } else {

@@ -12,8 +12,8 @@ namespace {
 class FcfsScheduler : public StepScheduler {
  public:
   FcfsScheduler(const FcfsSchedulerOptions& options, const MoeConfig& config) : options_(options), config_(config) {
-    FERRY_REQUIRE(options_.max_batch >= 1, "--max-batch must be at least 1, got ", options_.max_batch);
-    FERRY_REQUIRE(options_.prefill_chunk >= 1, "--prefill-chunk must be at least 1, got ", options_.prefill_chunk);
+    FERRY_REQUIRE_GE(options_.max_batch, 1, "--max-batch");
+    FERRY_REQUIRE_GE(options_.prefill_chunk, 1, "--prefill-chunk");
   }
 
   std::string refusal(const RequestShape& r) const override {

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 void write_checkpoint(const std::string& dir, const MoeConfig& config, const std::vector<NamedTensor>& tensors,
                       const CheckpointWriteOptions& options) {
-  FERRY_REQUIRE(options.shards >= 1, "--shards must be at least 1, got ", options.shards);
+  FERRY_REQUIRE_GE(options.shards, 1, "--shards");
   make_dirs(dir);
   write_json_file((fs::path(dir) / "config.json").string(), config_to_json(config));
   const int shards = std::min<int>(options.shards, static_cast<int>(tensors.size()));

@@ -150,10 +150,10 @@ LlaporModel fit_llapor(const PredictorTrace& t, const LlaporFitOptions& o,
   const int L = tr.num_layers, E = tr.num_experts, D = o.lookahead;
   FERRY_REQUIRE(L >= 2, "trace '", tr.path, "' has ", L, " layer(s); predicting later layers needs at least 2");
   FERRY_REQUIRE(D >= 1 && D < L, "--lookahead must be in [1, ", L - 1, "], got ", D);
-  FERRY_REQUIRE(o.width >= 1, "--width must be at least 1, got ", o.width);
-  FERRY_REQUIRE(o.epochs >= 1, "--epochs must be at least 1, got ", o.epochs);
-  FERRY_REQUIRE(o.batch >= 1, "--batch must be at least 1, got ", o.batch);
-  FERRY_REQUIRE(o.max_rows >= 1, "--max-rows must be at least 1, got ", o.max_rows);
+  FERRY_REQUIRE_GE(o.width, 1, "--width");
+  FERRY_REQUIRE_GE(o.epochs, 1, "--epochs");
+  FERRY_REQUIRE_GE(o.batch, 1, "--batch");
+  FERRY_REQUIRE_GE(o.max_rows, 1, "--max-rows");
   FERRY_REQUIRE(o.lr > 0 && std::isfinite(o.lr), "--lr must be a finite number > 0, got ", o.lr);
   FERRY_REQUIRE(o.dropout >= 0 && o.dropout < 1, "--dropout must be in [0, 1), got ", o.dropout);
   std::string mode = o.mode;

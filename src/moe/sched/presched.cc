@@ -59,13 +59,13 @@ void prune(std::vector<State>& states, int max_k) {
 }  // namespace
 
 double presched_cost(const PreSchedInstance& inst, const std::vector<std::vector<PreSchedAction>>& action) {
-  FERRY_CHECK(action.size() == inst.layers.size(), "plan has ", action.size(), " layers, window ", inst.layers.size());
+  FERRY_CHECK_EQ(action.size(), inst.layers.size(), "layers of the plan vs the window");
   const double T = inst.transfer_s;
   double t = inst.lead_s, L = inst.link_free_s;
   int K = 0;
   for (std::size_t j = 0; j < inst.layers.size(); ++j) {
     const auto& lay = inst.layers[j];
-    FERRY_CHECK(action[j].size() == lay.candidates.size(), "plan layer ", j, " has the wrong size");
+    FERRY_CHECK_EQ(action[j].size(), lay.candidates.size(), "plan layer ", j);
     const double s = t + lay.dense_s;
     int k = 0;
     double device = 0, host = 0, q = 0;
@@ -114,7 +114,7 @@ PreSchedPlan presched_solve(const PreSchedInstance& inst) {
     }
     std::stable_sort(ord.begin(), ord.end(), [&](int a, int b) { return lay.candidates[a].p > lay.candidates[b].p; });
     const int m = static_cast<int>(ord.size());
-    FERRY_CHECK(m <= 20, "PreSched: ", m, " non-resident candidates in one layer (at most 20)");
+    FERRY_CHECK_LE(m, 20, "PreSched: non-resident candidates in one layer");
     std::uint32_t eligible = 0;
     for (int i = 0; i < m; ++i)
       if (host_allowed(inst, lay.candidates[ord[i]])) eligible |= 1u << i;

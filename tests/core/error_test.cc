@@ -1,0 +1,84 @@
+// The comparison macros of core/error.h: both sides formatted by the macro, each operand
+// evaluated once, integers of mixed signedness compared by value, NaN refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+
+#include "core/error.h"
+
+namespace ferry {
+namespace {
+
+template <typename F>
+std::string message_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(nothing thrown)";
+}
+
+TEST(Require, FormatsTheValueTheBoundAndTheName) {
+  const int batch = 0;
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_GE(batch, 1, "--batch"); }), "--batch must be at least 1, got 0");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_LE(7, 4, "--algo x: ", "fragments"); }),
+            "--algo x: fragments must be at most 4, got 7");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_GT(0.0, 0.0, "--lr"); }), "--lr must be greater than 0, got 0");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_LT(3, 3, "k"); }), "k must be less than 3, got 3");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_EQ(std::string("b"), std::string("a"), "mode"); }), "mode must be a, got b");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_NE(2, 2, "servers"); }), "servers must not be 2, got 2");
+}
+
+TEST(Require, PassingChecksThrowNothing) {
+  EXPECT_NO_THROW(FERRY_REQUIRE_GE(1, 1, "a"));
+  EXPECT_NO_THROW(FERRY_REQUIRE_LE(1, 1, "a"));
+  EXPECT_NO_THROW(FERRY_REQUIRE_GT(2, 1, "a"));
+  EXPECT_NO_THROW(FERRY_REQUIRE_LT(1, 2, "a"));
+  EXPECT_NO_THROW(FERRY_REQUIRE_EQ(1, 1, "a"));
+  EXPECT_NO_THROW(FERRY_REQUIRE_NE(1, 2, "a"));
+}
+
+TEST(Require, ThrowsInvalidArgument) {
+  EXPECT_THROW(FERRY_REQUIRE_GE(0, 1, "x"), InvalidArgument);
+}
+
+TEST(Require, EvaluatesEachOperandOnce) {
+  int calls = 0;
+  auto next = [&] { return ++calls; };
+  FERRY_REQUIRE_GE(next(), 1, "n");
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_GE(next(), 5, "n"); }), "n must be at least 5, got 2");
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(Require, MixedSignednessComparesValues) {
+  // -1 >= 0u is true with the built-in conversion (-1 becomes SIZE_MAX); by value it is false.
+  const int minus_one = -1;
+  const std::size_t zero = 0;
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_GE(minus_one, zero, "count"); }), "count must be at least 0, got -1");
+  EXPECT_NO_THROW(FERRY_REQUIRE_LT(minus_one, zero, "count"));
+}
+
+TEST(Require, NanFailsEveryRelation) {
+  const double nan = std::nan("");
+  EXPECT_THROW(FERRY_REQUIRE_GE(nan, 0.0, "x"), InvalidArgument);
+  EXPECT_THROW(FERRY_REQUIRE_LE(nan, 0.0, "x"), InvalidArgument);
+  EXPECT_THROW(FERRY_REQUIRE_EQ(nan, nan, "x"), InvalidArgument);
+}
+
+TEST(Check, NamesTheExpressionsTheirValuesAndThePlace) {
+  const std::size_t weights = 3, grads = 4;
+  const std::string m = message_of([&] { FERRY_CHECK_EQ(weights, grads, "key ", 7); });
+  EXPECT_NE(m.find("error_test.cc:"), std::string::npos) << m;
+  EXPECT_NE(m.find(": check failed: weights == grads (3 vs 4) key 7"), std::string::npos) << m;
+  const std::string bare = message_of([&] { FERRY_CHECK_LT(grads, weights); });
+  EXPECT_EQ(bare.substr(bare.find("check failed")), "check failed: grads < weights (4 vs 3)");
+  EXPECT_THROW(FERRY_CHECK_GE(1, 2), InternalError);
+  EXPECT_NO_THROW(FERRY_CHECK_NE(1, 2));
+}
+
+}  // namespace
+}  // namespace ferry
