@@ -68,6 +68,19 @@ def run_and_load(tmp_path, np, algo, topology, servers=0, options=None):
         return json.load(f)
 
 
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory):
+    """A run several tests compare against, made once per module: reference_run(key, make), with
+    make(directory) returning the run's result."""
+    made = {}
+
+    def get(key, make):
+        if key not in made:
+            made[key] = make(tmp_path_factory.mktemp("reference"))
+        return made[key]
+    return get
+
+
 def test_reference_is_exact_in_float32():
     # The premise of the bitwise comparisons: the float32 gradient of the concatenated batch
     # equals the float64 one.
@@ -111,9 +124,9 @@ def test_a_ps_script_without_finish_ends(tmp_path, algo):
     ("ssdsgd", {"delay_steps": 1, "local_update": "sgd"}),  # SSD-SGD with k = 1 and GLU off
     ("cdsgd", {"codec": "none"}),                             # CD-SGD without compression
 ])
-def test_delayed_algorithms_reduce_to_odsgd(tmp_path, algo, options):
+def test_delayed_algorithms_reduce_to_odsgd(tmp_path, reference_run, algo, options):
     base = {"warmup_steps": 0}
-    ref = run_and_load(tmp_path, 4, "odsgd", "ps", 1, base)
+    ref = reference_run(("odsgd", "ps"), lambda d: run_and_load(d, 4, "odsgd", "ps", 1, base))
     got = run_and_load(tmp_path, 4, algo, "ps", 1, dict(base, **options))
     assert got["weight"] == ref["weight"] and got["bias"] == ref["bias"]
 
@@ -221,8 +234,8 @@ def run_ddp(tmp_path, mode):
     ("plain", "hook@100Mbps,50us:none"),  # the same over ferry's MPI workers and emulated link
     ("ferry:twobit:threshold=0.0625", "hook@100Mbps,50us:twobit:threshold=0.0625"),
 ])
-def test_ddp_hook_equals_its_reference(tmp_path, plain, hooked):
-    ref = run_ddp(tmp_path, plain)
+def test_ddp_hook_equals_its_reference(tmp_path, reference_run, plain, hooked):
+    ref = reference_run(("ddp", plain), lambda d: run_ddp(d, plain))
     got = run_ddp(tmp_path, hooked)
     assert got["weight"] == ref["weight"] and got["bias"] == ref["bias"]
     if "@" in hooked:
