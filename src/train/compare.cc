@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "comm/link/link_options.h"
+#include "compress/codec_registry.h"
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/report.h"
@@ -30,6 +31,14 @@ double num(const nlohmann::json& j, const char* key) {
 
 std::string fmt(double v, const char* f = "%.4g") { return format_cell(v, f); }
 
+// Whether a codec spec compresses: "none", "none:ef=0" and any other identity codec do not (the
+// registry says which, no name is compared here).
+bool compresses(const std::string& codec) { return !compress::codec_entry(codec).identity; }
+// A run's label: the algorithm, then `sep` and the codec when it compresses.
+std::string label_of(const std::string& algo, const std::string& codec, const char* sep) {
+  return compresses(codec) ? algo + sep + codec : algo;
+}
+
 }  // namespace
 
 std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, const std::vector<std::string>& codecs,
@@ -40,7 +49,7 @@ std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, c
   if (std::find(all.begin(), all.end(), floor) == all.end()) all.push_back(floor);
   std::vector<std::string> compressing;
   for (const auto& c : codecs)
-    if (c != "none") compressing.push_back(c);
+    if (compresses(c)) compressing.push_back(c);
   std::vector<CompareConfig> plan;
   for (const auto& link : links) {
     for (const auto& algo : all) {
@@ -56,7 +65,7 @@ std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, c
         mine = codecs.empty() ? std::vector<std::string>{"none"} : codecs;
       for (const auto& codec : mine) {
         CompareConfig c{algo, codec, ps ? "ps" : "allreduce", link, ""};
-        c.name = safe(algo + (codec == "none" ? "" : "-" + codec) + "@" + link);
+        c.name = safe(label_of(algo, codec, "-") + "@" + link);
         plan.push_back(c);
       }
     }
@@ -111,7 +120,7 @@ CompareReport write_compare_report(const std::string& out, const std::vector<Com
     if (std::find(links.begin(), links.end(), r.config.link) == links.end()) links.push_back(r.config.link);
     const StrategyInfo* info = find_strategy(r.config.algo);
     if (info == nullptr) continue;  // not a baseline
-    if (info->speedup_baseline && r.config.codec == "none") ssgd_sps[r.config.link] = num(r.summary, "samples_per_s");
+    if (info->speedup_baseline && !compresses(r.config.codec)) ssgd_sps[r.config.link] = num(r.summary, "samples_per_s");
     if (info->compute_floor) floor_iter_s[r.config.link] = iter_s(r);
   }
   auto lookup = [](const std::map<std::string, double>& m, const std::string& k) {
@@ -168,10 +177,10 @@ CompareReport write_compare_report(const std::string& out, const std::vector<Com
     std::ostringstream d;
     for (const auto& [t, q] : r.quality) d << t << ',' << q << '\n';
     write_report_file(dat, d.str());
-    gp << (first ? "" : ", ") << "'" << dat << "' using 1:2 with linespoints title '" << r.config.algo
-       << (r.config.codec == "none" ? "" : "+" + r.config.codec) << "'";
+    gp << (first ? "" : ", ") << "'" << dat << "' using 1:2 with linespoints title '"
+       << label_of(r.config.algo, r.config.codec, "+") << "'";
     first = false;
-    bars << index++ << ',' << r.config.algo << (r.config.codec == "none" ? "" : "+" + r.config.codec) << ','
+    bars << index++ << ',' << label_of(r.config.algo, r.config.codec, "+") << ','
          << fmt(num(r.summary, "samples_per_s"), "%.6g") << '\n';
   }
   // The target as a dashed line (a plotted constant, so that the y range includes it): time to
@@ -193,7 +202,7 @@ CompareReport write_compare_report(const std::string& out, const std::vector<Com
     std::map<std::string, std::ostringstream> series;
     std::vector<std::string> order;
     for (const auto& r : results) {
-      std::string label = r.config.algo + (r.config.codec == "none" ? "" : "+" + r.config.codec);
+      std::string label = label_of(r.config.algo, r.config.codec, "+");
       if (!series.count(label)) order.push_back(label);
       const double gbps = comm::parse_link_spec(r.config.link).bandwidth_bytes_per_s * 8 / 1e9;
       series[label] << gbps << ',' << fmt(num(r.summary, "samples_per_s") / lookup(ssgd_sps, r.config.link)) << '\n';

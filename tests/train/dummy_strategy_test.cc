@@ -116,6 +116,18 @@ TEST(DummyStrategy, DefaultCodecIsTheEntrysNotANameCompare) {
   EXPECT_THROW(strategy_info("no-such-algo"), InvalidArgument);
 }
 
+// The identity codec with options ("none:ef=0", as advise and summaries print it) compresses
+// nothing: a codec-needing algorithm falls back to its default codec, and the run's name has no
+// codec suffix, as for "none" (the registry's `identity`, not the name "none", decides).
+TEST(DummyStrategy, TheIdentityCodecWithOptionsIsNotACompressingCodec) {
+  register_builtin_strategies();
+  const auto plan = compare_plan({"ssgd", "cdsgd"}, {"none:ef=0"}, {"1Gbps"});
+  std::vector<std::string> rows;
+  for (const auto& c : plan) rows.push_back(c.name + "/" + c.codec);
+  EXPECT_EQ(rows, (std::vector<std::string>{"ssgd_1Gbps/none:ef=0", "cdsgd-twobit_1Gbps/twobit",
+                                            "compute-only_1Gbps/none"}));
+}
+
 TEST(DummyStrategy, ABareDefaultCodecNameRunsWithTheDefaultsOptions) {
   DelayedOptions d;
   d.threshold = 0.25f;
