@@ -50,6 +50,7 @@ std::vector<AdviseRow> advise(const AdviseOptions& o, ProfileBook& book, const M
   FERRY_REQUIRE(o.steps >= 0, "--steps must be >= 0, got ", o.steps);
   const train::StrategyInfo& base = baseline();
   std::vector<AdviseRow> rows;
+  std::set<std::string> left_out;
   for (int w : o.workers) {
     const int servers = o.workers_per_server > 0 ? std::max(1, w / o.workers_per_server) : o.servers;
     for (double bw : o.bandwidths) {
@@ -64,7 +65,15 @@ std::vector<AdviseRow> advise(const AdviseOptions& o, ProfileBook& book, const M
           for (const auto& spec : codecs_for(info, o)) {
             AdviseRow r{name, train::topology_name(topo), spec, w, topo == train::Topology::kParameterServer ? servers : 0,
                         bw, {}, 0};
-            r.prediction = predict_spec(spec_of_row(o, r), book, k);
+            const ScenarioSpec row = spec_of_row(o, r);
+            const Scenario sc = make_scenario(row, book);  // a bad model or device: the user's error
+            try {
+              r.prediction = predict(row.algo, sc, k);
+            } catch (const InvalidArgument& e) {  // what the strategy itself refuses on this model
+              if (left_out.insert(name).second)
+                std::fprintf(stderr, "ferry advise: --algo %s left out: %s\n", name.c_str(), e.what());
+              continue;
+            }
             group.push_back(r);
           }
       }

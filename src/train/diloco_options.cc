@@ -47,4 +47,26 @@ DilocoOptions DilocoOptions::of_spec(const std::string& algo_spec) {
   return o;
 }
 
+std::vector<std::size_t> fragment_cuts(const std::vector<std::size_t>& numels, std::int64_t fragments,
+                                       const std::string& algo) {
+  const std::size_t tensors = numels.size();
+  const std::size_t p_count = static_cast<std::size_t>(fragments);
+  FERRY_REQUIRE(p_count <= tensors, "--algo ", algo, ": fragments (", p_count, ") must be at most the model's ",
+                tensors, " tensors");
+  double n = 0;
+  for (std::size_t e : numels) n += static_cast<double>(e);
+  std::vector<std::size_t> cuts{0};
+  std::size_t t = 0;
+  double running = 0;
+  for (std::size_t p = 1; p < p_count; ++p) {
+    const double share = n * static_cast<double>(p) / static_cast<double>(p_count);
+    // At least one tensor per fragment, and one left for every later fragment.
+    do running += static_cast<double>(numels[t++]);
+    while (t < tensors - (p_count - p) && running < share);
+    cuts.push_back(t);
+  }
+  cuts.push_back(tensors);
+  return cuts;
+}
+
 }  // namespace ferry::train

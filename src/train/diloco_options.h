@@ -3,8 +3,10 @@
 // canonical_algo() and `ferry advise`'s cost model.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/spec.h"
 
@@ -31,5 +33,14 @@ struct DilocoOptions {
   // an InvalidArgument.
   static DilocoOptions of_spec(const std::string& algo_spec);
 };
+
+// Streaming DiLoCo's fragments of a model whose tensors have `numels` elements, in order:
+// consecutive tensors, fragment p cut where the running size passes p/P of the total, at least one
+// tensor in each. Fragment p holds tensors [cuts[p], cuts[p + 1]) (P + 1 cuts). One tensor never
+// splits, so a model whose largest tensor holds most of the weights has one large fragment
+// (the cnn's first fully connected layer: 95 % of it). The strategy and `ferry advise` cut alike.
+// InvalidArgument naming `algo` when P exceeds the tensors.
+std::vector<std::size_t> fragment_cuts(const std::vector<std::size_t>& numels, std::int64_t fragments,
+                                       const std::string& algo);
 
 }  // namespace ferry::train

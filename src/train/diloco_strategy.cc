@@ -56,21 +56,8 @@ void DilocoStrategy::setup(FlatParams& params) {
   if (options_.outer_momentum > 0) velocity_.assign(n, 0.0f);
   delta_.assign(n, 0.0f);
 
-  // Fragments: consecutive tensors, each cut where the running size passes its share.
-  const std::size_t tensors = params.num_params();
-  const std::size_t p_count = static_cast<std::size_t>(options_.fragments);
-  FERRY_REQUIRE(p_count <= tensors, "--algo ", name(), ": fragments (", p_count, ") must be at most the model's ",
-                tensors, " tensors");
-  std::vector<std::size_t> cuts{0};  // fragment p's tensors are [cuts[p], cuts[p + 1])
-  std::size_t t = 0, running = 0;
-  for (std::size_t p = 1; p < p_count; ++p) {
-    const double share = static_cast<double>(n) * p / p_count;
-    // At least one tensor per fragment, and one left for every later fragment.
-    do running += params.numels()[t++];
-    while (t < tensors - (p_count - p) && static_cast<double>(running) < share);
-    cuts.push_back(t);
-  }
-  cuts.push_back(tensors);
+  const std::vector<std::size_t> cuts = fragment_cuts(params.numels(), options_.fragments, name());
+  const std::size_t tensors = params.num_params(), p_count = cuts.size() - 1;
   fragments_.resize(p_count);
   for (std::size_t p = 0; p < p_count; ++p) {
     Fragment& f = fragments_[p];

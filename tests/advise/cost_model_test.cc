@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "advise/cost_model.h"
@@ -156,7 +158,7 @@ TEST(CostModel, SsgdIsNeverFasterThanComputeOnly) {
 }
 
 TEST(CostModel, SlowerLinkNeverHelps) {
-  const ModelProfile m = synthetic_model("m", {400000, 20000}, 0.012, 0.020);
+  const ModelProfile m = synthetic_model("m", {400000, 20000, 1280, 300}, 0.012, 0.020);  // 4 tensors: streaming-diloco's 4 fragments
   MachineConstants k;
   k.message_s = 20e-6;
   for (const auto& [algo, topo] : every_algorithm()) {
@@ -203,6 +205,27 @@ TEST(CostModel, LocalSgdAveragesEveryH) {
   sc.delayed.sync_every = 4;
   // T = c + AR(S)/H with AR = 6 steps of 1 MB at 125 MB/s.
   EXPECT_NEAR(predict("localsgd", sc, k).iteration_s, 0.030 + 6 * 8e-3 / 4, 1e-12);
+}
+
+// Streaming DiLoCo waits, per fragment, for the part of its exchange that its τ inner steps do not
+// hide, and a fragment is as large as the strategy cuts it (whole tensors): with equal tensors the
+// P fragments are S/P each; with one dominant tensor the fragment holding it waits almost as long
+// as DiLoCo's whole exchange.
+TEST(CostModel, StreamingDilocoWaitsForEachFragmentAsTheStrategyCutsIt) {
+  MachineConstants k;
+  k.cores = 64;
+  for (const std::vector<std::size_t>& numels :
+       {std::vector<std::size_t>{250000, 250000, 250000, 250000}, std::vector<std::size_t>{997000, 1000, 1000, 1000}}) {
+    const ModelProfile m = synthetic_model("m", numels, 0.010, 0.020);
+    Scenario sc = scenario(m, 4, 0, Topology::kAllreduce, 1.25e6, 0);
+    const Prediction whole = predict("diloco:inner_steps=8", sc, k);
+    const double c = predict("compute-only", sc, k).iteration_s;  // c st
+    const double exchange = (whole.iteration_s - c) * 8;            // T = c st + E/H
+    ASSERT_GT(exchange, 4 * c);  // the slow link: a fragment's exchange is longer than τ steps
+    double wait = 0;
+    for (std::size_t e : numels) wait += std::max(0.0, static_cast<double>(e) / 1e6 * exchange - c);
+    EXPECT_NEAR(predict("streaming-diloco:inner_steps=8,fragments=4,overlap=1", sc, k).iteration_s, c + wait / 8, 1e-12);
+  }
 }
 
 TEST(CostModel, RefusesWhatAStrategyCannotRun) {

@@ -11,6 +11,7 @@
 
 #include "comm/local/local_communicator.h"
 #include "core/error.h"
+#include "train/diloco_options.h"
 #include "train/diloco_strategy.h"
 #include "train/flat_params.h"
 #include "train/strategy.h"
@@ -96,6 +97,23 @@ TEST(DilocoSpec, DefaultsAreThePapersAndUnknownKeysAreRefused) {
 //           ≤ u·(|w_D| + |w| + (N + 4)·η·G/N)               (|θ_i| ≤ |w| + η|g_i|)
 // so |w_D − w_S| ≤ u·(|w_S| + |w_D| + |w| + (2N + 5)·η·G/N), to first order in u (the factor
 // 1.001 covers the higher orders).
+// Fragments are consecutive whole tensors, each cut once the running size passes its share, at
+// least one tensor each; more fragments than tensors are refused.
+TEST(DilocoSpec, FragmentsAreConsecutiveTensorsCutAtTheirShare) {
+  EXPECT_EQ(fragment_cuts({100, 100, 100, 100}, 2, "streaming-diloco"), (std::vector<std::size_t>{0, 2, 4}));
+  EXPECT_EQ(fragment_cuts({100, 100, 100, 100}, 4, "streaming-diloco"), (std::vector<std::size_t>{0, 1, 2, 3, 4}));
+  // One dominant tensor: the first fragment takes it, the rest get one tensor each.
+  EXPECT_EQ(fragment_cuts({10, 1000, 10, 10}, 2, "streaming-diloco"), (std::vector<std::size_t>{0, 2, 4}));
+  EXPECT_EQ(fragment_cuts({1000, 10, 10, 10}, 3, "streaming-diloco"), (std::vector<std::size_t>{0, 1, 2, 4}));
+  EXPECT_EQ(fragment_cuts({5, 5, 5}, 1, "streaming-diloco"), (std::vector<std::size_t>{0, 3}));
+  try {
+    fragment_cuts({5, 5}, 3, "streaming-diloco");
+    ADD_FAILURE() << "3 fragments of 2 tensors accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("fragments (3) must be at most the model's 2 tensors"), std::string::npos);
+  }
+}
+
 TEST(Diloco, OneInnerStepWithOuterSgdOfLrOneIsSsgd) {
   const int n = 4;
   const float lr = 0.05f;
