@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "message_of.h"
 
 namespace ferry {
 namespace {
@@ -28,17 +29,6 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-// The message of the IoError `fn` throws (the test fails when it throws nothing or another type).
-template <typename Fn>
-std::string io_error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const IoError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no IoError";
-  return "";
-}
 
 TEST(AtomicWrite, WritesTheBytesAndLeavesNoTemporary) {
   const fs::path dir = fresh_dir("ok");
@@ -59,7 +49,7 @@ TEST(AtomicWrite, WritesTheBytesAndLeavesNoTemporary) {
 TEST(AtomicWrite, MissingDirectoryIsIoErrorNamingThePath) {
   const fs::path dir = fresh_dir("missing");
   const std::string path = (dir / "no" / "such" / "summary.json").string();
-  const std::string what = io_error_of([&] { write_file_atomic(path, std::string("x")); });
+  const std::string what = message_of<IoError>([&] { write_file_atomic(path, std::string("x")); });
   EXPECT_NE(what.find(path), std::string::npos) << what;
   EXPECT_FALSE(fs::exists(dir / "no"));
   fs::remove_all(dir);
@@ -68,7 +58,7 @@ TEST(AtomicWrite, MissingDirectoryIsIoErrorNamingThePath) {
 // /proc refuses new files even to root.
 TEST(AtomicWrite, DirectoryRefusingFilesIsIoErrorNamingThePath) {
   const std::string path = "/proc/ferry_cannot_write_here.json";
-  const std::string what = io_error_of([&] { write_file_atomic(path, std::string("x")); });
+  const std::string what = message_of<IoError>([&] { write_file_atomic(path, std::string("x")); });
   EXPECT_NE(what.find(path), std::string::npos) << what;
   EXPECT_FALSE(fs::exists(path));
 }
@@ -78,7 +68,7 @@ TEST(AtomicWrite, ReadOnlyDirectoryIsIoErrorNamingThePath) {
   const fs::path dir = fresh_dir("readonly");
   ASSERT_EQ(::chmod(dir.c_str(), 0500), 0);
   const std::string path = (dir / "summary.json").string();
-  const std::string what = io_error_of([&] { write_file_atomic(path, std::string("x")); });
+  const std::string what = message_of<IoError>([&] { write_file_atomic(path, std::string("x")); });
   EXPECT_NE(what.find(path), std::string::npos) << what;
   EXPECT_FALSE(fs::exists(path));
   ::chmod(dir.c_str(), 0700);
@@ -92,7 +82,7 @@ TEST(AtomicWrite, FailureKeepsTheOldContent) {
   const std::string path = (dir / "state").string();
   write_file_atomic(path, std::string("old content"));
   fs::create_directory(atomic_write_temp_path(path));
-  const std::string what = io_error_of([&] { write_file_atomic(path, std::string("new")); });
+  const std::string what = message_of<IoError>([&] { write_file_atomic(path, std::string("new")); });
   EXPECT_NE(what.find(path), std::string::npos) << what;
   EXPECT_EQ(slurp(path), "old content");
   EXPECT_TRUE(fs::is_directory(atomic_write_temp_path(path)));  // not ours: left alone
@@ -105,7 +95,7 @@ TEST(AtomicWrite, FailedRenameRemovesTheTemporary) {
   const fs::path dir = fresh_dir("rename");
   const fs::path dest = dir / "taken";
   fs::create_directories(dest / "inside");
-  const std::string what = io_error_of([&] { write_file_atomic(dest.string(), std::string("x")); });
+  const std::string what = message_of<IoError>([&] { write_file_atomic(dest.string(), std::string("x")); });
   EXPECT_NE(what.find(dest.string()), std::string::npos) << what;
   EXPECT_TRUE(fs::is_directory(dest / "inside"));
   EXPECT_FALSE(fs::exists(atomic_write_temp_path(dest.string())));
@@ -115,8 +105,8 @@ TEST(AtomicWrite, FailedRenameRemovesTheTemporary) {
 TEST(AtomicWrite, SyncDirectoryAndRenameNameTheirPaths) {
   const fs::path dir = fresh_dir("names");
   const std::string missing = (dir / "gone").string();
-  EXPECT_NE(io_error_of([&] { sync_directory(missing); }).find(missing), std::string::npos);
-  EXPECT_NE(io_error_of([&] { rename_path(missing, missing + "2"); }).find(missing), std::string::npos);
+  EXPECT_NE(message_of<IoError>([&] { sync_directory(missing); }).find(missing), std::string::npos);
+  EXPECT_NE(message_of<IoError>([&] { rename_path(missing, missing + "2"); }).find(missing), std::string::npos);
   sync_directory(dir.string());
   fs::remove_all(dir);
 }

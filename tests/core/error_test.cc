@@ -7,19 +7,11 @@
 #include <string>
 
 #include "core/error.h"
+#include "message_of.h"
 
 namespace ferry {
 namespace {
 
-template <typename F>
-std::string message_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(nothing thrown)";
-}
 
 TEST(Require, FormatsTheValueTheBoundAndTheName) {
   const int batch = 0;
