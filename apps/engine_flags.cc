@@ -24,7 +24,7 @@ std::string policy_help() {
   std::vector<std::string> engine, simulator;
   for (const auto& name : moe::policy_names()) (moe::find_policy(name)->needs_future ? simulator : engine).push_back(name);
   std::string help = "offloading policy NAME[:ARGS]: " + choices(engine);
-  if (!simulator.empty()) help += " (in the simulator only: " + choices(simulator) + ")";
+  if (!simulator.empty()) help += " (in the simulator and on --routing only: " + choices(simulator) + ")";
   return help;
 }
 constexpr const char* kDeviceMemHelp = "device budget for routed experts: bytes (256MiB) or % of all experts";
@@ -44,11 +44,14 @@ void add_hardware_flags(CLI::App& app, std::string& link, std::string& compute, 
   app.add_option("--weights", weights, kWeightsHelp)->capture_default_str();
 }
 
-void check_policy(const char* flag, const std::string& spec) {
+// future_known: the routing is a trace's (ferry moe bench --routing), so the policies that read the
+// recorded future can run.
+void check_policy(const char* flag, const std::string& spec, bool future_known = false) {
   // Capabilities are data: a policy that reads the recorded future says so in its entry.
-  FERRY_REQUIRE(!moe::policy_entry(spec).needs_future, flag, " ", spec,
-                " needs the recorded future routing: it runs in the simulator (ferry moe simulate)");
-  moe::make_policy(spec);  // a bad spec fails before the model loads
+  FERRY_REQUIRE(future_known || !moe::policy_entry(spec).needs_future, flag, " ", spec,
+                " needs the recorded future routing: it runs in the simulator (ferry moe simulate) and in ferry moe "
+                "bench on a trace's routing (--routing)");
+  moe::check_policy_spec(spec);  // a bad spec fails before the model loads
 }
 
 void check_hardware(const std::string& link, const std::string& compute, const std::string& weights) {
@@ -91,7 +94,7 @@ void check_engine_sweep_flags(const moe::BenchOptions& o) {
   FERRY_REQUIRE(!o.policies.empty(), "--policies is empty");
   FERRY_REQUIRE(!o.budgets.empty(), "--device-mem is empty");
   // The list was split on every ',', a spec's own keys too ("prescope:window=2,predictor=...").
-  for (const auto& p : join_spec_items(o.policies)) check_policy("--policies:", p);
+  for (const auto& p : join_spec_items(o.policies)) check_policy("--policies:", p, !o.routing_trace.empty());
   for (const auto& b : o.budgets) check_device_mem(b);
   check_hardware(o.link, o.compute, o.weights);
 }

@@ -60,6 +60,8 @@ bad generate --device-mem 150% "invalid --device-mem '150%'"
 bad generate --compute fast "invalid --compute 'fast'"
 bench=(moe bench --model "$tmp/none" --out "$tmp/bench")
 expect_cli_error "--policies: oracle needs the recorded future routing" "$ferry" "${bench[@]}" --policies lru,oracle
+# On a trace's routing the future is known: the oracles pass the flags, and the error is the trace's.
+expect_cli_error "$tmp/none.jsonl" "$ferry" "${bench[@]}" --policies lru,oracle,prescope-perfect --routing "$tmp/none.jsonl"
 expect_cli_error "unknown policy 'magic'" "$ferry" "${bench[@]}" --policies lru,magic
 expect_cli_error "invalid --device-mem '150%'" "$ferry" "${bench[@]}" --device-mem 25%,150%
 expect_cli_error "unknown --link 'warp'" "$ferry" "${bench[@]}" --link warp

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "core/error.h"
 #include "moe/engine/engine.h"
+#include "moe/engine/generate.h"
 #include "moe/predict/predictor_registry.h"
 #include "moe/sim/simulator.h"
 #include "random_trace.h"
@@ -243,6 +245,65 @@ TEST_F(SimEngine, ReplayDrivesContinuousSequences) {
   EXPECT_EQ(seen, 7 * c.num_layers * c.top_k);
   EXPECT_EQ(mismatches, 0);
   EXPECT_EQ(N, 7u);
+}
+
+// The future the oracle policies read when the engine replays a trace (replay_future): step 0 is
+// every sequence's prompt, then one decode step per generated token, each layer's experts with the
+// tokens routed to each, exactly as the engine routes them in generate() (observed, not assumed).
+// The prompt (5 tokens) and the decode run past the trace's end, so the wrap-around is covered.
+TEST_F(SimEngine, ReplayFutureIsWhatTheEngineRoutes) {
+  const MoeConfig c = testing::tiny_config();
+  const RoutingTrace trace = random_trace(c, 13, 4, 2);
+  constexpr int kPrompt = 5, kTokens = 9;
+  for (int batch : {1, 3}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    EngineOptions eo;
+    eo.forced_routing = &trace;
+    auto eng = MoeEngine::open(dir_->path(), eo);
+    std::vector<std::vector<std::map<int, int>>> seen;  // [step][layer] expert -> tokens
+    eng->set_route_observer([&](int layer, int n, int k, const std::int64_t* experts, const float*, const float*, int) {
+      if (layer == 0) seen.emplace_back(c.num_layers);
+      for (int i = 0; i < n * k; ++i) ++seen.back()[layer][static_cast<int>(experts[i])];
+    });
+    SamplingOptions so;
+    so.max_new_tokens = kTokens;
+    generate(*eng, TokenBatch(batch, std::vector<std::int32_t>(kPrompt, 3)), so);
+    const FutureRouting f = replay_future(trace, batch, kPrompt, kTokens);
+    ASSERT_EQ(seen.size(), f.steps.size());
+    for (std::size_t s = 0; s < seen.size(); ++s)
+      for (int l = 0; l < c.num_layers; ++l) {
+        std::vector<int> experts, tokens;
+        for (auto [e, n] : seen[s][l]) experts.push_back(e), tokens.push_back(n);
+        EXPECT_EQ(f.steps[s][l].experts, experts) << "step " << s << " layer " << l;
+        EXPECT_EQ(f.steps[s][l].tokens, tokens) << "step " << s << " layer " << l;
+      }
+  }
+}
+
+// On that future the policies that read it run in the engine, and change nothing but the timing.
+TEST_F(SimEngine, OraclePoliciesRunOnTheReplayedFuture) {
+  const MoeConfig c = testing::tiny_config();
+  const RoutingTrace trace = random_trace(c, 17, 6, 2);
+  constexpr int kPrompt = 4, kTokens = 8, kBatch = 2;
+  const FutureRouting future = replay_future(trace, kBatch, kPrompt, kTokens);
+  std::vector<std::vector<std::int32_t>> reference;
+  for (const std::string policy : {"ondemand", "oracle", "prescope-perfect"}) {
+    SCOPED_TRACE(policy);
+    EngineOptions eo;
+    eo.forced_routing = &trace;
+    eo.policy = policy;
+    eo.policy_options.future = &future;
+    eo.link = kLink;
+    eo.compute = kCompute;
+    eo.device_mem = std::to_string(3 * c.top_k * kBatch * MoeEngine::open(dir_->path(), EngineOptions{})->expert_bytes());
+    auto eng = MoeEngine::open(dir_->path(), eo);
+    SamplingOptions so;
+    so.max_new_tokens = kTokens;
+    const auto g = generate(*eng, TokenBatch(kBatch, std::vector<std::int32_t>(kPrompt, 7)), so);
+    if (reference.empty()) reference = g.new_tokens;
+    EXPECT_EQ(g.new_tokens, reference);
+    EXPECT_GT(eng->stats().expert_accesses, 0u);
+  }
 }
 
 TEST_F(SimEngine, MismatchedTraceIsRefused) {

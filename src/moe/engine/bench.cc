@@ -20,6 +20,7 @@
 #include "moe/model/reference_model.h"
 #include "moe/model/tokenizer.h"
 #include "moe/predict/predictor_registry.h"
+#include "moe/trace/future_routing.h"
 #include "moe/trace/routing_stats.h"
 #include "moe/trace/routing_trace.h"
 
@@ -111,7 +112,9 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
   const std::vector<std::string> policies = join_spec_items(o.policies);  // a spec's keys were split off on ','
   bool uses_counts = false;
   for (const auto& p : policies) {
-    make_policy(p);  // a bad spec fails before any run
+    FERRY_REQUIRE(!policy_entry(p).needs_future || !o.routing_trace.empty(), "policy ", p,
+                  " needs the recorded future routing: give a routing trace (--routing)");
+    check_policy_spec(p);  // a bad spec fails before any run
     uses_counts = uses_counts || policy_entry(p).uses_counts;
   }
   const RoutingTrace trace = o.routing_trace.empty() ? RoutingTrace{} : read_routing_trace(o.routing_trace);
@@ -129,11 +132,24 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
   for (const auto& budget : o.budgets)
     for (int batch : o.batches) {
       auto prompts = make_prompts(o.model_dir, o.corpus, batch, o.prompt_tokens, o.seed + batch);
+      // The routing to come, for the policies that read it (oracle, prescope-perfect): the
+      // replayed trace's, prompt and decode steps, twice with a warm-up run (each run resets the
+      // engine and replays the same steps).
+      FutureRouting future;
+      if (!o.routing_trace.empty()) {
+        const int steps = o.new_tokens * (o.warmup ? 2 : 1);
+        future = replay_future(trace, batch, static_cast<int>(prompts.front().size()), o.new_tokens);
+        for (int s = o.new_tokens; s < steps; ++s) future.steps.push_back(future.steps[static_cast<std::size_t>(s - o.new_tokens)]);
+        future.index();
+      }
       for (const auto& policy : policies) {
         EngineOptions eo = engine_options(o, budget);
         eo.policy = policy;  // the spec: the policy reads its keys (predictor=, window=, ...)
         eo.policy_options.expert_counts = counts;
-        if (!o.routing_trace.empty()) eo.forced_routing = &trace;
+        if (!o.routing_trace.empty()) {
+          eo.forced_routing = &trace;
+          eo.policy_options.future = &future;
+        }
         auto eng = MoeEngine::open(o.model_dir, eo);
         if (engine != nullptr && rows.empty()) *engine = eng->describe();
         SamplingOptions so;

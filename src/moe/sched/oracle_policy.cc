@@ -21,7 +21,8 @@ namespace {
 
 const FutureRouting* require_future(const PolicyOptions& options, const char* name) {
   FERRY_REQUIRE(options.future != nullptr, "policy '", name,
-                "' needs the recorded routing to come: it runs in the simulator (ferry moe simulate)");
+                "' needs the recorded routing to come: it runs in the simulator (ferry moe simulate) and in ferry moe "
+                "bench on a trace's routing (--routing)");
   return options.future;
 }
 

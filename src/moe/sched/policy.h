@@ -123,6 +123,9 @@ void register_builtin_policies();
 // spec's keys. Throws InvalidArgument naming an unknown policy (listing the known ones), an
 // unknown key (listing the policy's keys) or a bad value.
 std::unique_ptr<Policy> make_policy(const std::string& spec, const PolicyOptions& options = {});
+// Checks a spec without running it: builds it once (a policy that reads the recorded future gets
+// an empty one), so a bad name, key or value fails as make_policy() says before a model loads.
+void check_policy_spec(const std::string& spec);
 // The entry of a spec's policy name; InvalidArgument for an unknown one.
 const PolicyEntry& policy_entry(const std::string& spec);
 // nullptr for an unknown name.

@@ -9,6 +9,7 @@
 #include "core/registry_names.h"
 #include "moe/predict/predictor_registry.h"
 #include "moe/sched/policy.h"
+#include "moe/trace/future_routing.h"
 
 namespace ferry::moe {
 
@@ -140,6 +141,13 @@ std::unique_ptr<Policy> make_policy(const std::string& spec, const PolicyOptions
   std::unique_ptr<Policy> policy = entry->make(reader, options);
   reader.finish();
   return policy;
+}
+
+void check_policy_spec(const std::string& spec) {
+  const FutureRouting none{};
+  PolicyOptions options;
+  options.future = &none;
+  make_policy(spec, options);
 }
 
 const PolicyEntry& policy_entry(const std::string& spec) {

@@ -32,17 +32,12 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
   FERRY_REQUIRE(!o.policies.empty(), "--policies is empty");
   const std::vector<std::string> policies = join_spec_items(o.policies);  // a spec's keys were split off on ','
   bool takes_predictor = false;
-  {
-    const FutureRouting none{};  // building checks a spec's keys; policies that need the future get an empty one
-    PolicyOptions check;
-    check.future = &none;
-    for (const auto& p : policies) {
-      make_policy(p, check);  // throws naming an unknown policy (and the known ones), key or value
-      FERRY_REQUIRE(!policy_entry(p).needs_routers, "policy '", Spec::name_of(p),
-                    "' predicts from the model's routers, which a routing trace does not hold (it would run as "
-                    "lru): run it with ferry moe bench on a model");
-      takes_predictor |= policy_entry(p).takes_predictor;
-    }
+  for (const auto& p : policies) {
+    check_policy_spec(p);  // throws naming an unknown policy (and the known ones), key or value
+    FERRY_REQUIRE(!policy_entry(p).needs_routers, "policy '", Spec::name_of(p),
+                  "' predicts from the model's routers, which a routing trace does not hold (it would run as "
+                  "lru): run it with ferry moe bench on a model");
+    takes_predictor |= policy_entry(p).takes_predictor;
   }
   FERRY_REQUIRE(o.window >= 0 && o.window <= 8, "invalid --window ", o.window, ": expected 1 to 8 layers (0: auto)");
   FERRY_REQUIRE(o.context_tokens >= 1, "invalid --context ", o.context_tokens, ": expected at least 1 token");

@@ -10,41 +10,6 @@
 
 namespace ferry::moe {
 
-FutureRouting form_batches(const RoutingTrace& trace, int batch, bool include_prefill) {
-  FERRY_REQUIRE(batch >= 1, "batch of ", batch, ": expected at least 1");
-  std::vector<const TraceToken*> stream;
-  for (const auto& t : trace.tokens)
-    if (include_prefill || !t.prefill) stream.push_back(&t);
-  FERRY_REQUIRE(!stream.empty(), "trace '", trace.path, "' has no decode tokens");
-  const std::size_t N = stream.size();
-  FutureRouting f;
-  f.num_layers = trace.num_layers;
-  f.num_experts = trace.num_experts;
-  f.steps.resize(N);
-  std::vector<int> count(trace.num_experts);
-  for (std::size_t s = 0; s < N; ++s) {
-    f.steps[s].resize(trace.num_layers);
-    for (int l = 0; l < trace.num_layers; ++l) {
-      std::fill(count.begin(), count.end(), 0);
-      for (int j = 0; j < batch; ++j) {
-        const TraceToken& tok = *stream[(static_cast<std::size_t>(j) * N / batch + s) % N];
-        if (l >= static_cast<int>(tok.experts.size())) continue;
-        std::vector<int> seen;  // a token counts once per expert even if the trace repeats it
-        for (int e : tok.experts[l])
-          if (e >= 0 && e < trace.num_experts && std::find(seen.begin(), seen.end(), e) == seen.end()) {
-            seen.push_back(e);
-            ++count[e];
-          }
-      }
-      LayerRoute& r = f.steps[s][l];
-      for (int e = 0; e < trace.num_experts; ++e)
-        if (count[e]) r.experts.push_back(e), r.tokens.push_back(count[e]);
-    }
-  }
-  f.index();
-  return f;
-}
-
 namespace {
 
 // The device cache and the link, in simulated time. The slots and the victim rule are the

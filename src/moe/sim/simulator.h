@@ -19,13 +19,6 @@
 
 namespace ferry::moe {
 
-// Batch b of a trace with N decode tokens (in decode order, prompts concatenated): b concurrent
-// sequences; sequence j starts at token floor(j N / b) and walks the stream cyclically, one token
-// per step, for N steps. Every batch size thus sees every recorded token exactly b times, and
-// step s of batch 1 is token s of the trace. A step's layer route is the union of its sequences'
-// experts with the tokens routed to each.
-FutureRouting form_batches(const RoutingTrace& trace, int batch, bool include_prefill = false);
-
 struct SimOptions {
   int batch = 1;                       // sequences per step (for the time model; routing comes formed)
   std::uint64_t capacity_experts = 0;  // device slots for routed experts

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "moe/trace/expert_id.h"
+#include "moe/trace/routing_trace.h"
 
 namespace ferry::moe {
 
@@ -37,5 +38,19 @@ struct FutureRouting {
  private:
   std::vector<std::vector<std::int64_t>> uses_;  // [layer * E + e] -> ascending positions
 };
+
+// Batch b of a trace with N decode tokens (in decode order, prompts concatenated): b concurrent
+// sequences; sequence j starts at token floor(j N / b) and walks the stream cyclically, one token
+// per step, for N steps. Every batch size thus sees every recorded token exactly b times, and
+// step s of batch 1 is token s of the trace. A step's layer route is the union of its sequences'
+// experts with the tokens routed to each.
+FutureRouting form_batches(const RoutingTrace& trace, int batch, bool include_prefill = false);
+
+// The routing the engine replays (EngineOptions::forced_routing) from reset() for a lock-step batch
+// whose sequences each start with a prompt of `prompt_tokens` tokens, as form_batches() forms the
+// batch: step 0 is the prompt (each expert's tokens over every sequence's prompt positions), step
+// k >= 1 the k-th decode step (position P + k - 1); `steps` steps in all. What the oracle policies
+// read when the engine runs on a trace's routing.
+FutureRouting replay_future(const RoutingTrace& trace, int batch, int prompt_tokens, int steps);
 
 }  // namespace ferry::moe
