@@ -5,13 +5,16 @@
 # touched), side by side in one run, cell by cell, the page cache dropped before every run.
 #   bench/moe_disk/peers.sh [ferry binary] [output dir]
 # Parts (PARTS, comma-separated; default over,trace,big):
-#   over   a 4-layer slice of the Mixtral-8x7B shape (hidden 4096, 8 experts of 14336, top-2, 32
-#          heads, 8 KV heads, vocabulary 32000) in every format of FORMATS, run under a memory limit
-#          of its file size / OVER (2, 4, 8): a cgroup v1 memory controller whose limit covers the
-#          page cache too, so llama.cpp's mapping is held to the same RAM as ferry.
+#   over   an OVER_LAYERS-layer slice (default 4) of the Mixtral-8x7B shape (hidden 4096, 8 experts
+#          of 14336, top-2, 32 heads, 8 KV heads, vocabulary 32000) in every format of FORMATS, run
+#          under a memory limit of its file size / OVER (2, 4, 8): a cgroup v1 memory controller
+#          whose limit covers the page cache too, so llama.cpp's mapping is held to the same RAM as
+#          ferry. At 8x a 4-layer file's limit is below its dense part and two experts; 8 layers
+#          (Q8_0) or 16 (Q4_0, Q4_K_M) bring it above.
 #   trace  32 layers of 8 narrow experts (hidden 1024, width 3584) with the routing forced from the
 #          real Mixtral-8x7B trace (TRACE): PreScope against LRU, on-demand and static-hot at batch
-#          1, 4 and 16 under a limit of half its file size (TRACE_POLICIES: the policies run).
+#          1, 4 and 16 under a limit of half its file size (TRACE_POLICIES: the policies run;
+#          prescope-perfect, PreScope told the trace's routing to come, is the bound).
 #   big    the Mixtral-8x7B shape itself (32 layers), one format at a time (BIG_FORMATS, default
 #          Q8_0: ~50 GB, twice this machine's RAM), no limit but the machine's RAM; the file is
 #          written, run and deleted (KEEP=1 keeps it).
@@ -30,13 +33,14 @@ PARTS="${PARTS:-over,trace,big}"
 FORMATS="${FORMATS:-Q8_0,Q4_0,Q4_K_M}"
 BIG_FORMATS="${BIG_FORMATS:-Q8_0}"
 OVER="${OVER:-2,4,8}"
+OVER_LAYERS="${OVER_LAYERS:-4}"
 POLICIES="${POLICIES:-prescope,lru}"
 TOKENS="${TOKENS:-16}"
 PROMPT="${PROMPT:-64}"
 THREADS="${THREADS:-2}"
 RESERVE_MIB="${RESERVE_MIB:-512}"
 LOAD_MODES="${LOAD_MODES:-mmap,dio}"
-TRACE_POLICIES="${TRACE_POLICIES:-prescope:predictor=cooccurrence,prescope,lru,ondemand,static-hot}"
+TRACE_POLICIES="${TRACE_POLICIES:-prescope:predictor=cooccurrence,prescope,lru,ondemand,static-hot,prescope-perfect}"
 TRACE="${TRACE:-../shared/data/moe-traces/mixtral-8x7b/gsm8k.jsonl}"
 MODELS="${MODELS_DIR:-runs/moe-disk-models}"
 PY=/usr/bin/python3
@@ -160,15 +164,16 @@ MIXTRAL="--family mixtral --experts 8 --top-k 2 --hidden 4096 --intermediate 143
 if has over; then
   for f in ${FORMATS//,/ }; do
     # shellcheck disable=SC2086
-    gguf=$(make_model mid "$f" $MIXTRAL --layers 4)
+    mid=mid; [ "$OVER_LAYERS" = 4 ] || mid=mid$OVER_LAYERS
+    gguf=$(make_model "$mid" "$f" $MIXTRAL --layers "$OVER_LAYERS")
     measure_disk "$gguf"
     fb=$(stat -c %s "$gguf"); eb=$(expert_bytes "$gguf")
     for over in ${OVER//,/ }; do
       limit=$(( fb / over ))
-      budget=$(budget_for "$limit" "$fb" "$eb" 32)
+      budget=$(budget_for "$limit" "$fb" "$eb" $(( OVER_LAYERS * 8 )))
       echo "over: $f, file $((fb >> 20)) MiB / $over = limit $((limit >> 20)) MiB, ferry budget $((budget >> 20)) MiB" >&2
-      for mode in ${LOAD_MODES//,/ }; do llama_cell over mid "$f" "$over" "$limit" "$mode" "$gguf" "$fb" "$eb"; done
-      for p in ${POLICIES//,/ }; do ferry_cell over mid "$f" "$over" "$limit" "$p" "$budget" "$gguf" "$fb" "$eb" 1; done
+      for mode in ${LOAD_MODES//,/ }; do llama_cell over "$mid" "$f" "$over" "$limit" "$mode" "$gguf" "$fb" "$eb"; done
+      for p in ${POLICIES//,/ }; do ferry_cell over "$mid" "$f" "$over" "$limit" "$p" "$budget" "$gguf" "$fb" "$eb" 1; done
     done
   done
 fi

@@ -112,6 +112,7 @@ StoreStats ExpertStore::stats() const {
 
 void ExpertStore::reset_stats() {
   stats_ = StoreStats{};
+  slots_.clear_speculative();  // a prefetch started before counts in no statistics of what follows
   slots_.reset_peak();
   base_bytes_moved_ = io_->bytes_moved();
   base_busy_s_ = io_->busy_s();
