@@ -15,12 +15,14 @@
 #include "advise/device_profile.h"
 #include "apps/cli.h"
 #include "apps/render_plots.h"
+#include "apps/train_flags.h"
 #include "compress/codec_registry.h"
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/report.h"
 #include "core/spec.h"
 #include "core/units.h"
+#include "train/local_sgd_options.h"
 #include "train/models/model.h"
 
 namespace ferry::apps {
@@ -93,8 +95,7 @@ int run_advise(int argc, char** argv) {
   app.add_option("--delay-steps", o.delayed.delay_steps, "ssdsgd pull interval")->capture_default_str();
   app.add_option("--correction-steps", o.delayed.correction_steps, "cdsgd fp32 push interval")->capture_default_str();
   app.add_option("--threshold", o.delayed.threshold, "cdsgd's default twobit threshold")->capture_default_str();
-  app.add_option("--sync-every", o.delayed.sync_every, "localsgd averaging interval")->capture_default_str();
-  app.add_option("--post-local", o.delayed.post_local, "localsgd S-SGD prefix")->capture_default_str();
+  add_algo_shorthand_flags(app, o.shorthands);
   app.add_option("--bucket-mb", o.delayed.bucket_mb, "wfbp fusion bucket")->capture_default_str();
   app.add_option("--steps", o.steps,
                  "predict a run of N iterations per worker (warm-up and post-local included, as --validate "
@@ -180,7 +181,8 @@ int run_advise(int argc, char** argv) {
     std::printf("  samples/s and comm %% over a run of %lld iterations per worker, the delayed algorithms' %lld warm-up "
                 "and localsgd's %lld post-local iterations as S-SGD (as --validate predicts such a run)\n",
                 static_cast<long long>(o.steps), static_cast<long long>(o.delayed.warmup_steps),
-                static_cast<long long>(o.delayed.post_local));
+                static_cast<long long>(
+                    train::LocalSgdOptions::of_spec(train::fold_shorthands("localsgd", o.shorthands)).post_local));
   else
     std::printf("  samples/s and comm %%: steady state; a run's warm-up (%lld S-SGD iterations of the delayed "
                 "algorithms), post-local prefix and first and last iterations are left out (--steps N includes them)\n",

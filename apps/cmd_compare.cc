@@ -49,7 +49,8 @@ void check_passed_flags(const std::vector<std::string>& extras) {
   CLI::App train_app{"", "ferry train"};
   train::TrainOptions o;
   std::string link;
-  add_train_flags(train_app, o, link);
+  std::vector<train::SpecShorthand> shorthands;
+  add_train_flags(train_app, o, link, shorthands);
   std::vector<std::string> args = {"ferry train"};
   args.insert(args.end(), extras.begin(), extras.end());
   std::vector<char*> argv;

@@ -50,15 +50,31 @@ void add_delayed_flags(CLI::App& app, train::DelayedOptions& d) {
       ->capture_default_str();
   app.add_option("--threshold", d.threshold, "cdsgd: twobit threshold (when no --codec is given; default 0.005)")
       ->capture_default_str();
-  app.add_option("--sync-every", d.sync_every, "localsgd: average the models every H iterations")
-      ->capture_default_str();
-  app.add_option("--post-local", d.post_local, "localsgd: S-SGD for the first K iterations")->capture_default_str();
   app.add_option("--bucket-mb", d.bucket_mb, "wfbp: fusion bucket size in MB")->capture_default_str();
 }
 
 }  // namespace
 
-void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_spec) {
+void add_algo_shorthand_flags(CLI::App& app, std::vector<train::SpecShorthand>& shorthands) {
+  struct Flag {
+    const char* flag;
+    const char* key;
+    const char* help;
+  };
+  static constexpr Flag kFlags[] = {
+      {"--sync-every", "sync_every", "localsgd: average the models every H iterations (localsgd:sync_every=H; default 4)"},
+      {"--post-local", "post_local", "localsgd: S-SGD for the first K iterations (localsgd:post_local=K; default 0)"},
+  };
+  shorthands.clear();
+  shorthands.reserve(std::size(kFlags));  // the options below hold pointers into it
+  for (const Flag& f : kFlags) {
+    shorthands.push_back({f.flag, f.key, ""});
+    app.add_option(f.flag, shorthands.back().value, f.help);
+  }
+}
+
+void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_spec,
+                     std::vector<train::SpecShorthand>& shorthands) {
   train::register_builtin_strategies();
   app.add_option("--algo", o.algo,
                  "training algorithm, a spec NAME[:KEY=VALUE,...] (e.g. diloco:inner_steps=50; docs/algorithms.md); "
@@ -98,6 +114,7 @@ void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_sp
                "allow more than 8 ranks per core (--np + --servers) or more than 4 threads per core (--threads)");
   app.add_option("--out", o.out_dir, "directory for summary.json and metrics.jsonl");
   add_delayed_flags(app, o.delayed);
+  add_algo_shorthand_flags(app, shorthands);
 }
 
 int run_train(int argc, char** argv) {
@@ -107,7 +124,8 @@ int run_train(int argc, char** argv) {
   o.num_workers = 4;
   std::string link_spec = "none";
   bool no_progress = false;
-  add_train_flags(app, o, link_spec);
+  std::vector<train::SpecShorthand> shorthands;
+  add_train_flags(app, o, link_spec, shorthands);
   app.add_flag("--no-progress", no_progress, "no progress bar");
   // Reliability (docs/reliability.md).
   std::string inject_nan;
@@ -129,7 +147,8 @@ int run_train(int argc, char** argv) {
   o.link = comm::parse_link_spec(link_spec);
   o.progress = !no_progress;
   train::register_builtin_strategies();
-  o.algo = train::canonical_algo(o.algo);  // the strategy's keys resolved; an unknown one refused
+  // The strategy's keys resolved, its shorthand flags folded in; an unknown one refused.
+  o.algo = train::fold_shorthands(o.algo, shorthands);
   if (app.count("--codec") == 0) o.codec = train::default_codec(train::strategy_info(o.algo), o.delayed);
   if (app.count("--compress-pull") > 0 && o.pull_codec.empty()) o.pull_codec = o.codec;
   train::validate(o);

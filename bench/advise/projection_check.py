@@ -84,8 +84,9 @@ def main():
             projected = None
             with open(os.path.join(out, "advise.csv")) as f:
                 for r in csv.DictReader(f):
+                    # The table names an algorithm, the summary its whole spec ("localsgd:sync_every=4,...").
                     if (r["algo"], r["topology"], r["codec"], int(r["workers"])) == (
-                            summary["algo"], summary["topology"], summary["codec"], summary["np"]):
+                            summary["algo"].split(":")[0], summary["topology"], summary["codec"], summary["np"]):
                         projected = (float(r["samples_per_s"]), float(r["comm_fraction"]))
             if projected is None:
                 print(f"{name}: no row of the table for {summary['algo']} {summary['topology']} {summary['codec']}",

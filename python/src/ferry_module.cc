@@ -360,8 +360,6 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("glu_coef", &ferry::train::DelayedOptions::glu_coef)
       .def_readwrite("correction_steps", &ferry::train::DelayedOptions::correction_steps)
       .def_readwrite("threshold", &ferry::train::DelayedOptions::threshold)
-      .def_readwrite("sync_every", &ferry::train::DelayedOptions::sync_every)
-      .def_readwrite("post_local", &ferry::train::DelayedOptions::post_local)
       .def_readwrite("bucket_mb", &ferry::train::DelayedOptions::bucket_mb);
 
   py::class_<DistributedOptimizerOptions>(m, "OptimizerOptions")

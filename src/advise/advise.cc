@@ -47,6 +47,7 @@ std::vector<AdviseRow> advise(const AdviseOptions& o, ProfileBook& book, const M
   for (double b : o.bandwidths) FERRY_REQUIRE(b > 0, "--bandwidth must be > 0");
   FERRY_REQUIRE(o.latency_s >= 0, "--latency must be >= 0");
   train::validate_delayed_options(o.delayed);
+  for (const auto& name : train::strategy_names()) train::fold_shorthands(name, o.shorthands);  // a bad value first
   FERRY_REQUIRE(o.steps >= 0, "--steps must be >= 0, got ", o.steps);
   const train::StrategyInfo& base = baseline();
   std::vector<AdviseRow> rows;
@@ -98,7 +99,7 @@ std::vector<AdviseRow> advise(const AdviseOptions& o, ProfileBook& book, const M
 
 ScenarioSpec spec_of_row(const AdviseOptions& o, const AdviseRow& r) {
   ScenarioSpec s;
-  s.algo = r.algo;
+  s.algo = train::fold_shorthands(r.algo, o.shorthands);
   s.model = o.model;
   s.device = o.device;
   s.batch = o.batch;

@@ -17,6 +17,7 @@
 #include "advise/run_record.h"
 #include "advise/scenario_spec.h"
 #include "core/report.h"
+#include "train/strategy.h"
 
 namespace ferry::advise {
 
@@ -30,6 +31,9 @@ struct AdviseOptions {
   std::int64_t batch = 64;
   std::vector<std::string> codecs = {"none", "twobit:threshold=0.005"};  // as `ferry compare --codecs`
   train::DelayedOptions delayed;              // the algorithms' options
+  // Flags that stand for keys of the algorithms' specs (--sync-every: localsgd:sync_every),
+  // folded into each algorithm's spec (train::fold_shorthands).
+  std::vector<train::SpecShorthand> shorthands;
   // Scale the servers with the workers (servers = max(1, workers / workers_per_server)) in
   // projections; 0: keep `servers`.
   int workers_per_server = 0;

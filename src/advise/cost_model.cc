@@ -134,7 +134,7 @@ Prediction predict(const std::string& algo, const Scenario& sc, const MachineCon
   // run overhead (first iterations' set-up, the final pull) is spent waiting when the algorithm
   // communicates at all.
   p.steps = sc.steps;
-  const std::int64_t prefix = std::min(sc.steps, cost->prefix_steps ? cost->prefix_steps(sc.delayed) : 0);
+  const std::int64_t prefix = std::min(sc.steps, cost->prefix_steps ? cost->prefix_steps(spec_sc) : 0);
   const double steady = static_cast<double>(sc.steps - prefix);
   double total = steady * it.iteration_s + k.run_overhead_s;
   double waiting = steady * std::max(0.0, it.iteration_s - it.compute_s) + (it.bytes_sent > 0 ? k.run_overhead_s : 0.0);

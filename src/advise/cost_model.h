@@ -113,8 +113,8 @@ struct AlgorithmCost {
   // Steady-state iteration.
   std::function<IterationCost(const CostContext&)> steady;
   // Iterations at the start that run another algorithm's iteration (warm-up, post-local
-  // prefix), and the topology they run on; 0: none.
-  std::function<std::int64_t(const train::DelayedOptions&)> prefix_steps;
+  // prefix), and the topology they run on; 0: none. Given the scenario with its --algo spec.
+  std::function<std::int64_t(const Scenario&)> prefix_steps;
 };
 
 void register_algorithm_cost(AlgorithmCost cost);

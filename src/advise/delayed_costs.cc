@@ -54,7 +54,7 @@ IterationCost delayed_cost(const CostContext& x, int pull_every, int full_every)
   return {t, std::min(t, c1 * x.stretch(x.n())), sp};
 }
 
-std::int64_t warmup(const train::DelayedOptions& d) { return d.warmup_steps; }
+std::int64_t warmup(const Scenario& sc) { return sc.delayed.warmup_steps; }
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "train/strategy.h"
 
 namespace ferry::advise {
 namespace {
@@ -76,8 +77,14 @@ RunRecord read_run(const fs::path& summary) {
     d.warmup_steps = s.value("warmup_steps", d.warmup_steps);
     d.delay_steps = s.value("delay_steps", d.delay_steps);
     d.correction_steps = s.value("correction_steps", d.correction_steps);
-    d.sync_every = s.value("sync_every", d.sync_every);
-    d.post_local = s.value("post_local", d.post_local);
+    // Options that are keys of the algorithm's spec join it (localsgd's sync_every, post_local).
+    std::vector<train::SpecShorthand> keys;
+    for (const char* key : {"sync_every", "post_local"})
+      if (s.contains(key)) keys.push_back({side.string() + ": " + key, key, s.at(key).dump()});
+    if (!keys.empty()) {
+      train::register_builtin_strategies();
+      r.algo = train::fold_shorthands(r.algo, keys);
+    }
     d.bucket_mb = s.value("bucket_mb", d.bucket_mb);
     d.threshold = s.value("threshold", d.threshold);
     if (s.contains("kernel_rate")) {

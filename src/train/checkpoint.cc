@@ -201,7 +201,7 @@ nlohmann::json options_to_json(const TrainOptions& o) {
       {"delayed", {{"warmup_steps", d.warmup_steps}, {"lr_local", d.lr_local}, {"lr_warmup_steps", d.lr_warmup_steps},
                    {"delay_steps", d.delay_steps}, {"local_update", d.local_update}, {"glu_coef", d.glu_coef},
                    {"correction_steps", d.correction_steps}, {"threshold", d.threshold},
-                   {"sync_every", d.sync_every}, {"post_local", d.post_local}, {"bucket_mb", d.bucket_mb}}},
+                   {"bucket_mb", d.bucket_mb}}},
   };
 }
 

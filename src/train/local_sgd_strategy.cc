@@ -7,10 +7,10 @@
 
 namespace ferry::train {
 
-LocalSgdStrategy::LocalSgdStrategy(const StrategyContext& context) : context_(context) {
+LocalSgdStrategy::LocalSgdStrategy(const StrategyContext& context)
+    : context_(context), options_(LocalSgdOptions::of_spec(context.options.algo.empty() ? name() : context.options.algo)) {
   FERRY_REQUIRE(context.options.topology == Topology::kAllreduce,
                 "localsgd needs --topology allreduce (it averages models with an allreduce)");
-  validate_delayed_options(context.options.delayed);
 }
 
 void LocalSgdStrategy::setup(FlatParams& params) {
@@ -27,7 +27,7 @@ void LocalSgdStrategy::step(FlatParams& params, std::int64_t iteration) { update
 void LocalSgdStrategy::skip_step(FlatParams& params, std::int64_t iteration) { update(params, iteration, false); }
 
 void LocalSgdStrategy::update(FlatParams& params, std::int64_t iteration, bool local_finite) {
-  const auto& d = context_.options.delayed;
+  const LocalSgdOptions& d = options_;
   steps_ = iteration + 1;
   auto g = params.grads();
   if (iteration < d.post_local) {

@@ -1,17 +1,19 @@
 // Local SGD with periodic model averaging (Stich 2019, "Local SGD Converges Fast and
 // Communicates Little"), and post-local SGD (Lin et al. 2020, "Don't Use Large Mini-Batches,
-// Use Local SGD"): the first K iterations (--post-local) are S-SGD; after them every worker
+// Use Local SGD"): the first K iterations (post_local) are S-SGD; after them every worker
 // steps its own optimizer on its own gradient,
 //   w_i ← w_i − η·Opt_i(g_i(w_i))
-// and every H iterations (--sync-every) the models are averaged over the allreduce,
+// and every H iterations (sync_every) the models are averaged over the allreduce,
 //   w_i ← (1/N) Σ_j w_j .
 // Momentum is linear, so with H = 1 the averaged weights follow S-SGD exactly (the velocity
-// buffers stay local; their mean is S-SGD's velocity).
+// buffers stay local; their mean is S-SGD's velocity). Options: the keys of its --algo spec,
+// "localsgd:sync_every=4,post_local=0" (local_sgd_options.h).
 #pragma once
 
 #include <memory>
 
 #include "ps/sgd_optimizer.h"
+#include "train/local_sgd_options.h"
 #include "train/strategy.h"
 
 namespace ferry::train {
@@ -32,6 +34,7 @@ class LocalSgdStrategy final : public Strategy {
   void average_weights(FlatParams& params);
 
   StrategyContext context_;
+  LocalSgdOptions options_;
   std::unique_ptr<ps::SgdOptimizer> optimizer_;
   std::int64_t steps_ = 0;
   std::int64_t last_average_ = 0;  // steps_ at the last averaging

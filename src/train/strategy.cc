@@ -1,11 +1,14 @@
 #include "train/strategy.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/registry.h"
 #include "train/asgd_strategy.h"
 #include "train/cd_sgd_strategy.h"
 #include "train/compute_only_strategy.h"
 #include "train/diloco_strategy.h"
+#include "train/local_sgd_options.h"
 #include "train/local_sgd_strategy.h"
 #include "train/od_sgd_strategy.h"
 #include "train/ssd_sgd_strategy.h"
@@ -47,8 +50,9 @@ void register_builtin_strategies() {
       {.name = "cdsgd", .summary = "one-step delay with 2-bit pushes and full-precision correction every k steps",
        .topologies = {T::kParameterServer}, .needs_codec = true, .default_codec = cdsgd_default_codec,
        .make = factory<CdSgdStrategy>()},
-      {.name = "localsgd", .summary = "local SGD: own optimizer steps, model averaging every --sync-every steps",
-       .topologies = {T::kAllreduce}, .takes_codec = false, .make = factory<LocalSgdStrategy>()},
+      {.name = "localsgd", .summary = "local SGD: own optimizer steps, model averaging every sync_every steps",
+       .topologies = {T::kAllreduce}, .takes_codec = false,
+       .read_options = [](SpecReader& r) { LocalSgdOptions::read(r); }, .make = factory<LocalSgdStrategy>()},
       {.name = "wfbp", .summary = "wait-free backprop: per-bucket communication started by autograd hooks",
        .topologies = {T::kAllreduce, T::kParameterServer}, .takes_codec = false, .make = factory<WfbpStrategy>()},
       {.name = "compute-only", .summary = "reference: no communication at all (the iteration-time floor)",
@@ -73,6 +77,44 @@ std::string canonical_algo(const std::string& algo_spec) {
   if (info.read_options) info.read_options(r);
   r.finish();
   return r.canonical();
+}
+
+std::string fold_shorthands(const std::string& algo_spec, const std::vector<SpecShorthand>& shorthands) {
+  const std::string name = algo_name(canonical_algo(algo_spec));  // the spec itself checked first
+  const Spec keys = Spec::parse(canonical_algo(name), "--algo");  // every key of the strategy, defaults
+  Spec spec = Spec::parse(algo_spec, "--algo");
+  std::vector<const SpecShorthand*> folded;
+  for (const auto& s : shorthands) {
+    if (s.value.empty()) continue;
+    const auto known = [&s](const auto& kv) { return kv.first == s.key; };
+    if (std::none_of(keys.params.begin(), keys.params.end(), known)) continue;  // another strategy's
+    const auto set = std::find_if(spec.params.begin(), spec.params.end(), known);
+    if (set != spec.params.end()) {
+      const auto canonical = [&](const std::string& value) { return canonical_algo(name + ":" + s.key + "=" + value); };
+      bool same = set->second == s.value;
+      try {
+        same = same || canonical(set->second) == canonical(s.value);  // "4" and "04"
+      } catch (const InvalidArgument&) {  // the flag's value is bad: it contradicts the spec's good one
+      }
+      FERRY_REQUIRE(same, s.flag, " ", s.value, " contradicts --algo ", algo_spec, " (", s.key, "=", set->second, ")");
+      continue;
+    }
+    spec.params.emplace_back(s.key, s.value);
+    folded.push_back(&s);
+  }
+  try {
+    return canonical_algo(spec.str());
+  } catch (const InvalidArgument& e) {
+    // A value that came from a flag: the message names the flag, as the user wrote it.
+    std::string message = e.what();
+    for (const SpecShorthand* s : folded) {
+      const std::string as_key = "--algo " + name + ": " + s->key;
+      if (message.rfind(as_key, 0) == 0) throw InvalidArgument(s->flag + message.substr(as_key.size()));
+      if (message.find("option " + s->key + "=") != std::string::npos)  // a value of the wrong type
+        throw InvalidArgument(s->flag + " " + s->value + ": " + message);
+    }
+    throw;
+  }
 }
 
 std::vector<std::string> strategy_names() { return registry().names(); }

@@ -137,6 +137,20 @@ const StrategyInfo* find_strategy(const std::string& algo_spec);
 // "ssgd" -> "ssgd"); an unknown name, an unknown key or a bad value is an InvalidArgument naming
 // --algo and the key.
 std::string canonical_algo(const std::string& algo_spec);
+// A command-line flag that stands for one key of a strategy's spec: --sync-every 8 is
+// localsgd:sync_every=8 (ferry train's and ferry advise's documented shorthands).
+struct SpecShorthand {
+  std::string flag;   // "--sync-every"
+  std::string key;    // "sync_every"
+  std::string value;  // as given; empty: not given
+};
+// canonical_algo() of `algo_spec` with the given shorthands that are keys of its strategy folded in
+// ("localsgd" and --sync-every 8 -> "localsgd:post_local=0,sync_every=8"): the one place a flag
+// becomes a spec key. A shorthand of a key the strategy does not have is left out (ferry compare
+// passes one set of flags to every algorithm); one that the spec already sets to another value is
+// an InvalidArgument naming both; a bad value that came from a flag is reported under the flag
+// ("--sync-every must be at least 1, got 0").
+std::string fold_shorthands(const std::string& algo_spec, const std::vector<SpecShorthand>& shorthands);
 // The name part of an --algo spec ("diloco:inner_steps=5" -> "diloco").
 std::string algo_name(const std::string& algo_spec);
 // Sorted; for --help and error messages.

@@ -202,9 +202,9 @@ TEST(CostModel, LocalSgdAveragesEveryH) {
   MachineConstants k;
   k.cores = 64;
   Scenario sc = scenario(m, 4, 0, Topology::kAllreduce, 1.25e8, 0);
-  sc.delayed.sync_every = 4;
   // T = c + AR(S)/H with AR = 6 steps of 1 MB at 125 MB/s.
-  EXPECT_NEAR(predict("localsgd", sc, k).iteration_s, 0.030 + 6 * 8e-3 / 4, 1e-12);
+  EXPECT_NEAR(predict("localsgd:sync_every=4", sc, k).iteration_s, 0.030 + 6 * 8e-3 / 4, 1e-12);
+  EXPECT_NEAR(predict("localsgd:sync_every=2", sc, k).iteration_s, 0.030 + 6 * 8e-3 / 2, 1e-12);
 }
 
 // Streaming DiLoCo waits, per fragment, for the part of its exchange that its τ inner steps do not

@@ -67,7 +67,7 @@ TEST(ProjectionAndValidation, AgreeBitForBitOnEveryRow) {
   o.steps = 312;
   o.delayed.warmup_steps = 20;
   o.delayed.delay_steps = 4;
-  o.delayed.post_local = 10;
+  o.shorthands = {{"--post-local", "post_local", "10"}};
   const MachineConstants k = busy_machine();
   ProfileBook book;
   const auto rows = advise(o, book, k);
@@ -90,7 +90,8 @@ TEST(ProjectionAndValidation, AgreeBitForBitOnEveryRow) {
   ASSERT_EQ(validated.size(), rows.size());
   for (const auto& v : validated) {
     const auto row = std::find_if(rows.begin(), rows.end(), [&](const AdviseRow& r) {
-      return r.algo == v.run.algo && r.topology == v.run.topology && r.codec == v.run.codec;
+      // The record carries the run's whole spec (the side file's post_local folded in), the row its name.
+      return r.algo == train::algo_name(v.run.algo) && r.topology == v.run.topology && r.codec == v.run.codec;
     });
     ASSERT_NE(row, rows.end()) << v.run.algo << " " << v.run.topology << " " << v.run.codec;
     SCOPED_TRACE(v.run.algo + " " + v.run.topology + " " + v.run.codec);

@@ -193,15 +193,42 @@ TEST(DelayedStrategies, CdSgdPushesFullPrecisionExactlyEveryKIterations) {
   }
 }
 
+// localsgd's options are keys of its spec; --sync-every and --post-local fold into it in one place.
+TEST(LocalSgd, OptionsAreSpecKeysAndTheFlagsFoldIntoThem) {
+  register_builtin_strategies();
+  EXPECT_EQ(canonical_algo("localsgd"), "localsgd:sync_every=4,post_local=0");
+  const auto flags = [](const std::string& sync_every, const std::string& post_local) {
+    return std::vector<SpecShorthand>{{"--sync-every", "sync_every", sync_every}, {"--post-local", "post_local", post_local}};
+  };
+  EXPECT_EQ(fold_shorthands("localsgd", flags("8", "")), "localsgd:sync_every=8,post_local=0");
+  EXPECT_EQ(fold_shorthands("localsgd:post_local=3", flags("2", "")), "localsgd:sync_every=2,post_local=3");
+  EXPECT_EQ(fold_shorthands("localsgd:sync_every=2", flags("2", "")), "localsgd:sync_every=2,post_local=0");
+  EXPECT_EQ(fold_shorthands("ssgd", flags("8", "5")), "ssgd") << "another strategy's flags are left out";
+  const auto message = [](const std::string& algo, const std::vector<SpecShorthand>& given) {
+    try {
+      fold_shorthands(algo, given);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("localsgd:sync_every=2", flags("8", "")),
+            "--sync-every 8 contradicts --algo localsgd:sync_every=2 (sync_every=2)");
+  EXPECT_EQ(message("localsgd", flags("0", "")), "--sync-every must be at least 1, got 0");
+  EXPECT_EQ(message("localsgd", flags("", "-1")), "--post-local must be >= 0, got -1");
+  EXPECT_NE(message("localsgd", flags("x", "")).find("--sync-every x: "), std::string::npos);
+  EXPECT_EQ(message("localsgd:sync_every=0", {}), "--algo localsgd: sync_every must be at least 1, got 0");
+  EXPECT_NE(message("localsgd:every=2", {}).find("every"), std::string::npos) << "an unknown key is refused";
+}
+
 TEST(LocalSgd, SyncEveryStepIsSsgd) {
   const RunResult ssgd = run("ssgd", options_for(Topology::kAllreduce, kAllreduce));
   auto so = options_for(Topology::kAllreduce, kAllreduce);
-  so.delayed.sync_every = 1;
+  so.algo = "localsgd:sync_every=1";
   const RunResult local = run("localsgd", so);
   expect_same_steps(local, ssgd, 0, kSteps, "localsgd H=1");
   // Post-local: the first K steps are S-SGD, then models drift apart between averagings.
-  so.delayed.sync_every = 4;
-  so.delayed.post_local = 5;
+  so.algo = "localsgd:sync_every=4,post_local=5";
   const RunResult post = run("localsgd", so);
   expect_same_steps(post, ssgd, 0, 5, "localsgd K=5");
   EXPECT_GT(max_abs_diff(post.per_step[6], ssgd.per_step[6]), 1e-5);
@@ -254,8 +281,8 @@ TEST(DelayedOptions, BadValuesAreClearErrors) {
   expect_error([&] { auto o = base; o.algo = "cdsgd"; o.delayed.correction_steps = 0; return o; }(),
                "--correction-steps must be at least 1");
   expect_error([&] { auto o = base; o.algo = "cdsgd"; o.delayed.threshold = 0; return o; }(), "--threshold");
-  expect_error([&] { auto o = base; o.algo = "localsgd"; o.num_servers = 0; o.delayed.sync_every = 0; return o; }(),
-               "--sync-every must be at least 1");
+  expect_error([&] { auto o = base; o.algo = "localsgd:sync_every=0"; o.num_servers = 0; return o; }(),
+               "sync_every must be at least 1");
   expect_error([&] { auto o = base; o.algo = "wfbp"; o.num_servers = 0; o.delayed.bucket_mb = 0; return o; }(),
                "--bucket-mb must be positive");
   for (const char* algo : {"odsgd", "ssdsgd", "cdsgd"})

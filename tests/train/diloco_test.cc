@@ -30,15 +30,13 @@ struct Trajectory {
   std::uint64_t bytes_sent = 0;                     // worker 0's
 };
 
-// `sync_every`: localsgd's period (its --sync-every).
+// `sync_every`: localsgd's period (localsgd:sync_every).
 Trajectory run(const std::string& algo, int workers, int steps, ps::SgdOptions sgd, const std::string& codec = "none",
         int sync_every = 4) {
   StrategyOptions so{Topology::kAllreduce, WorldLayout{workers, 0}, sgd};
-  so.algo = algo;
+  so.algo = algo == "localsgd" ? "localsgd:sync_every=" + std::to_string(sync_every) : algo;
   so.codec = codec;
   so.delayed.warmup_steps = 0;
-  so.delayed.sync_every = sync_every;
-  so.delayed.post_local = 0;
   Trajectory r;
   std::mutex mu;
   testing::run_strategy_locally(

@@ -1,0 +1,23 @@
+#include "train/local_sgd_options.h"
+
+#include "core/error.h"
+
+namespace ferry::train {
+
+LocalSgdOptions LocalSgdOptions::read(SpecReader& r) {
+  LocalSgdOptions o;
+  o.sync_every = r.get_int("sync_every", o.sync_every);
+  FERRY_REQUIRE_GE(o.sync_every, 1, "--algo ", r.name(), ": sync_every");
+  o.post_local = r.get_int("post_local", o.post_local);
+  FERRY_REQUIRE(o.post_local >= 0, "--algo ", r.name(), ": post_local must be >= 0, got ", o.post_local);
+  return o;
+}
+
+LocalSgdOptions LocalSgdOptions::of_spec(const std::string& algo_spec) {
+  SpecReader r(Spec::parse(algo_spec, "--algo"), "--algo");
+  const LocalSgdOptions o = read(r);
+  r.finish();
+  return o;
+}
+
+}  // namespace ferry::train
