@@ -138,6 +138,7 @@ class PyOptimizer {
   double comm_wait_s() const { return optimizer_->comm_wait_s(); }
   std::uint64_t bytes_sent() const { return optimizer_->bytes_sent(); }
   std::string codec() const { return optimizer_->codec(); }
+  std::string algo() const { return optimizer_->algo(); }
 
  private:
   std::unique_ptr<DistributedOptimizer> optimizer_;
@@ -391,5 +392,6 @@ PYBIND11_MODULE(_C, m) {
       .def("gate", &PyOptimizer::gate)
       .def("comm_wait_s", &PyOptimizer::comm_wait_s)
       .def("bytes_sent", &PyOptimizer::bytes_sent)
-      .def("codec", &PyOptimizer::codec);
+      .def("codec", &PyOptimizer::codec)
+      .def("algo", &PyOptimizer::algo);
 }

@@ -131,6 +131,13 @@ def test_delayed_algorithms_reduce_to_odsgd(tmp_path, reference_run, algo, optio
     assert got["weight"] == ref["weight"] and got["bias"] == ref["bias"]
 
 
+# An algorithm's own options given as keyword arguments join its spec: the strategy runs with them
+# (localsgd's sync_every, a key of its spec, not a field of the delayed algorithms' options).
+def test_keyword_options_join_the_algorithms_spec(tmp_path):
+    got = run_and_load(tmp_path, 2, "localsgd", "allreduce", 0, {"sync_every": 2, "_steps": 2})
+    assert got["metrics"]["algo"] == "localsgd:sync_every=2,post_local=0", got["metrics"]
+
+
 @pytest.mark.parametrize("topology,servers", [("allreduce", 0), ("ps", 1)])
 def test_a_killed_worker_ends_the_job(tmp_path, topology, servers):
     # Worker 2 dies of SIGKILL in step 1; every other rank (blocked in a collective or a pull) must

@@ -115,6 +115,7 @@ DistributedOptimizer::DistributedOptimizer(std::vector<at::Tensor> params, comm:
   }
   const StrategyOptions so = strategy_options(t, options_);
   codec_ = so.codec;
+  algo_ = so.algo;
   if (so.world.is_server(comm_->rank())) return;
   flat_ = std::make_unique<FlatParams>(params_);
   strategy_ = strategy_info(options_.algo).make(StrategyContext{comm_, so});

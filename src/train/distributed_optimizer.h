@@ -98,12 +98,15 @@ class DistributedOptimizer {
   std::uint64_t bytes_sent() const;
   // The codec spec in use, every option resolved ("none" when uncompressed).
   const std::string& codec() const { return codec_; }
+  // The algorithm's spec the strategy runs, every option resolved ("localsgd:sync_every=4,...").
+  const std::string& algo() const { return algo_; }
 
  private:
   comm::Communicator* raw_comm_;  // see constructor
   std::unique_ptr<comm::Communicator> shaped_;  // the emulated link around raw_comm_, if any
   comm::Communicator* comm_;      // shaped_ or raw_comm_
   std::string codec_;
+  std::string algo_;
   DistributedOptimizerOptions options_;
   std::vector<at::Tensor> params_;
   std::unique_ptr<FlatParams> flat_;

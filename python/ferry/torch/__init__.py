@@ -242,7 +242,7 @@ class DistributedOptimizer:
 
     def metrics(self):
         return {"comm_wait_s": self._impl.comm_wait_s(), "bytes_sent": self._impl.bytes_sent(),
-                "codec": self._impl.codec()}
+                "codec": self._impl.codec(), "algo": self._impl.algo()}
 
 
 def _tensors(obj):
