@@ -96,7 +96,6 @@ int run_advise(int argc, char** argv) {
   app.add_option("--correction-steps", o.delayed.correction_steps, "cdsgd fp32 push interval")->capture_default_str();
   app.add_option("--threshold", o.delayed.threshold, "cdsgd's default twobit threshold")->capture_default_str();
   add_algo_shorthand_flags(app, o.shorthands);
-  app.add_option("--bucket-mb", o.delayed.bucket_mb, "wfbp fusion bucket")->capture_default_str();
   app.add_option("--steps", o.steps,
                  "predict a run of N iterations per worker (warm-up and post-local included, as --validate "
                  "predicts a run); 0: the steady state")->capture_default_str();

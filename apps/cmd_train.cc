@@ -50,7 +50,6 @@ void add_delayed_flags(CLI::App& app, train::DelayedOptions& d) {
       ->capture_default_str();
   app.add_option("--threshold", d.threshold, "cdsgd: twobit threshold (when no --codec is given; default 0.005)")
       ->capture_default_str();
-  app.add_option("--bucket-mb", d.bucket_mb, "wfbp: fusion bucket size in MB")->capture_default_str();
 }
 
 }  // namespace
@@ -64,6 +63,7 @@ void add_algo_shorthand_flags(CLI::App& app, std::vector<train::SpecShorthand>& 
   static constexpr Flag kFlags[] = {
       {"--sync-every", "sync_every", "localsgd: average the models every H iterations (localsgd:sync_every=H; default 4)"},
       {"--post-local", "post_local", "localsgd: S-SGD for the first K iterations (localsgd:post_local=K; default 0)"},
+      {"--bucket-mb", "bucket_mb", "wfbp: fusion bucket size in MB (wfbp:bucket_mb=M; default 4)"},
   };
   shorthands.clear();
   shorthands.reserve(std::size(kFlags));  // the options below hold pointers into it

@@ -360,8 +360,7 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("local_update", &ferry::train::DelayedOptions::local_update)
       .def_readwrite("glu_coef", &ferry::train::DelayedOptions::glu_coef)
       .def_readwrite("correction_steps", &ferry::train::DelayedOptions::correction_steps)
-      .def_readwrite("threshold", &ferry::train::DelayedOptions::threshold)
-      .def_readwrite("bucket_mb", &ferry::train::DelayedOptions::bucket_mb);
+      .def_readwrite("threshold", &ferry::train::DelayedOptions::threshold);
 
   py::class_<DistributedOptimizerOptions>(m, "OptimizerOptions")
       .def(py::init<>())

@@ -77,15 +77,15 @@ RunRecord read_run(const fs::path& summary) {
     d.warmup_steps = s.value("warmup_steps", d.warmup_steps);
     d.delay_steps = s.value("delay_steps", d.delay_steps);
     d.correction_steps = s.value("correction_steps", d.correction_steps);
-    // Options that are keys of the algorithm's spec join it (localsgd's sync_every, post_local).
+    // Options that are keys of the algorithm's spec join it (localsgd's sync_every, post_local;
+    // wfbp's bucket_mb).
     std::vector<train::SpecShorthand> keys;
-    for (const char* key : {"sync_every", "post_local"})
+    for (const char* key : {"sync_every", "post_local", "bucket_mb"})
       if (s.contains(key)) keys.push_back({side.string() + ": " + key, key, s.at(key).dump()});
     if (!keys.empty()) {
       train::register_builtin_strategies();
       r.algo = train::fold_shorthands(r.algo, keys);
     }
-    d.bucket_mb = s.value("bucket_mb", d.bucket_mb);
     d.threshold = s.value("threshold", d.threshold);
     if (s.contains("kernel_rate")) {
       const std::string rate = s.value("kernel_rate", std::string());

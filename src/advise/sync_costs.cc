@@ -8,6 +8,7 @@
 
 #include "advise/cost_model.h"
 #include "advise/queueing.h"
+#include "train/wfbp_options.h"
 
 namespace ferry::advise {
 
@@ -94,7 +95,8 @@ IterationCost wfbp_cost(const CostContext& x) {
   const double st = x.stretch(x.n());
   const double F = x.forward1() * st, Bk = x.backward1() * st;
   const double U = std::max(0.0, x.compute1() * st - F - Bk);
-  const double bucket_elems = std::max(1.0, x.sc().delayed.bucket_mb * 1e6 / 4.0);
+  const double bucket_mb = train::WfbpOptions::of_spec(x.sc().algo.empty() ? "wfbp" : x.sc().algo).bucket_mb;
+  const double bucket_elems = std::max(1.0, bucket_mb * 1e6 / 4.0);
   struct Bucket {
     double elems = 0, ready = 0, fwd = 1;
   };

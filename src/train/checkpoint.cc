@@ -200,8 +200,7 @@ nlohmann::json options_to_json(const TrainOptions& o) {
       {"max_bad_steps", o.max_bad_steps},
       {"delayed", {{"warmup_steps", d.warmup_steps}, {"lr_local", d.lr_local}, {"lr_warmup_steps", d.lr_warmup_steps},
                    {"delay_steps", d.delay_steps}, {"local_update", d.local_update}, {"glu_coef", d.glu_coef},
-                   {"correction_steps", d.correction_steps}, {"threshold", d.threshold},
-                   {"bucket_mb", d.bucket_mb}}},
+                   {"correction_steps", d.correction_steps}, {"threshold", d.threshold}}},
   };
 }
 

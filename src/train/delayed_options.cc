@@ -19,7 +19,6 @@ void validate_delayed_options(const DelayedOptions& o) {
   FERRY_REQUIRE(o.glu_coef >= 0 && std::isfinite(o.glu_coef), "--glu-coef must be >= 0, got ", o.glu_coef);
   FERRY_REQUIRE_GE(o.correction_steps, 1, "--correction-steps");
   FERRY_REQUIRE(o.threshold > 0 && std::isfinite(o.threshold), "--threshold must be positive, got ", o.threshold);
-  FERRY_REQUIRE(o.bucket_mb > 0 && std::isfinite(o.bucket_mb), "--bucket-mb must be positive, got ", o.bucket_mb);
 }
 
 void validate_algorithm_codec(const StrategyInfo& info, const std::string& codec) {

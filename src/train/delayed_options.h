@@ -1,5 +1,5 @@
-// Options of the delayed and overlapping strategies (odsgd, ssdsgd, cdsgd, wfbp, compute-only;
-// docs/algorithms.md); localsgd's and DiLoCo's are keys of their --algo specs. One struct for all of them so that the CLI, tests
+// Options of the delayed parameter-server strategies (odsgd, ssdsgd, cdsgd; docs/algorithms.md);
+// localsgd's, wfbp's and DiLoCo's are keys of their --algo specs. One struct for all of them so that the CLI, tests
 // and `ferry compare` fill one place; each strategy reads only its own fields.
 #pragma once
 
@@ -21,7 +21,6 @@ struct DelayedOptions {
   float threshold = 0.005f;        // --threshold (cdsgd): twobit threshold of the default codec
                                    // (near the built-in models' per-element gradient scale; 0.5,
                                    // MXNet's twobit default, sends mostly zeros for them)
-  double bucket_mb = 4.0;          // --bucket-mb (wfbp): tensor-fusion bucket size in MB
 };
 
 // Throws InvalidArgument naming the flag of the first bad value.

@@ -12,6 +12,7 @@
 #include "train/local_sgd_strategy.h"
 #include "train/od_sgd_strategy.h"
 #include "train/ssd_sgd_strategy.h"
+#include "train/wfbp_options.h"
 #include "train/wfbp_strategy.h"
 #include "train/ssgd_strategy.h"
 
@@ -54,7 +55,8 @@ void register_builtin_strategies() {
        .topologies = {T::kAllreduce}, .takes_codec = false,
        .read_options = [](SpecReader& r) { LocalSgdOptions::read(r); }, .make = factory<LocalSgdStrategy>()},
       {.name = "wfbp", .summary = "wait-free backprop: per-bucket communication started by autograd hooks",
-       .topologies = {T::kAllreduce, T::kParameterServer}, .takes_codec = false, .make = factory<WfbpStrategy>()},
+       .topologies = {T::kAllreduce, T::kParameterServer}, .takes_codec = false,
+       .read_options = [](SpecReader& r) { WfbpOptions::read(r); }, .make = factory<WfbpStrategy>()},
       {.name = "compute-only", .summary = "reference: no communication at all (the iteration-time floor)",
        .topologies = {T::kAllreduce}, .takes_codec = false, .compute_floor = true,
        .make = factory<ComputeOnlyStrategy>()},

@@ -13,9 +13,8 @@
 
 namespace ferry::train {
 
-WfbpStrategy::WfbpStrategy(const StrategyContext& context) : context_(context) {
-  validate_delayed_options(context.options.delayed);
-}
+WfbpStrategy::WfbpStrategy(const StrategyContext& context)
+    : context_(context), options_(WfbpOptions::of_spec(context.options.algo.empty() ? name() : context.options.algo)) {}
 
 WfbpStrategy::~WfbpStrategy() {
   remove_hooks();
@@ -27,7 +26,7 @@ void WfbpStrategy::setup(FlatParams& params) {
   auto& comm = *context_.comm;
   const bool ps = context_.options.topology == Topology::kParameterServer;
   const auto bucket_elems =
-      std::max<std::size_t>(1, static_cast<std::size_t>(context_.options.delayed.bucket_mb * 1e6 / sizeof(float)));
+      std::max<std::size_t>(1, static_cast<std::size_t>(options_.bucket_mb * 1e6 / sizeof(float)));
   // Buckets of consecutive parameters, from the last layer backwards: backward produces the
   // gradients in about that order, and each bucket is one contiguous flat range.
   const std::size_t n = params.num_params();

@@ -2,7 +2,7 @@
 // (Horovod) and front-layers-first completion (priority, as in ByteScheduler / P3):
 // an autograd hook on every parameter hands its gradient to communication the moment
 // backward produces it. Gradients are fused, in the reverse layer order in which they become
-// ready, into buckets of about --bucket-mb MB; a full bucket is sent at once on the
+// ready, into buckets of about bucket_mb MB (its spec's key, wfbp:bucket_mb=4; wfbp_options.h); a full bucket is sent at once on the
 // communication thread (allreduce: an allreduce of the bucket; ps: a push of its keys and a
 // pull of their version t+1), overlapping the backward of the layers in front of it. step()
 // sends what is left and returns; each bucket completes (wait, then update its weights) when
@@ -26,6 +26,7 @@
 #include "ps/kv_worker.h"
 #include "ps/sgd_optimizer.h"
 #include "train/comm_thread.h"
+#include "train/wfbp_options.h"
 #include "train/strategy.h"
 
 namespace ferry::train {
@@ -64,6 +65,7 @@ class WfbpStrategy final : public Strategy {
   void remove_hooks();
 
   StrategyContext context_;
+  WfbpOptions options_;
   FlatParams* params_ = nullptr;  // set in setup(); the caller keeps it alive until finish()
   std::vector<Bucket> buckets_;   // back layers first
   std::vector<std::size_t> bucket_of_;  // by parameter index

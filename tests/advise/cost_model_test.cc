@@ -176,10 +176,10 @@ TEST(CostModel, WfbpWithOneBucketIsSsgd) {
   MachineConstants k;
   for (auto topo : {Topology::kAllreduce, Topology::kParameterServer}) {
     Scenario sc = scenario(m, 4, 1, topo, 1.25e8);
-    sc.delayed.bucket_mb = 100;  // everything in one bucket
-    EXPECT_NEAR(predict("wfbp", sc, k).iteration_s, predict("ssgd", sc, k).iteration_s, 1e-12);
-    sc.delayed.bucket_mb = 0.001;  // one bucket per tensor: overlap can only help
-    EXPECT_LE(predict("wfbp", sc, k).iteration_s, predict("ssgd", sc, k).iteration_s + 1e-12);
+    // everything in one bucket
+    EXPECT_NEAR(predict("wfbp:bucket_mb=100", sc, k).iteration_s, predict("ssgd", sc, k).iteration_s, 1e-12);
+    // one bucket per tensor: overlap can only help
+    EXPECT_LE(predict("wfbp:bucket_mb=0.001", sc, k).iteration_s, predict("ssgd", sc, k).iteration_s + 1e-12);
   }
 }
 

@@ -240,7 +240,7 @@ TEST(Wfbp, EqualsSsgdOnAllreduceAndParameterServer) {
     const WorldLayout world = topology == Topology::kAllreduce ? kAllreduce : kPs;
     const RunResult ssgd = run("ssgd", options_for(topology, world));
     auto so = options_for(topology, world);
-    so.delayed.bucket_mb = 0.05;  // several buckets for the mlp
+    so.algo = "wfbp:bucket_mb=0.05";  // several buckets for the mlp
     const RunResult wfbp = run("wfbp", so);
     EXPECT_GT(wfbp.buckets, 1u);
     expect_same_steps(wfbp, ssgd, 0, kSteps, topology_name(topology));
@@ -283,8 +283,8 @@ TEST(DelayedOptions, BadValuesAreClearErrors) {
   expect_error([&] { auto o = base; o.algo = "cdsgd"; o.delayed.threshold = 0; return o; }(), "--threshold");
   expect_error([&] { auto o = base; o.algo = "localsgd:sync_every=0"; o.num_servers = 0; return o; }(),
                "sync_every must be at least 1");
-  expect_error([&] { auto o = base; o.algo = "wfbp"; o.num_servers = 0; o.delayed.bucket_mb = 0; return o; }(),
-               "--bucket-mb must be positive");
+  expect_error([&] { auto o = base; o.algo = "wfbp:bucket_mb=0"; o.num_servers = 0; return o; }(),
+               "bucket_mb must be positive");
   for (const char* algo : {"odsgd", "ssdsgd", "cdsgd"})
     expect_error([&] { auto o = base; o.algo = algo; o.topology = "allreduce"; o.num_servers = 0; return o; }(),
                  std::string(algo) + " does not run on --topology allreduce");

@@ -14,7 +14,7 @@ __all__ = ["DistributedOptimizer", "broadcast_parameters", "allreduce", "algorit
 
 # The algorithms' options, by the name of ferry train's flag with '_' for '-'.
 _DELAYED_OPTIONS = ("warmup_steps", "lr_local", "lr_warmup_steps", "delay_steps", "local_update", "glu_coef",
-                    "correction_steps", "threshold", "bucket_mb")
+                    "correction_steps", "threshold")
 
 
 def _pythonic(message):
