@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "train/algo_spec.h"
 
 namespace ferry::train {
 
@@ -41,10 +42,7 @@ DilocoOptions DilocoOptions::read(SpecReader& r, bool streaming) {
 }
 
 DilocoOptions DilocoOptions::of_spec(const std::string& algo_spec) {
-  SpecReader r(Spec::parse(algo_spec, "--algo"), "--algo");
-  DilocoOptions o = read(r, r.name() == "streaming-diloco");
-  r.finish();
-  return o;
+  return read_algo_spec(algo_spec, [](SpecReader& r) { return read(r, r.name() == "streaming-diloco"); });
 }
 
 std::vector<std::size_t> fragment_cuts(const std::vector<std::size_t>& numels, std::int64_t fragments,

@@ -1,6 +1,7 @@
 #include "train/local_sgd_options.h"
 
 #include "core/error.h"
+#include "train/algo_spec.h"
 
 namespace ferry::train {
 
@@ -13,11 +14,6 @@ LocalSgdOptions LocalSgdOptions::read(SpecReader& r) {
   return o;
 }
 
-LocalSgdOptions LocalSgdOptions::of_spec(const std::string& algo_spec) {
-  SpecReader r(Spec::parse(algo_spec, "--algo"), "--algo");
-  const LocalSgdOptions o = read(r);
-  r.finish();
-  return o;
-}
+LocalSgdOptions LocalSgdOptions::of_spec(const std::string& algo_spec) { return read_algo_spec(algo_spec, read); }
 
 }  // namespace ferry::train

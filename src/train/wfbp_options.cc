@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "train/algo_spec.h"
 
 namespace ferry::train {
 
@@ -14,11 +15,6 @@ WfbpOptions WfbpOptions::read(SpecReader& r) {
   return o;
 }
 
-WfbpOptions WfbpOptions::of_spec(const std::string& algo_spec) {
-  SpecReader r(Spec::parse(algo_spec, "--algo"), "--algo");
-  const WfbpOptions o = read(r);
-  r.finish();
-  return o;
-}
+WfbpOptions WfbpOptions::of_spec(const std::string& algo_spec) { return read_algo_spec(algo_spec, read); }
 
 }  // namespace ferry::train
