@@ -51,13 +51,24 @@ double measure_expert_call_s(const ExpertLayout& layout, const std::string& hidd
   torch::NoGradGuard ng;
   auto x = torch::randn({1, layout.hidden});
   // Weights in the layout's format, from random floats (the cost does not depend on the values,
-  // but a block format's scales must be finite numbers).
-  const auto up = static_cast<std::size_t>(layout.hidden * layout.intermediate);  // weights of w1, w3, w2 each
-  auto values = torch::randn({static_cast<std::int64_t>(up)});
+  // but a block format's scales must be finite numbers), quantized 64 rows at a time: the whole
+  // matrix in float32 (224 MiB for Mixtral-8x7B) would raise the engine's peak memory at open
+  // above what a budget under a memory limit leaves.
+  const auto H = static_cast<std::size_t>(layout.hidden), I = static_cast<std::size_t>(layout.intermediate);
+  const std::size_t up = H * I;  // weights of w1, w3, w2 each
   std::vector<std::byte> weights(layout.bytes());
-  quant::quantize_row(layout.format, values.data_ptr<float>(), weights.data() + layout.w1_offset(), up);
-  quant::quantize_row(layout.format, values.data_ptr<float>(), weights.data() + layout.w3_offset(), up);
-  quant::quantize_row(layout.down_format, values.data_ptr<float>(), weights.data() + layout.w2_offset(), up);
+  const auto fill = [&](quant::QuantType type, std::size_t offset, std::size_t row) {  // row: values per row
+    const std::size_t chunk = 64 * row;
+    for (std::size_t at = 0; at < up; at += chunk) {
+      const std::size_t n = std::min(chunk, up - at);
+      auto values = torch::randn({static_cast<std::int64_t>(n)});
+      quant::quantize_row(type, values.data_ptr<float>(),
+                          weights.data() + offset + at / row * quant::quant_row_bytes(type, row), n);
+    }
+  };
+  fill(layout.format, layout.w1_offset(), H);
+  fill(layout.format, layout.w3_offset(), H);
+  fill(layout.down_format, layout.w2_offset(), I);
   layout.to_kernel_layout(weights.data());
   ExpertWork work{0, {0}, {1.f}};
   std::vector<double> t;
