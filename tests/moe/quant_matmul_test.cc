@@ -21,7 +21,7 @@ namespace ferry::moe::quant {
 namespace {
 
 constexpr QuantType kTypes[] = {QuantType::kF32, QuantType::kF16, QuantType::kBF16, QuantType::kQ8_0,
-                                QuantType::kQ4_0, QuantType::kQ4_K, QuantType::kQ6_K};
+                                QuantType::kQ4_0, QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K};
 
 // The activations as the kernels see them, back in float.
 std::vector<float> dequantized_activations(QuantType weights, const std::vector<std::byte>& act, std::size_t batch,
@@ -75,7 +75,7 @@ class QuantMatmul : public ::testing::TestWithParam<Kernels> {
 // Each output is Σ_blocks of a float product of scales and an exact integer sum (float
 // weights: Σ of float products). With u = 2^-24, a block term carries at most 3 roundings and
 // the sum over nb terms nb more, so |y − Σ ŵ·x̂| ≤ (nb + 3)·u·Σ |terms| ≤ (nb + 3)·u·S, where
-// S = Σ_k |ŵ_k|·|x̂_k| (for Q4_K the scale and min parts count separately: S uses
+// S = Σ_k |ŵ_k|·|x̂_k| (for Q4_K and Q5_K the scale and min parts count separately: S uses
 // |d·sc·q| + |dmin·m| for |ŵ|, an upper bound of the same sum). A factor 2 covers the reassociation
 // of the AVX2 kernels (8 partial sums added at the end).
 TEST_P(QuantMatmul, EqualsTheDequantizedProduct) {
@@ -95,7 +95,7 @@ TEST_P(QuantMatmul, EqualsTheDequantizedProduct) {
       dequantize_row(type, stored.data(), wd.data(), wd.size());
     }
     for (std::size_t i = 0; i < wd.size(); ++i) wabs[i] = std::fabs(wd[i]);
-    if (type == QuantType::kQ4_K) {  // |d·sc·q| + |dmin·m| ≤ 2·max|ŵ| + 2·|ŵ|, generous and simple
+    if (type == QuantType::kQ4_K || type == QuantType::kQ5_K) {  // |d·sc·q| + |dmin·m| ≤ 2·max|ŵ| + 2·|ŵ|
       for (std::size_t r = 0; r < rows; ++r) {
         float m = 0;
         for (std::size_t k = 0; k < n; ++k) m = std::max(m, wabs[r * n + k]);
@@ -127,7 +127,8 @@ TEST_P(QuantMatmul, EqualsTheDequantizedProduct) {
 TEST_P(QuantMatmul, RowRangeWritesOnlyItsRows) {
   const std::size_t rows = 20, n = 256;  // row groups [0, 8), [8, 16), rows 16..19 as stored
   std::vector<float> w(rows * n, 0.5f), x(n, 1.0f);
-  for (QuantType type : {QuantType::kQ4_0, QuantType::kQ8_0, QuantType::kQ4_K, QuantType::kQ6_K, QuantType::kF32}) {
+  for (QuantType type : {QuantType::kQ4_0, QuantType::kQ8_0, QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K,
+                         QuantType::kF32}) {
     const std::vector<std::byte> wq = kernel_weights(type, w, rows, n);
     std::vector<std::byte> act;
     quantize_activations(type, x.data(), 1, n, act);

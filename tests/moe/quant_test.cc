@@ -297,7 +297,7 @@ TEST(Quantize, HalfAndBfloatRoundToNearestEven) {
   EXPECT_EQ(v[1], 0x3f82);
 }
 
-// Q5_0, Q5_1 and Q5_K: stored and written (llama.cpp's Q4_K_M picks or falls back to them), not computed.
+// Q5_0, Q5_1 and Q5_K: stored and written (llama.cpp's Q4_K_M picks or falls back to them); Q5_K also computed on.
 TEST(Dequantize, Q5_0FifthBitFromQh) {
   BlockQ5_0 b;
   b.d = float_to_half(0.5f);
@@ -384,14 +384,18 @@ TEST(Quantize, Q5_1MatchesTheReferenceQuantizer) {
   EXPECT_EQ(y, x);  // d·q + m is exact here
 }
 
-TEST(QuantType, Q5FormatsAreStoredButNotComputed) {
+// Q5_0 and Q5_1 are stored only; Q5_K is computed on (the dense attention of Q4_K_M files) but is
+// no --weights format.
+TEST(QuantType, Q5FormatsAreStoredAndOnlyQ5KComputed) {
   EXPECT_EQ(quant_row_bytes(QuantType::kQ5_0, 64), 44u);
   EXPECT_EQ(quant_row_bytes(QuantType::kQ5_K, 512), 352u);
   EXPECT_EQ(quant_type_from_ggml(6), QuantType::kQ5_0);
   EXPECT_EQ(quant_type_from_ggml(13), QuantType::kQ5_K);
   EXPECT_EQ(quant_type_from_ggml(7), QuantType::kQ5_1);
   EXPECT_EQ(quant_row_bytes(QuantType::kQ5_1, 64), 48u);
-  EXPECT_FALSE(quant_type_computed(QuantType::kQ5_K));
+  EXPECT_TRUE(quant_type_computed(QuantType::kQ5_K));
+  EXPECT_FALSE(quant_type_computed(QuantType::kQ5_0));
+  EXPECT_FALSE(quant_type_computed(QuantType::kQ5_1));
   EXPECT_THROW(parse_weight_format("Q5_K"), InvalidArgument);
   EXPECT_EQ(parse_weight_format("q4_k"), QuantType::kQ4_K);
 }

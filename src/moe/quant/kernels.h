@@ -29,6 +29,8 @@ struct DotTable {
   // that batches use most: f32 and Q6_K.
   TokensFn f32_tokens;
   TokensFn q6_k_tokens;
+  // Q5_K, which llama.cpp's Q4_K_M mix stores the attention output in.
+  float (*q5_k)(const void* w, const void* x, std::size_t n);
 };
 const DotTable& portable_dots();
 const DotTable& avx2_dots();  // call only when the CPU has AVX2, FMA and F16C

@@ -106,6 +106,29 @@ float dot_q4_k(const void* w, const void* x, std::size_t n) {
   return s;
 }
 
+// Q4_K's arithmetic with a fifth bit per weight: sub-block j's bits are bit j of qh[l].
+float dot_q5_k(const void* w, const void* x, std::size_t n) {
+  float s = 0;
+  for (std::size_t i = 0; i < n / kQK_K; ++i) {
+    const auto bw = load<BlockQ5_K>(w, i);
+    const auto* bx = blocks<BlockQ8_K>(x) + i;
+    int sumi = 0, summ = 0;
+    for (int j = 0; j < kQK_K / 32; ++j) {
+      std::uint8_t sc, m;
+      q4_k_scale_min(j, bw.scales, sc, m);
+      const std::uint8_t* q = bw.qs + j / 2 * 32;
+      const int shift = j % 2 ? 4 : 0;
+      int isum = 0;
+      for (int l = 0; l < 32; ++l)
+        isum += (((q[l] >> shift) & 0xF) | (((bw.qh[l] >> j) & 1) << 4)) * bx->qs[32 * j + l];
+      sumi += sc * isum;
+      summ += m * (bx->bsums[2 * j] + bx->bsums[2 * j + 1]);
+    }
+    s += bx->d * (half_to_float(bw.d) * static_cast<float>(sumi) - half_to_float(bw.dmin) * static_cast<float>(summ));
+  }
+  return s;
+}
+
 float dot_q6_k(const void* w, const void* x, std::size_t n) {
   float s = 0;
   for (std::size_t i = 0; i < n / kQK_K; ++i) {
@@ -193,7 +216,7 @@ void tokens_by_dot(const void* w, std::size_t n, const std::byte* x, std::size_t
 
 const DotTable& portable_dots() {
   static const DotTable table{dot_f32,  dot_f16,  dot_bf16, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k,
-                              tokens_by_dot<dot_f32>, tokens_by_dot<dot_q6_k>};
+                              tokens_by_dot<dot_f32>, tokens_by_dot<dot_q6_k>, dot_q5_k};
   return table;
 }
 

@@ -41,9 +41,9 @@ DotFn dot_for(Kernels k, QuantType type) {
     case QuantType::kQ4_0: return t.q4_0;
     case QuantType::kQ4_K: return t.q4_k;
     case QuantType::kQ6_K: return t.q6_k;
+    case QuantType::kQ5_K: return t.q5_k;
     case QuantType::kQ5_0:
-    case QuantType::kQ5_1:
-    case QuantType::kQ5_K: break;
+    case QuantType::kQ5_1: break;
   }
   FERRY_THROW(InvalidArgument, "ferry stores but does not compute on ", quant_name(type), " weights (it computes on ",
               quant_type_names(), ")");
@@ -95,6 +95,7 @@ ActivationFormat activation_format(QuantType weights) {
     case QuantType::kQ8_0:
     case QuantType::kQ4_0: return ActivationFormat::kQ8_0;
     case QuantType::kQ4_K:
+    case QuantType::kQ5_K:
     case QuantType::kQ6_K: return ActivationFormat::kQ8_K;
     default: return ActivationFormat::kF32;
   }

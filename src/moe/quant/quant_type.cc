@@ -51,12 +51,14 @@ std::optional<QuantType> parse_quant_type(std::string_view name) {
 
 QuantType parse_weight_format(std::string_view text) {
   const auto format = parse_quant_type(text);
-  if (!format || !quant_type_computed(*format)) FERRY_THROW(InvalidArgument, "--weights '", text, "': expected one of ", quant_type_names());
+  // Q5_K is computed (the dense attention of Q4_K_M files) but is no --weights format.
+  if (!format || !quant_type_computed(*format) || *format == QuantType::kQ5_K)
+    FERRY_THROW(InvalidArgument, "--weights '", text, "': expected one of ", quant_type_names());
   return *format;
 }
 
 bool quant_type_computed(QuantType type) {
-  return type != QuantType::kQ5_0 && type != QuantType::kQ5_1 && type != QuantType::kQ5_K;
+  return type != QuantType::kQ5_0 && type != QuantType::kQ5_1;
 }
 
 const char* quant_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K"; }

@@ -14,8 +14,9 @@
 //   Q6_K  256 weights: 128 bytes low nibbles, 64 bytes high 2-bit pairs, 16 int8 scales
 //         (one per 16 weights), f16 d;                       w = d·sc·(q − 32)        210 bytes
 //
-// Q5_0, Q5_1 and Q5_K are stored, written and read (llama.cpp's Q4_K_M mix uses them: quant_mix.h) but
-// not computed on: the engine's --weights takes the others (matmul.h).
+// Q5_0, Q5_1 and Q5_K are stored, written and read (llama.cpp's Q4_K_M mix uses them: quant_mix.h);
+// of them only Q5_K is computed on (the mix stores attn_output in it, which
+// would otherwise be held as float32, 5.8x its size), and none is a --weights format (matmul.h).
 //
 // Source: ggml/src/ggml-common.h (block layouts) and ggml-quants.c (dequantize_row_*).
 #pragma once
@@ -52,12 +53,13 @@ inline const char* quant_name(QuantType type) { return quant_traits(type).name; 
 std::optional<QuantType> quant_type_from_ggml(std::uint32_t ggml_type);
 // Parses a name ("q4_0", "Q4_K", "f16", "bf16", ...; case-insensitive); nullopt when unknown.
 std::optional<QuantType> parse_quant_type(std::string_view name);
-// The experts' weight format of --weights: parse_quant_type of a format the kernels compute on, or
+// The experts' weight format of --weights: parse_quant_type of one of quant_type_names(), or
 // InvalidArgument "--weights 'TEXT': expected one of F32, ...".
 QuantType parse_weight_format(std::string_view text);
-// Whether matmul.h computes on `type` (all but Q5_0, Q5_1 and Q5_K).
+// Whether matmul.h computes on `type` (all but Q5_0 and Q5_1; Q5_K for the dense attention of
+// Q4_K_M files, which is no --weights format).
 bool quant_type_computed(QuantType type);
-// "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K" (the computed formats) for error messages.
+// "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K" (the --weights formats) for error messages.
 const char* quant_type_names();
 // Every format ferry reads and writes: quant_type_names() and Q5_0, Q5_1, Q5_K.
 const char* quant_stored_type_names();
