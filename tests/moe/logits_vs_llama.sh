@@ -12,7 +12,8 @@
 # dot products, so they differ where float-order differences move an activation across a
 # rounding boundary (one step, d/2 of the block): 3e-2 at a position; or where such a difference
 # swaps two near-equal experts in a top-2 (8 routing decisions per position here), which changes
-# that position's logits wholesale: seen at 3 of 24 positions of the Q4_K_M file, whose random
+# that position's logits wholesale: seen at 3 of 24 positions of the Q4_K_M file (while ferry held
+# its Q5_K attn_output in float32; since it computes on the Q5_K blocks, 24 of 24 agree), whose random
 # 4-bit weights move the logits by 45 % from F32. So the bound must hold, with the same argmax,
 # at ≥ 80 % of the positions; a wrong layout, permutation or scale fails it everywhere.
 set -u
