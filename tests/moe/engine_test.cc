@@ -242,14 +242,25 @@ TEST(EngineVariants, SlidingWindowKeepsOnlyTheWindowInTheCache) {
   EXPECT_EQ(eng->kv_cached_positions(), 3 * 6);
 }
 
-TEST(ExpertStoreTest, DemandLoadOvertakesQueuedPrefetches) {
+// The tiny model's checkpoint and host pool, for the store's own tests.
+struct TinyPool {
+  TinyPool() {
+    TinyModelOptions o;
+    o.config = testing::tiny_config();
+    make_tiny_model(dir.path(), o);
+    ck = Checkpoint::open(dir.path());
+    pool = HostPool::load(*ck);
+    register_builtin_links();
+  }
   TempDir dir;
-  TinyModelOptions o;
-  o.config = testing::tiny_config();
-  make_tiny_model(dir.path(), o);
-  auto ck = Checkpoint::open(dir.path());
-  auto pool = HostPool::load(*ck);
-  register_builtin_links();
+  decltype(Checkpoint::open("")) ck;
+  decltype(HostPool::load(*ck)) pool;
+};
+
+TEST(ExpertStoreTest, DemandLoadOvertakesQueuedPrefetches) {
+  TinyPool t;
+  auto& ck = t.ck;
+  auto& pool = t.pool;
   // 18 KiB per expert at 3 MB/s: about 6 ms per transfer.
   LinkSpec spec = parse_link_spec("3MBps,10us");
   ExpertStore store(pool.get(), make_link(spec, {pool.get(), ck.get()}), {pool->layout().bytes() * 10});
@@ -272,13 +283,9 @@ TEST(ExpertStoreTest, DemandLoadOvertakesQueuedPrefetches) {
 // (a policy's start-up fill when the engine opens) is no prefetch of the measured run, so the
 // accuracy prefetches_used / prefetches stays within [0, 1].
 TEST(ExpertStoreTest, PrefetchesBeforeAStatsResetAreNotCountedAsUsed) {
-  TempDir dir;
-  TinyModelOptions o;
-  o.config = testing::tiny_config();
-  make_tiny_model(dir.path(), o);
-  auto ck = Checkpoint::open(dir.path());
-  auto pool = HostPool::load(*ck);
-  register_builtin_links();
+  TinyPool t;
+  auto& ck = t.ck;
+  auto& pool = t.pool;
   ExpertStore store(pool.get(), make_link(parse_link_spec("none"), {pool.get(), ck.get()}), {pool->layout().bytes() * 4});
   ASSERT_TRUE(store.prefetch({0, 0}, kPriorityPrefetch));
   store.reset_stats();

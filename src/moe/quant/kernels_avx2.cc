@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/half.h"
 #include "moe/quant/blocks.h"
@@ -102,16 +103,20 @@ float dot_q4_0(const void* w, const void* x, std::size_t n) {
   return hsum(acc);
 }
 
-float dot_q4_k(const void* w, const void* x, std::size_t n) {
+// Q4_K, and Q5_K with its fifth bits (sub-block s's are bit s of qh[0..31], moved to bit 4 of the
+// weight: ≤ 31, so maddubs' pair sums stay below 2·31·127): one body.
+template <class Block>
+float dot_k4(const void* w, const void* x, std::size_t n) {
+  constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
   const auto* pw = static_cast<const unsigned char*>(w);
   const auto* bx = static_cast<const BlockQ8_K*>(x);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc = _mm256_setzero_ps();
   float acc_min = 0;
-  for (std::size_t i = 0; i < n / kQK_K; ++i, pw += sizeof(BlockQ4_K), ++bx) {
-    BlockQ4_K head;  // d, dmin and the scales (the nibbles are read in place below)
-    std::memcpy(&head, pw, offsetof(BlockQ4_K, qs));
-    const std::uint8_t* qs = pw + offsetof(BlockQ4_K, qs);
+  for (std::size_t i = 0; i < n / kQK_K; ++i, pw += sizeof(Block), ++bx) {
+    Block head;  // d, dmin, the scales (and Q5_K's fifth bits); the nibbles are read in place below
+    std::memcpy(&head, pw, offsetof(Block, qs));
+    const std::uint8_t* qs = pw + offsetof(Block, qs);
     std::uint8_t sc[8], mn[8];
     int summ = 0;
     for (int j = 0; j < 8; ++j) {
@@ -122,8 +127,15 @@ float dot_q4_k(const void* w, const void* x, std::size_t n) {
     __m256i sumi = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
       const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
-      const __m256i lo = _mm256_and_si256(bits, low4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+      __m256i lo = _mm256_and_si256(bits, low4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+      if constexpr (kFifthBit) {
+        // Bits 2j and 2j + 1 of each qh byte at bit 4 (the 16-bit shifts leave each byte's own
+        // bit in its bit 0, which the mask keeps).
+        const __m256i hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(head.qh)), one = _mm256_set1_epi8(1);
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), one), 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), one), 4));
+      }
       const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx->qs + 64 * j));
       const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx->qs + 64 * j + 32));
       const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_set1_epi16(sc[2 * j]));
@@ -134,46 +146,8 @@ float dot_q4_k(const void* w, const void* x, std::size_t n) {
   }
   return hsum(acc) - acc_min;
 }
-
-// Q4_K's kernel with the fifth bits: sub-block s's are bit s of qh[0..31], moved to bit 4 of the
-// weight (≤ 31, so maddubs' pair sums stay below 2·31·127).
-float dot_q5_k(const void* w, const void* x, std::size_t n) {
-  const auto* pw = static_cast<const unsigned char*>(w);
-  const auto* bx = static_cast<const BlockQ8_K*>(x);
-  const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-  __m256 acc = _mm256_setzero_ps();
-  float acc_min = 0;
-  for (std::size_t i = 0; i < n / kQK_K; ++i, pw += sizeof(BlockQ5_K), ++bx) {
-    BlockQ5_K head;  // d, dmin, the scales and the fifth bits (the nibbles are read in place below)
-    std::memcpy(&head, pw, offsetof(BlockQ5_K, qs));
-    const std::uint8_t* qs = pw + offsetof(BlockQ5_K, qs);
-    const __m256i hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(head.qh));
-    std::uint8_t sc[8], mn[8];
-    int summ = 0;
-    for (int j = 0; j < 8; ++j) {
-      q4_k_scale_min(j, head.scales, sc[j], mn[j]);
-      summ += mn[j] * (bx->bsums[2 * j] + bx->bsums[2 * j + 1]);
-    }
-    acc_min += bx->d * f16(head.dmin) * static_cast<float>(summ);
-    __m256i sumi = _mm256_setzero_si256();
-    for (int j = 0; j < 4; ++j) {
-      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
-      // Bit 2j (sub-block 2j) and bit 2j + 1 of each qh byte, at bit 4 (the 16-bit shifts keep
-      // each byte's own bit in its bit 0, which the mask keeps).
-      const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), one), 4);
-      const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), one), 4);
-      const __m256i lo = _mm256_or_si256(_mm256_and_si256(bits, low4), h0);
-      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 4), low4), h1);
-      const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx->qs + 64 * j));
-      const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx->qs + 64 * j + 32));
-      const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_set1_epi16(sc[2 * j]));
-      const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xh), _mm256_set1_epi16(sc[2 * j + 1]));
-      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
-    }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(bx->d * f16(head.d)), _mm256_cvtepi32_ps(sumi), acc);
-  }
-  return hsum(acc) - acc_min;
-}
+float dot_q4_k(const void* w, const void* x, std::size_t n) { return dot_k4<BlockQ4_K>(w, x, n); }
+float dot_q5_k(const void* w, const void* x, std::size_t n) { return dot_k4<BlockQ5_K>(w, x, n); }
 
 // One Q6_K row times T Q8_K activation rows: each block's 6-bit weights are unpacked once and
 // multiplied with every row (per row the same arithmetic whatever T). Σ (q − 32)·x = Σ q·x − 32·Σ_g sc_g·Σ_{x in g} x, the second term from

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "core/half.h"
@@ -85,10 +86,13 @@ float dot_q4_0(const void* w, const void* x, std::size_t n) {
   return s;
 }
 
-float dot_q4_k(const void* w, const void* x, std::size_t n) {
+// Q4_K, and Q5_K with its fifth bits (sub-block j's are bit j of qh[l]): one body.
+template <class Block>
+float dot_k4(const void* w, const void* x, std::size_t n) {
+  constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
   float s = 0;
   for (std::size_t i = 0; i < n / kQK_K; ++i) {
-    const auto bw = load<BlockQ4_K>(w, i);
+    const auto bw = load<Block>(w, i);
     const auto* bx = blocks<BlockQ8_K>(x) + i;  // activations are written aligned by quantize_activations
     int sumi = 0, summ = 0;
     for (int j = 0; j < kQK_K / 32; ++j) {
@@ -97,7 +101,11 @@ float dot_q4_k(const void* w, const void* x, std::size_t n) {
       const std::uint8_t* q = bw.qs + j / 2 * 32;
       const int shift = j % 2 ? 4 : 0;
       int isum = 0;
-      for (int l = 0; l < 32; ++l) isum += ((q[l] >> shift) & 0xF) * bx->qs[32 * j + l];
+      for (int l = 0; l < 32; ++l) {
+        int v = (q[l] >> shift) & 0xF;
+        if constexpr (kFifthBit) v |= ((bw.qh[l] >> j) & 1) << 4;
+        isum += v * bx->qs[32 * j + l];
+      }
       sumi += sc * isum;
       summ += m * (bx->bsums[2 * j] + bx->bsums[2 * j + 1]);
     }
@@ -105,29 +113,8 @@ float dot_q4_k(const void* w, const void* x, std::size_t n) {
   }
   return s;
 }
-
-// Q4_K's arithmetic with a fifth bit per weight: sub-block j's bits are bit j of qh[l].
-float dot_q5_k(const void* w, const void* x, std::size_t n) {
-  float s = 0;
-  for (std::size_t i = 0; i < n / kQK_K; ++i) {
-    const auto bw = load<BlockQ5_K>(w, i);
-    const auto* bx = blocks<BlockQ8_K>(x) + i;
-    int sumi = 0, summ = 0;
-    for (int j = 0; j < kQK_K / 32; ++j) {
-      std::uint8_t sc, m;
-      q4_k_scale_min(j, bw.scales, sc, m);
-      const std::uint8_t* q = bw.qs + j / 2 * 32;
-      const int shift = j % 2 ? 4 : 0;
-      int isum = 0;
-      for (int l = 0; l < 32; ++l)
-        isum += (((q[l] >> shift) & 0xF) | (((bw.qh[l] >> j) & 1) << 4)) * bx->qs[32 * j + l];
-      sumi += sc * isum;
-      summ += m * (bx->bsums[2 * j] + bx->bsums[2 * j + 1]);
-    }
-    s += bx->d * (half_to_float(bw.d) * static_cast<float>(sumi) - half_to_float(bw.dmin) * static_cast<float>(summ));
-  }
-  return s;
-}
+float dot_q4_k(const void* w, const void* x, std::size_t n) { return dot_k4<BlockQ4_K>(w, x, n); }
+float dot_q5_k(const void* w, const void* x, std::size_t n) { return dot_k4<BlockQ5_K>(w, x, n); }
 
 float dot_q6_k(const void* w, const void* x, std::size_t n) {
   float s = 0;
