@@ -137,10 +137,12 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
       // engine and replays the same steps).
       FutureRouting future;
       if (!o.routing_trace.empty()) {
-        const int steps = o.new_tokens * (o.warmup ? 2 : 1);
         future = replay_future(trace, batch, static_cast<int>(prompts.front().size()), o.new_tokens);
-        for (int s = o.new_tokens; s < steps; ++s) future.steps.push_back(future.steps[static_cast<std::size_t>(s - o.new_tokens)]);
-        future.index();
+        if (o.warmup) {
+          const auto once = future.steps;
+          future.steps.insert(future.steps.end(), once.begin(), once.end());
+          future.index();
+        }
       }
       for (const auto& policy : policies) {
         EngineOptions eo = engine_options(o, budget);
