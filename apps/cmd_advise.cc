@@ -22,6 +22,7 @@
 #include "core/report.h"
 #include "core/spec.h"
 #include "core/units.h"
+#include "train/delayed_ps_options.h"
 #include "train/local_sgd_options.h"
 #include "train/models/model.h"
 
@@ -91,10 +92,6 @@ int run_advise(int argc, char** argv) {
   app.add_option("--batch", o.batch, "per-worker batch")->capture_default_str();
   app.add_option("--codecs", codecs, "codec specs, comma-separated, for the algorithms that take one: " +
                                          choices(compress::codec_names()))->capture_default_str();
-  app.add_option("--warmup-steps", o.delayed.warmup_steps, "odsgd/ssdsgd/cdsgd warm-up")->capture_default_str();
-  app.add_option("--delay-steps", o.delayed.delay_steps, "ssdsgd pull interval")->capture_default_str();
-  app.add_option("--correction-steps", o.delayed.correction_steps, "cdsgd fp32 push interval")->capture_default_str();
-  app.add_option("--threshold", o.delayed.threshold, "cdsgd's default twobit threshold")->capture_default_str();
   add_algo_shorthand_flags(app, o.shorthands);
   app.add_option("--steps", o.steps,
                  "predict a run of N iterations per worker (warm-up and post-local included, as --validate "
@@ -176,16 +173,18 @@ int run_advise(int argc, char** argv) {
   std::printf("  profile: %s", book.origin(o.model, o.batch).c_str());
   if (model.compute_noise > 0) std::printf(" (its rounds spread by %.1f %%)", 100 * model.compute_noise);
   std::printf("\n");
+  const std::int64_t warmup =
+      train::DelayedPsOptions::of_spec(train::fold_shorthands("odsgd", o.shorthands)).warmup_steps;
   if (o.steps > 0)
     std::printf("  samples/s and comm %% over a run of %lld iterations per worker, the delayed algorithms' %lld warm-up "
                 "and localsgd's %lld post-local iterations as S-SGD (as --validate predicts such a run)\n",
-                static_cast<long long>(o.steps), static_cast<long long>(o.delayed.warmup_steps),
+                static_cast<long long>(o.steps), static_cast<long long>(warmup),
                 static_cast<long long>(
                     train::LocalSgdOptions::of_spec(train::fold_shorthands("localsgd", o.shorthands)).post_local));
   else
     std::printf("  samples/s and comm %%: steady state; a run's warm-up (%lld S-SGD iterations of the delayed "
                 "algorithms), post-local prefix and first and last iterations are left out (--steps N includes them)\n",
-                static_cast<long long>(o.delayed.warmup_steps));
+                static_cast<long long>(warmup));
   for (int w : o.workers) {
     std::printf("\n%d workers, %s:\n%s", w, format_bandwidth(o.bandwidths.front()).c_str(),
                 advise::advise_table(rows, w, o.bandwidths.front()).markdown().c_str());

@@ -22,7 +22,6 @@
 #include "core/error.h"
 #include "core/spec.h"
 #include "train/compare.h"
-#include "train/delayed_options.h"
 #include "train/models/model.h"
 #include "train/strategy.h"
 
@@ -81,7 +80,8 @@ int run_compare(int argc, char** argv) {
   int np = 4, servers = 1, epochs = 4;
   std::string model = "cnn";
   double target_acc = 0.87, target_ppl = 0;
-  train::DelayedOptions twobit;  // only its threshold: the meaning of a bare `twobit`
+  // The meaning of a bare `twobit`: cdsgd's default codec, with this threshold for every algorithm.
+  std::vector<train::SpecShorthand> twobit = {{"--threshold", "threshold", ""}};
   bool resume = false;
   train::register_builtin_strategies();  // before the help text lists them
   app.add_option("--algos", algos,
@@ -103,9 +103,8 @@ int run_compare(int argc, char** argv) {
   app.add_option("--epochs", epochs, "passes over the training set")->capture_default_str();
   app.add_option("--target-acc", target_acc, "image models: test accuracy for time_to_target_s")->capture_default_str();
   app.add_option("--target-ppl", target_ppl, "token models (gpt): test perplexity for time_to_target_s (required)");
-  app.add_option("--threshold", twobit.threshold,
-                 "threshold of a bare `twobit` in --codecs, for every algorithm (cdsgd's --threshold)")
-      ->capture_default_str();
+  app.add_option("--threshold", twobit.front().value,
+                 "threshold of a bare `twobit` in --codecs, for every algorithm (cdsgd's threshold; default 0.005)");
   app.add_option("--out", out, "output directory")->required();
   app.add_flag("--resume", resume, "reuse runs whose summary.json already exists");
   app.allow_extras();
@@ -122,7 +121,7 @@ int run_compare(int argc, char** argv) {
                 " needs a target test perplexity >= 1 (e.g. --target-ppl 6), got ", target_ppl);
   FERRY_REQUIRE(target_acc > 0 && target_acc <= 1, "--target-acc must be in (0, 1], got ", target_acc);
   const train::QualityTarget target{tokens, tokens ? target_ppl : target_acc};
-  FERRY_REQUIRE(twobit.threshold > 0, "--threshold must be positive, got ", twobit.threshold);
+  train::compare_run_codec("twobit", twobit);  // a bad --threshold before any run
 
   std::vector<std::string> links;
   const auto base = comm::parse_link_spec(link);  // validates --link

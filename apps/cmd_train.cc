@@ -33,27 +33,6 @@
 
 namespace ferry::apps {
 
-namespace {
-
-// Flags of the delayed, local and overlapping algorithms (docs/algorithms.md).
-void add_delayed_flags(CLI::App& app, train::DelayedOptions& d) {
-  app.add_option("--warmup-steps", d.warmup_steps, "odsgd/ssdsgd/cdsgd: S-SGD iterations before delaying")
-      ->capture_default_str();
-  app.add_option("--lr-local", d.lr_local, "odsgd/ssdsgd/cdsgd: local learning rate (0: --lr)")->capture_default_str();
-  app.add_option("--lr-warmup-steps", d.lr_warmup_steps, "odsgd/ssdsgd/cdsgd: ramp the local lr over N steps")
-      ->capture_default_str();
-  app.add_option("--delay-steps", d.delay_steps, "ssdsgd: pull the global weights every k iterations")
-      ->capture_default_str();
-  app.add_option("--local-update", d.local_update, "ssdsgd: glu | sgd")->capture_default_str();
-  app.add_option("--glu-coef", d.glu_coef, "ssdsgd: weight of the global update direction")->capture_default_str();
-  app.add_option("--correction-steps", d.correction_steps, "cdsgd: full-precision push every k iterations")
-      ->capture_default_str();
-  app.add_option("--threshold", d.threshold, "cdsgd: twobit threshold (when no --codec is given; default 0.005)")
-      ->capture_default_str();
-}
-
-}  // namespace
-
 void add_algo_shorthand_flags(CLI::App& app, std::vector<train::SpecShorthand>& shorthands) {
   struct Flag {
     const char* flag;
@@ -61,6 +40,14 @@ void add_algo_shorthand_flags(CLI::App& app, std::vector<train::SpecShorthand>& 
     const char* help;
   };
   static constexpr Flag kFlags[] = {
+      {"--warmup-steps", "warmup_steps", "odsgd/ssdsgd/cdsgd: S-SGD iterations before delaying (ALGO:warmup_steps=W; default 20)"},
+      {"--lr-local", "lr_local", "odsgd/ssdsgd/cdsgd: local learning rate, 0: --lr (ALGO:lr_local=LR; default 0)"},
+      {"--lr-warmup-steps", "lr_warmup_steps", "odsgd/ssdsgd/cdsgd: ramp the local lr over N steps (ALGO:lr_warmup_steps=N; default 0)"},
+      {"--delay-steps", "delay_steps", "ssdsgd: pull the global weights every k iterations (ssdsgd:delay_steps=k; default 4)"},
+      {"--local-update", "local_update", "ssdsgd: glu | sgd (ssdsgd:local_update=glu; default glu)"},
+      {"--glu-coef", "glu_coef", "ssdsgd: weight of the global update direction (ssdsgd:glu_coef=c; default 0.5)"},
+      {"--correction-steps", "correction_steps", "cdsgd: full-precision push every k iterations (cdsgd:correction_steps=k; default 5)"},
+      {"--threshold", "threshold", "cdsgd: twobit threshold when no --codec is given (cdsgd:threshold=T; default 0.005)"},
       {"--sync-every", "sync_every", "localsgd: average the models every H iterations (localsgd:sync_every=H; default 4)"},
       {"--post-local", "post_local", "localsgd: S-SGD for the first K iterations (localsgd:post_local=K; default 0)"},
       {"--bucket-mb", "bucket_mb", "wfbp: fusion bucket size in MB (wfbp:bucket_mb=M; default 4)"},
@@ -113,7 +100,6 @@ void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_sp
   app.add_flag("--oversubscribe", o.oversubscribe,
                "allow more than 8 ranks per core (--np + --servers) or more than 4 threads per core (--threads)");
   app.add_option("--out", o.out_dir, "directory for summary.json and metrics.jsonl");
-  add_delayed_flags(app, o.delayed);
   add_algo_shorthand_flags(app, shorthands);
 }
 
@@ -149,7 +135,7 @@ int run_train(int argc, char** argv) {
   train::register_builtin_strategies();
   // The strategy's keys resolved, its shorthand flags folded in; an unknown one refused.
   o.algo = train::fold_shorthands(o.algo, shorthands);
-  if (app.count("--codec") == 0) o.codec = train::default_codec(train::strategy_info(o.algo), o.delayed);
+  if (app.count("--codec") == 0) o.codec = train::default_codec(o.algo);
   if (app.count("--compress-pull") > 0 && o.pull_codec.empty()) o.pull_codec = o.codec;
   train::validate(o);
   const train::WorldLayout layout = train::world_layout(o);

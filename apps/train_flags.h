@@ -12,7 +12,7 @@
 
 namespace ferry::apps {
 
-// Adds --algo, --topology, --np, ..., --out and the delayed algorithms' flags to `app`; the values
+// Adds --algo, --topology, --np, ..., --out and the algorithms' shorthand flags to `app`; the values
 // of the flags that stand for spec keys land in `shorthands` (add_algo_shorthand_flags).
 void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_spec,
                      std::vector<train::SpecShorthand>& shorthands);

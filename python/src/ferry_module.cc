@@ -351,17 +351,6 @@ PYBIND11_MODULE(_C, m) {
       .def("decode_add", &PyCodec::decode_add)
       .def("custom_allreduce", &PyCodec::custom_allreduce);
 
-  py::class_<ferry::train::DelayedOptions>(m, "DelayedOptions")
-      .def(py::init<>())
-      .def_readwrite("warmup_steps", &ferry::train::DelayedOptions::warmup_steps)
-      .def_readwrite("lr_local", &ferry::train::DelayedOptions::lr_local)
-      .def_readwrite("lr_warmup_steps", &ferry::train::DelayedOptions::lr_warmup_steps)
-      .def_readwrite("delay_steps", &ferry::train::DelayedOptions::delay_steps)
-      .def_readwrite("local_update", &ferry::train::DelayedOptions::local_update)
-      .def_readwrite("glu_coef", &ferry::train::DelayedOptions::glu_coef)
-      .def_readwrite("correction_steps", &ferry::train::DelayedOptions::correction_steps)
-      .def_readwrite("threshold", &ferry::train::DelayedOptions::threshold);
-
   py::class_<DistributedOptimizerOptions>(m, "OptimizerOptions")
       .def(py::init<>())
       .def_readwrite("algo", &DistributedOptimizerOptions::algo)
@@ -373,7 +362,6 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("codec", &DistributedOptimizerOptions::codec)
       .def_readwrite("pull_codec", &DistributedOptimizerOptions::pull_codec)
       .def_readwrite("link", &DistributedOptimizerOptions::link)
-      .def_readwrite("delayed", &DistributedOptimizerOptions::delayed)
       .def_readwrite("batch", &DistributedOptimizerOptions::batch)
       .def_readwrite("external_optimizer", &DistributedOptimizerOptions::external_optimizer)
       .def_readwrite("checkpoint_dir", &DistributedOptimizerOptions::checkpoint_dir)

@@ -32,7 +32,8 @@ std::vector<std::string> codecs_for(const train::StrategyInfo& info, const Advis
     if (info.needs_codec && canonical == none) continue;
     out.push_back(canonical);
   }
-  if (info.needs_codec && out.empty()) out.push_back(compress::canonical_codec_spec(train::default_codec(info, o.delayed)));
+  if (info.needs_codec && out.empty())
+    out.push_back(compress::canonical_codec_spec(train::default_codec(train::fold_shorthands(info.name, o.shorthands))));
   return out;
 }
 
@@ -46,7 +47,6 @@ std::vector<AdviseRow> advise(const AdviseOptions& o, ProfileBook& book, const M
   FERRY_REQUIRE(!o.bandwidths.empty(), "--bandwidth needs at least one value");
   for (double b : o.bandwidths) FERRY_REQUIRE(b > 0, "--bandwidth must be > 0");
   FERRY_REQUIRE(o.latency_s >= 0, "--latency must be >= 0");
-  train::validate_delayed_options(o.delayed);
   for (const auto& name : train::strategy_names()) train::fold_shorthands(name, o.shorthands);  // a bad value first
   FERRY_REQUIRE(o.steps >= 0, "--steps must be >= 0, got ", o.steps);
   const train::StrategyInfo& base = baseline();
@@ -109,7 +109,6 @@ ScenarioSpec spec_of_row(const AdviseOptions& o, const AdviseRow& r) {
   s.bandwidth_bytes_per_s = r.bandwidth_bytes_per_s;
   s.latency_s = o.latency_s;
   s.codec = r.codec;
-  s.delayed = o.delayed;
   s.steps = o.steps;
   return s;
 }

@@ -30,9 +30,9 @@ struct AdviseOptions {
   std::string device = "local";
   std::int64_t batch = 64;
   std::vector<std::string> codecs = {"none", "twobit:threshold=0.005"};  // as `ferry compare --codecs`
-  train::DelayedOptions delayed;              // the algorithms' options
-  // Flags that stand for keys of the algorithms' specs (--sync-every: localsgd:sync_every),
-  // folded into each algorithm's spec (train::fold_shorthands).
+  // The algorithms' options: flags that stand for keys of their specs (--sync-every:
+  // localsgd:sync_every, --delay-steps: ssdsgd:delay_steps), folded into each algorithm's spec
+  // (train::fold_shorthands).
   std::vector<train::SpecShorthand> shorthands;
   // Scale the servers with the workers (servers = max(1, workers / workers_per_server)) in
   // projections; 0: keep `servers`.

@@ -15,7 +15,6 @@
 #include "advise/device_profile.h"
 #include "advise/model_profile.h"
 #include "advise/network_model.h"
-#include "train/delayed_options.h"
 #include "train/strategy.h"
 
 namespace ferry::advise {
@@ -43,10 +42,9 @@ struct Scenario {
   LinkModel link;   // message_s is taken from the constants
   CodecCost codec;  // the codec of the pushes (uncompressed_cost for none)
   CodecCost full;   // fp32 (uncompressed_cost), for the full-precision steps
-  train::DelayedOptions delayed;
   std::int64_t steps = 0;  // iterations of the run; 0: steady state only
   // The --algo spec predict() was given: the keys of a strategy with options of its own
-  // (diloco:inner_steps=50).
+  // (diloco:inner_steps=50, ssdsgd:delay_steps=4).
   std::string algo;
 };
 

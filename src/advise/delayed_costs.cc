@@ -27,6 +27,7 @@
 #include <algorithm>
 
 #include "advise/cost_model.h"
+#include "train/delayed_ps_options.h"
 
 namespace ferry::advise {
 namespace {
@@ -54,18 +55,26 @@ IterationCost delayed_cost(const CostContext& x, int pull_every, int full_every)
   return {t, std::min(t, c1 * x.stretch(x.n())), sp};
 }
 
-std::int64_t warmup(const Scenario& sc) { return sc.delayed.warmup_steps; }
+using train::CdSgdOptions;
+using train::DelayedPsOptions;
+using train::SsdSgdOptions;
 
 }  // namespace
 
 void register_delayed_costs() {
   register_algorithm_cost({"odsgd", "T = max(chain, server loop, comm thread push + pull, cores); pull every step",
-                           [](const CostContext& x) { return delayed_cost(x, 1, 0); }, warmup});
+                           [](const CostContext& x) { return delayed_cost(x, 1, 0); },
+                           [](const Scenario& sc) { return DelayedPsOptions::of_spec(sc.algo).warmup_steps; }});
   register_algorithm_cost({"ssdsgd", "as odsgd with a pull every k: chain (k c + max(0, R - c))/k",
-                           [](const CostContext& x) { return delayed_cost(x, x.sc().delayed.delay_steps, 0); }, warmup});
+                           [](const CostContext& x) {
+                             return delayed_cost(x, static_cast<int>(SsdSgdOptions::of_spec(x.sc().algo).delay_steps), 0);
+                           },
+                           [](const Scenario& sc) { return SsdSgdOptions::of_spec(sc.algo).delayed.warmup_steps; }});
   register_algorithm_cost({"cdsgd", "as odsgd with 2-bit pushes and an fp32 push every k-th step",
-                           [](const CostContext& x) { return delayed_cost(x, 1, x.sc().delayed.correction_steps); },
-                           warmup});
+                           [](const CostContext& x) {
+                             return delayed_cost(x, 1, static_cast<int>(CdSgdOptions::of_spec(x.sc().algo).correction_steps));
+                           },
+                           [](const Scenario& sc) { return CdSgdOptions::of_spec(sc.algo).delayed.warmup_steps; }});
 }
 
 }  // namespace ferry::advise

@@ -73,20 +73,17 @@ RunRecord read_run(const fs::path& summary) {
   if (fs::exists(side)) {
     const auto s = read_json(side);
     r.set = s.value("set", std::string());
-    auto& d = r.delayed;
-    d.warmup_steps = s.value("warmup_steps", d.warmup_steps);
-    d.delay_steps = s.value("delay_steps", d.delay_steps);
-    d.correction_steps = s.value("correction_steps", d.correction_steps);
-    // Options that are keys of the algorithm's spec join it (localsgd's sync_every, post_local;
-    // wfbp's bucket_mb).
+    // Options that are keys of the algorithm's spec join it (the delayed algorithms' warmup_steps,
+    // delay_steps, correction_steps, threshold; localsgd's sync_every, post_local; wfbp's
+    // bucket_mb); another algorithm's keys are left out.
     std::vector<train::SpecShorthand> keys;
-    for (const char* key : {"sync_every", "post_local", "bucket_mb"})
+    for (const char* key :
+         {"warmup_steps", "delay_steps", "correction_steps", "threshold", "sync_every", "post_local", "bucket_mb"})
       if (s.contains(key)) keys.push_back({side.string() + ": " + key, key, s.at(key).dump()});
     if (!keys.empty()) {
       train::register_builtin_strategies();
       r.algo = train::fold_shorthands(r.algo, keys);
     }
-    d.threshold = s.value("threshold", d.threshold);
     if (s.contains("kernel_rate")) {
       const std::string rate = s.value("kernel_rate", std::string());
       try {

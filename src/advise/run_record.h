@@ -1,6 +1,6 @@
 // A measured training run as ferry advise reads it: the run's summary.json (train/run_summary.h)
 // plus, when present, advise_run.json next to it, written by bench/advise/run.sh with what
-// summary.json does not record (the delayed algorithms' options, the run's set: calibration or
+// summary.json does not record (options of the algorithm that join its spec, the run's set: calibration or
 // validation, and for a run across the namespace cluster the kernel's rate, kernel_rate: "1gbit",
 // which replaces the summary's link).
 #pragma once
@@ -8,8 +8,6 @@
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "train/delayed_options.h"
 
 namespace ferry::advise {
 
@@ -22,7 +20,6 @@ struct RunRecord {
   double bandwidth_bytes_per_s = 0;  // 0: no link emulation
   double latency_s = 0;
   double samples_per_s = 0, comm_wait_fraction = 0, bytes_sent_per_worker = 0;
-  train::DelayedOptions delayed;
 };
 
 // Every summary.json under each of `roots` (a run directory or a tree of them), sorted by

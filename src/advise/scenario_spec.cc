@@ -14,7 +14,6 @@ ScenarioSpec spec_of(const RunRecord& r) {
   s.bandwidth_bytes_per_s = r.bandwidth_bytes_per_s;
   s.latency_s = r.latency_s;
   s.codec = r.codec;
-  s.delayed = r.delayed;
   s.steps = r.steps;
   return s;
 }
@@ -31,7 +30,6 @@ Scenario make_scenario(const ScenarioSpec& s, ProfileBook& book) {
   sc.link = LinkModel{s.bandwidth_bytes_per_s, s.latency_s, 0};
   sc.codec = book.codec(s.codec, m);
   sc.full = book.fp32(m);
-  sc.delayed = s.delayed;
   sc.steps = s.steps;
   return sc;
 }

@@ -25,7 +25,6 @@ struct ScenarioSpec {
   double bandwidth_bytes_per_s = 0;  // per NIC; 0: no link (compute and copies only)
   double latency_s = 0;              // one way, per message
   std::string codec = "none";        // codec spec of the pushes
-  train::DelayedOptions delayed;     // the algorithms' options
   std::int64_t steps = 0;            // iterations per worker, warm-up included; 0: steady state
 };
 

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
+#include <utility>
 
 #include "core/atomic_write.h"
 #include "core/error.h"
@@ -189,7 +191,6 @@ std::string checkpoint_root(const TrainOptions& o) {
 }
 
 nlohmann::json options_to_json(const TrainOptions& o) {
-  const DelayedOptions& d = o.delayed;
   return {
       {"algo", o.algo}, {"topology", o.topology}, {"np", o.num_workers}, {"servers", o.num_servers},
       {"model", o.model}, {"epochs", o.epochs}, {"max_steps", o.max_steps}, {"batch", o.batch}, {"lr", o.lr},
@@ -198,9 +199,6 @@ nlohmann::json options_to_json(const TrainOptions& o) {
       {"data", o.data_dir}, {"train_limit", o.train_limit}, {"test_limit", o.test_limit},
       {"checkpoint_every", o.checkpoint_every}, {"deterministic", o.deterministic},
       {"max_bad_steps", o.max_bad_steps},
-      {"delayed", {{"warmup_steps", d.warmup_steps}, {"lr_local", d.lr_local}, {"lr_warmup_steps", d.lr_warmup_steps},
-                   {"delay_steps", d.delay_steps}, {"local_update", d.local_update}, {"glu_coef", d.glu_coef},
-                   {"correction_steps", d.correction_steps}, {"threshold", d.threshold}}},
   };
 }
 
@@ -271,10 +269,12 @@ void check_resumable(const nlohmann::json& meta, const TrainOptions& o, const st
     FERRY_THROW(InvalidArgument, "--resume ", dir, ": the checkpoint is of ", what, " ", was, ", this run has ", is,
                 " (a checkpoint only continues the same model, algorithm and world size)");
   };
-  for (const char* key : {"model", "algo", "codec"})
-    if (saved.value(key, std::string()) != now[key].get<std::string>())
-      differ(key == std::string("algo") ? "--algo" : key == std::string("model") ? "--model" : "--codec",
-             saved.value(key, std::string("?")), now[key].get<std::string>());
+  for (const std::string key : {"model", "algo", "codec"}) {
+    std::string was = saved.value(key, std::string("?")), is = now[key].get<std::string>();
+    // Another algorithm is named by its name; the same one with other options by its whole spec.
+    if (key == "algo" && algo_name(was) != algo_name(is)) std::tie(was, is) = std::pair(algo_name(was), algo_name(is));
+    if (was != is) differ(("--" + key).c_str(), was, is);
+  }
   const std::string saved_topo = saved_world.value("topology", std::string("?"));
   const std::string topo = world.num_servers > 0 ? "ps" : "allreduce";
   if (saved_topo != topo) differ("--topology", saved_topo, topo);

@@ -60,7 +60,7 @@ std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, c
       if (!info.takes_codec)
         mine = {"none"};
       else if (info.needs_codec)  // its default codec by name: the codec's own default options
-        mine = compressing.empty() ? std::vector<std::string>{Spec::parse(default_codec(info, {})).name} : compressing;
+        mine = compressing.empty() ? std::vector<std::string>{Spec::name_of(default_codec(info.name))} : compressing;
       else
         mine = codecs.empty() ? std::vector<std::string>{"none"} : codecs;
       for (const auto& codec : mine) {
@@ -73,12 +73,12 @@ std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, c
   return plan;
 }
 
-std::string compare_run_codec(const std::string& codec, const DelayedOptions& delayed) {
+std::string compare_run_codec(const std::string& codec, const std::vector<SpecShorthand>& shorthands) {
   register_builtin_strategies();
   for (const auto& name : strategy_names()) {
     const StrategyInfo& info = strategy_info(name);
     if (!info.default_codec) continue;
-    std::string spec = info.default_codec(delayed);
+    std::string spec = info.default_codec(fold_shorthands(name, shorthands));
     if (codec == Spec::name_of(spec)) return spec;
   }
   return codec;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/report.h"
-#include "train/delayed_options.h"
+#include "train/strategy.h"
 
 namespace ferry::train {
 
@@ -48,9 +48,9 @@ std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, c
 
 // The --codec a run passes to `ferry train` for the plan's `codec`: a bare codec name that is an
 // algorithm's default codec (cdsgd's twobit, the name compare_plan gives cdsgd) means that default
-// with `delayed`'s options (--threshold), so that every algorithm runs it with one threshold; any
-// other spec is passed as given.
-std::string compare_run_codec(const std::string& codec, const DelayedOptions& delayed);
+// with the given shorthands folded into the algorithm's spec (--threshold: cdsgd:threshold), so
+// that every algorithm runs it with one threshold; any other spec is passed as given.
+std::string compare_run_codec(const std::string& codec, const std::vector<SpecShorthand>& shorthands);
 
 // Reads out_dir/summary.json and metrics.jsonl of one run into `result` (its quality series in the
 // units of `target`).

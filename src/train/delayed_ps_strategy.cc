@@ -14,8 +14,7 @@ DelayedPsStrategy::DelayedPsStrategy(const StrategyContext& context, std::string
     : context_(context), name_(std::move(name)), schedule_(std::move(schedule)) {
   FERRY_REQUIRE(context.options.topology == Topology::kParameterServer, name_,
                 " needs --topology ps (its delayed pulls are parameter-server pulls)");
-  const DelayedOptions& d = context.options.delayed;
-  validate_delayed_options(d);
+  const DelayedPsOptions& d = schedule_.delayed;
   FERRY_REQUIRE_GE(schedule_.pull_every, 1, name_, ": pull interval");
   warmup_ = d.warmup_steps;
   lr_local_ = d.lr_local > 0 ? d.lr_local : context.options.sgd.lr;
@@ -131,7 +130,7 @@ void DelayedPsStrategy::record_pull(std::span<const float> weights, std::uint64_
 }
 
 float DelayedPsStrategy::local_lr(std::int64_t t) const {
-  const std::int64_t ramp = context_.options.delayed.lr_warmup_steps;
+  const std::int64_t ramp = schedule_.delayed.lr_warmup_steps;
   if (ramp <= 0) return lr_local_;
   const double f = std::min(1.0, static_cast<double>(t - warmup_ + 1) / static_cast<double>(ramp));
   return static_cast<float>(lr_local_ * f);

@@ -9,8 +9,8 @@
 //                    push g(t) in the background (compressed unless a full-precision step);
 //                    after iterations W+k-1, W+2k-1, ... launch a pull of version t+1;
 //                    w_local ← w_local − η_l·Opt_l(g(t)) [+ c·(w_last − w_prev)/Δ with GLU]
-// where Opt_l is SGD with momentum on a local velocity buffer (η_l = --lr-local, ramped over
-// --lr-warmup-steps), w_prev / w_last are the two most recent pulled global weights and Δ the
+// where Opt_l is SGD with momentum on a local velocity buffer (η_l = lr_local, ramped over
+// lr_warmup_steps; delayed_ps_options.h), w_prev / w_last are the two most recent pulled global weights and Δ the
 // number of server updates between them. The server runs plain sync mode: it sums the i-th
 // push of every worker and steps the global optimizer. With a codec with error feedback the
 // global optimizer's momentum and weight decay move to the workers (worker_momentum.h): every
@@ -29,6 +29,7 @@
 #include "ps/kv_worker.h"
 #include "ps/sgd_optimizer.h"
 #include "train/comm_thread.h"
+#include "train/delayed_ps_options.h"
 #include "train/gradient_codecs.h"
 #include "train/strategy.h"
 #include "train/worker_momentum.h"
@@ -37,6 +38,7 @@ namespace ferry::train {
 
 // What distinguishes the delayed algorithms.
 struct DelayedPsSchedule {
+  DelayedPsOptions delayed;      // W, the local lr and its ramp
   int pull_every = 1;            // k: pull after iterations W+k-1, W+2k-1, ... (1: every iteration)
   bool glu = false;              // add the global direction of the last two pulls to local steps
   float glu_coef = 0.5f;         // its weight c

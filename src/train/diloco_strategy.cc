@@ -28,9 +28,7 @@ DilocoStrategy::DilocoStrategy(const StrategyContext& context, bool streaming)
     : context_(context), streaming_(streaming) {
   FERRY_REQUIRE(context.options.topology == Topology::kAllreduce, "--algo ", name(),
                 " needs --topology allreduce (it averages the outer gradients with an allreduce)");
-  const std::string spec = context.options.algo.empty() ? name() : context.options.algo;
-  FERRY_REQUIRE(algo_name(spec) == name(), "--algo ", spec, " given to the ", name(), " strategy");
-  options_ = DilocoOptions::of_spec(spec);
+  options_ = DilocoOptions::of_spec(strategy_spec(context.options, name()));
 }
 
 DilocoStrategy::~DilocoStrategy() { comm_thread_.stop(); }

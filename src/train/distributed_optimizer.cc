@@ -33,10 +33,9 @@ TrainOptions as_train_options(const DistributedOptimizerOptions& o, int world_si
   t.lr = o.lr;
   t.momentum = o.momentum;
   t.weight_decay = o.weight_decay;
-  t.codec = o.codec.empty() ? default_codec(strategy_info(o.algo), o.delayed) : o.codec;
+  t.codec = o.codec.empty() ? default_codec(t.algo) : o.codec;
   t.pull_codec = o.pull_codec;
   t.link = comm::parse_link_spec(o.link);
-  t.delayed = o.delayed;
   if (o.batch > 0) t.batch = o.batch;
   t.checkpoint_dir = o.checkpoint_dir;
   t.keep_checkpoints = o.keep_checkpoints;
@@ -52,7 +51,6 @@ StrategyOptions strategy_options(const TrainOptions& t, const DistributedOptimiz
                      ps::SgdOptions{t.lr, t.momentum, t.weight_decay, 1.0f},
                      canonical_codec(t),
                      canonical_pull_codec(t),
-                     t.delayed,
                      o.batch};
   so.algo = t.algo;
   so.external_optimizer = o.external_optimizer;
@@ -78,8 +76,7 @@ std::vector<std::size_t> numels_of(const std::vector<at::Tensor>& params) {
 
 void validate(const DistributedOptimizerOptions& o, int world_size) {
   register_builtin_strategies();
-  canonical_algo(o.algo);    // an unknown algorithm or key first, listing the known ones
-  validate_delayed_options(o.delayed);  // then the options' own values, whatever the world
+  canonical_algo(o.algo);  // an unknown algorithm, key or value first, whatever the world
   FERRY_REQUIRE(!o.external_optimizer || strategy_info(o.algo).external_optimizer, "optimizer: --algo ",
                 algo_name(o.algo), " runs ferry's own SGD update; only ", external_optimizer_algos(),
                 " step with the caller's optimizer");

@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "train/delayed_options.h"
 
 namespace ferry::train {
 
@@ -36,7 +35,6 @@ struct DistributedOptimizerOptions {
   std::string codec = "";             // gradient codec spec; empty = the algorithm's default
   std::string pull_codec = "";        // ps: codec of the pull replies; empty = fp32 pulls
   std::string link = "none";          // emulated NIC of every rank: BANDWIDTH[,LATENCY] or none
-  DelayedOptions delayed = {};        // odsgd, ssdsgd, cdsgd, localsgd, wfbp knobs
   // The caller steps the weights with its own optimizer before step() (DiLoCo's inner
   // optimizer); refused for strategies whose update is ferry's (StrategyInfo::external_optimizer).
   bool external_optimizer = false;
@@ -51,7 +49,7 @@ struct DistributedOptimizerOptions {
 };
 
 // Checks `options` for a world of `world_size` ranks as `ferry train` checks its flags; throws
-// InvalidArgument naming the option in its command-line spelling (--delay-steps).
+// InvalidArgument naming the option (--servers, --algo ssdsgd: delay_steps).
 void validate(const DistributedOptimizerOptions& options, int world_size);
 
 class DistributedOptimizer {

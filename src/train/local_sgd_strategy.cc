@@ -8,7 +8,7 @@
 namespace ferry::train {
 
 LocalSgdStrategy::LocalSgdStrategy(const StrategyContext& context)
-    : context_(context), options_(LocalSgdOptions::of_spec(context.options.algo.empty() ? name() : context.options.algo)) {
+    : context_(context), options_(LocalSgdOptions::of_spec(strategy_spec(context.options, name()))) {
   FERRY_REQUIRE(context.options.topology == Topology::kAllreduce,
                 "localsgd needs --topology allreduce (it averages models with an allreduce)");
 }

@@ -3,6 +3,8 @@
 namespace ferry::train {
 
 OdSgdStrategy::OdSgdStrategy(const StrategyContext& context)
-    : DelayedPsStrategy(context, "odsgd", DelayedPsSchedule{1, false, 0.0f, context.options.codec, 0}) {}
+    : DelayedPsStrategy(context, "odsgd",
+                        DelayedPsSchedule{.delayed = DelayedPsOptions::of_spec(strategy_spec(context.options, "odsgd")),
+                                          .codec = context.options.codec}) {}
 
 }  // namespace ferry::train

@@ -103,7 +103,6 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
 
   FlatParams params(model->parameters());
   StrategyOptions strategy_options{topology, world, sgd, codec, pull_codec};
-  strategy_options.delayed = o.delayed;
   strategy_options.batch = o.batch;
   strategy_options.algo = canonical_algo(o.algo);
   auto strategy = info.make(StrategyContext{comm, strategy_options});

@@ -3,11 +3,12 @@
 namespace ferry::train {
 namespace {
 
-DelayedPsSchedule ssd_schedule(const DelayedOptions& d, const std::string& codec) {
+DelayedPsSchedule ssd_schedule(const SsdSgdOptions& o, const std::string& codec) {
   DelayedPsSchedule s;
-  s.pull_every = d.delay_steps;
-  s.glu = d.local_update == "glu";
-  s.glu_coef = d.glu_coef;
+  s.delayed = o.delayed;
+  s.pull_every = static_cast<int>(o.delay_steps);
+  s.glu = o.glu;
+  s.glu_coef = o.glu_coef;
   s.codec = codec;
   return s;
 }
@@ -15,6 +16,8 @@ DelayedPsSchedule ssd_schedule(const DelayedOptions& d, const std::string& codec
 }  // namespace
 
 SsdSgdStrategy::SsdSgdStrategy(const StrategyContext& context)
-    : DelayedPsStrategy(context, "ssdsgd", ssd_schedule(context.options.delayed, context.options.codec)) {}
+    : DelayedPsStrategy(context, "ssdsgd",
+                        ssd_schedule(SsdSgdOptions::of_spec(strategy_spec(context.options, "ssdsgd")),
+                                     context.options.codec)) {}
 
 }  // namespace ferry::train

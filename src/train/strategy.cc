@@ -3,10 +3,12 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "compress/codec_registry.h"
 #include "core/registry.h"
 #include "train/asgd_strategy.h"
 #include "train/cd_sgd_strategy.h"
 #include "train/compute_only_strategy.h"
+#include "train/delayed_ps_options.h"
 #include "train/diloco_strategy.h"
 #include "train/local_sgd_options.h"
 #include "train/local_sgd_strategy.h"
@@ -45,12 +47,15 @@ void register_builtin_strategies() {
        .topologies = {T::kParameterServer}, .server_mode = ps::ServerMode::kAsync, .deterministic = false,
        .make = factory<AsgdStrategy>()},
       {.name = "odsgd", .summary = "one-step delay: local step from the latest global weights, push/pull in background",
-       .topologies = {T::kParameterServer}, .make = factory<OdSgdStrategy>()},
-      {.name = "ssdsgd", .summary = "several steps delay: local steps, pull every --delay-steps, GLU compensation",
-       .topologies = {T::kParameterServer}, .make = factory<SsdSgdStrategy>()},
+       .topologies = {T::kParameterServer}, .read_options = [](SpecReader& r) { DelayedPsOptions::read(r); },
+       .make = factory<OdSgdStrategy>()},
+      {.name = "ssdsgd", .summary = "several steps delay: local steps, pull every delay_steps, GLU compensation",
+       .topologies = {T::kParameterServer}, .read_options = [](SpecReader& r) { SsdSgdOptions::read(r); },
+       .make = factory<SsdSgdStrategy>()},
       {.name = "cdsgd", .summary = "one-step delay with 2-bit pushes and full-precision correction every k steps",
-       .topologies = {T::kParameterServer}, .needs_codec = true, .default_codec = cdsgd_default_codec,
-       .make = factory<CdSgdStrategy>()},
+       .topologies = {T::kParameterServer}, .needs_codec = true,
+       .default_codec = [](const std::string& spec) { return CdSgdOptions::of_spec(spec).default_codec(); },
+       .read_options = [](SpecReader& r) { CdSgdOptions::read(r); }, .make = factory<CdSgdStrategy>()},
       {.name = "localsgd", .summary = "local SGD: own optimizer steps, model averaging every sync_every steps",
        .topologies = {T::kAllreduce}, .takes_codec = false,
        .read_options = [](SpecReader& r) { LocalSgdOptions::read(r); }, .make = factory<LocalSgdStrategy>()},
@@ -127,8 +132,21 @@ const StrategyInfo& compute_floor_strategy() {
   FERRY_THROW(InvalidArgument, "no registered strategy is a compute floor (register_builtin_strategies())");
 }
 
-std::string default_codec(const StrategyInfo& info, const DelayedOptions& delayed) {
-  return info.default_codec ? info.default_codec(delayed) : "none";
+std::string default_codec(const std::string& algo_spec) {
+  const StrategyInfo& info = strategy_info(algo_spec);
+  return info.default_codec ? info.default_codec(algo_spec) : "none";
+}
+
+void validate_algorithm_codec(const StrategyInfo& info, const std::string& codec) {
+  if (!info.takes_codec)
+    FERRY_REQUIRE(compress::codec_entry(codec).identity, "--algo ", info.name,
+                  " does not compress (it sends fp32); drop --codec ", codec);
+}
+
+std::string strategy_spec(const StrategyOptions& options, const std::string& name) {
+  if (options.algo.empty()) return name;
+  FERRY_REQUIRE(algo_name(options.algo) == name, "--algo ", options.algo, " given to the ", name, " strategy");
+  return options.algo;
 }
 
 void Strategy::save_state(StateWriter&, FlatParams&, std::int64_t) {

@@ -13,7 +13,6 @@
 #include "core/spec.h"
 #include "ps/kv_server.h"
 #include "ps/sgd_optimizer.h"
-#include "train/delayed_options.h"
 #include "train/flat_params.h"
 
 namespace ferry::train {
@@ -37,10 +36,9 @@ struct StrategyOptions {
   ps::SgdOptions sgd;  // the global optimizer (server side with PS, worker side with allreduce)
   std::string codec = "none";  // gradient codec spec (compress/codec_registry.h); "none" = raw fp32
   std::string pull_codec = "";  // ps: codec of pull replies (pull_codec_spec); "" = fp32 pulls as in MXNet
-  DelayedOptions delayed = {};  // options of odsgd, ssdsgd, cdsgd, localsgd, wfbp
   std::int64_t batch = 0;       // per-worker batch (codecs with thresholds in MXNet's units); 0 = unknown
   // The --algo spec, canonical (canonical_algo): a strategy with options of its own reads them
-  // from it (StrategyInfo::read_options), e.g. "diloco:inner_steps=50,outer_lr=0.7,...".
+  // from it (StrategyInfo::read_options, strategy_spec()), e.g. "diloco:inner_steps=50,...".
   std::string algo = "";
   // The caller steps the weights itself before step() (the Python package with a torch.optim
   // optimizer of the user's); only a strategy whose entry has external_optimizer accepts it.
@@ -105,8 +103,9 @@ struct StrategyInfo {
   // Always compresses: when no codec is given it runs default_codec, and `ferry compare` runs
   // it only with compressing codecs.
   bool needs_codec = false;
-  // The codec used when the user gave none; empty: "none".
-  std::function<std::string(const DelayedOptions&)> default_codec = {};
+  // The codec used when the user gave none, given the strategy's --algo spec (cdsgd's threshold
+  // key); empty: "none".
+  std::function<std::string(const std::string& algo_spec)> default_codec = {};
   // --deterministic can make it bit-reproducible (false for asynchronous algorithms).
   bool deterministic = true;
   // `ferry compare`: with the codec "none", the row every speedup is measured against.
@@ -118,8 +117,8 @@ struct StrategyInfo {
   bool external_optimizer = false;
   // Reads the strategy's own options from its --algo spec (core/spec.h: "diloco:inner_steps=50"),
   // each with its default, so that canonical_algo() refuses unknown keys and prints every option;
-  // the strategy's constructor reads them the same way from StrategyOptions::algo. Empty: the
-  // strategy takes no keys (its options, if any, are the --flags of DelayedOptions).
+  // the strategy's constructor reads them the same way from StrategyOptions::algo
+  // (strategy_spec()). Empty: the strategy takes no keys.
   std::function<void(SpecReader&)> read_options = {};
   std::function<std::unique_ptr<Strategy>(const StrategyContext&)> make;
 };
@@ -157,8 +156,16 @@ std::string algo_name(const std::string& algo_spec);
 std::vector<std::string> strategy_names();
 // The entry with compute_floor set (`ferry compare`'s reference row).
 const StrategyInfo& compute_floor_strategy();
-// The codec `info` runs when the user gave none: its default_codec, else "none".
-std::string default_codec(const StrategyInfo& info, const DelayedOptions& delayed);
+// The codec the strategy of `algo_spec` runs when the user gave none: its entry's default_codec
+// of the spec, else "none".
+std::string default_codec(const std::string& algo_spec);
+// Throws InvalidArgument when the strategy cannot use a codec other than the identity (its
+// takes_codec is false: localsgd, wfbp, compute-only exchange weights or fused buckets in fp32).
+void validate_algorithm_codec(const StrategyInfo& info, const std::string& codec_spec);
+// The --algo spec the strategy `name` reads its options from: options.algo, or the bare name when
+// it is empty (a caller that builds StrategyOptions by hand takes the defaults); InvalidArgument
+// when options.algo names another strategy.
+std::string strategy_spec(const StrategyOptions& options, const std::string& name);
 
 const char* topology_name(Topology t);
 // "allreduce" or "ps"; anything else is an InvalidArgument.

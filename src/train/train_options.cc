@@ -20,7 +20,7 @@ void validate(const TrainOptions& o) {
   Topology topology = resolve_topology(info, o.topology);
   bool supported = false;
   for (auto t : info.topologies) supported |= t == topology;
-  FERRY_REQUIRE(supported, "--algo ", o.algo, " does not run on --topology ", topology_name(topology));
+  FERRY_REQUIRE(supported, "--algo ", info.name, " does not run on --topology ", topology_name(topology));
   FERRY_REQUIRE_GE(o.num_workers, 1, "--np");
   if (topology == Topology::kAllreduce)
     FERRY_REQUIRE(o.num_servers == 0, "--servers ", o.num_servers,
@@ -61,10 +61,9 @@ void validate(const TrainOptions& o) {
     FERRY_REQUIRE(!o.checkpoint_dir.empty() || !o.out_dir.empty(),
                   "--checkpoint-every needs --checkpoint-dir or --out (checkpoints go to <out>/checkpoints)");
   if (o.deterministic)
-    FERRY_REQUIRE(info.deterministic, "--deterministic: --algo ", o.algo,
+    FERRY_REQUIRE(info.deterministic, "--deterministic: --algo ", info.name,
                   " is asynchronous and cannot be bit-reproducible");
   canonical_codec(o);
-  validate_delayed_options(o.delayed);
   validate_algorithm_codec(info, canonical_codec(o));
   // A codec that keeps its own momentum (dgc) must not meet a different optimizer momentum.
   OptimizerSplit split;
@@ -76,7 +75,7 @@ void validate(const TrainOptions& o) {
   // EF21's aggregate integrates one mean of all workers' increments per step; a server that
   // applies each push as it arrives would apply the sum of every worker's estimate each time.
   FERRY_REQUIRE(!split.increments || world_layout(o).num_servers == 0 || info.server_mode == ps::ServerMode::kSync,
-                "invalid --codec '", o.codec, "': ef21 needs a synchronous aggregate and --algo ", o.algo,
+                "invalid --codec '", o.codec, "': ef21 needs a synchronous aggregate and --algo ", info.name,
                 " applies each push on arrival; drop ef21=1");
   canonical_pull_codec(o);
 }
@@ -115,7 +114,7 @@ std::string canonical_codec(const TrainOptions& o) {
 std::string canonical_pull_codec(const TrainOptions& o) {
   if (o.pull_codec.empty()) return "";
   FERRY_REQUIRE(world_layout(o).num_servers > 0, "--compress-pull needs the parameter-server topology (",
-                o.algo, " runs on allreduce, which has no pulls)");
+                algo_name(o.algo), " runs on allreduce, which has no pulls)");
   try {
     return pull_codec_spec(o.pull_codec);
   } catch (const InvalidArgument& e) {

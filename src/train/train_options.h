@@ -5,7 +5,6 @@
 #include <string>
 
 #include "comm/link/link_options.h"
-#include "train/delayed_options.h"
 #include "train/strategy.h"
 
 namespace ferry::train {
@@ -35,7 +34,6 @@ struct TrainOptions {
   int threads_per_rank = 0;         // libtorch intra-op threads; 0 = cores / ranks (>= 1)
   bool oversubscribe = false;       // allow more than 8 ranks per core or 4 threads per core
   bool progress = true;             // rank 0 draws a progress bar
-  DelayedOptions delayed = {};      // odsgd, ssdsgd, cdsgd, localsgd, wfbp (delayed_options.h)
   // Reliability (docs/reliability.md).
   std::int64_t checkpoint_every = 0;  // write a checkpoint every N iterations and at the end; 0 = never
   std::string checkpoint_dir = "";  // where checkpoints go; empty = <out>/checkpoints

@@ -14,7 +14,7 @@
 namespace ferry::train {
 
 WfbpStrategy::WfbpStrategy(const StrategyContext& context)
-    : context_(context), options_(WfbpOptions::of_spec(context.options.algo.empty() ? name() : context.options.algo)) {}
+    : context_(context), options_(WfbpOptions::of_spec(strategy_spec(context.options, name()))) {}
 
 WfbpStrategy::~WfbpStrategy() {
   remove_hooks();

@@ -188,13 +188,11 @@ TEST(CostModel, DelayedPullsEveryKStepsSendFewerBytes) {
   MachineConstants k;
   Scenario sc = scenario(m, 4, 1, Topology::kParameterServer, 1.25e7);
   const double od = predict("odsgd", sc, k).samples_per_s;
-  sc.delayed.delay_steps = 4;
-  const double ssd = predict("ssdsgd", sc, k).samples_per_s;
+  const double ssd = predict("ssdsgd:delay_steps=4", sc, k).samples_per_s;
   EXPECT_GE(ssd, od);
   // Warm-up: a run whose every iteration is warm-up is S-SGD's.
   sc.steps = 10;
-  sc.delayed.warmup_steps = 10;
-  EXPECT_NEAR(predict("ssdsgd", sc, k).samples_per_s, predict("ssgd", sc, k).samples_per_s, 1e-9);
+  EXPECT_NEAR(predict("ssdsgd:warmup_steps=10", sc, k).samples_per_s, predict("ssgd", sc, k).samples_per_s, 1e-9);
 }
 
 TEST(CostModel, LocalSgdAveragesEveryH) {

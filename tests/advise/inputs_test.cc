@@ -13,6 +13,7 @@
 #include "advise/model_profile.h"
 #include "advise/run_record.h"
 #include "core/error.h"
+#include "train/delayed_ps_options.h"
 #include "test_models.h"
 
 namespace ferry::advise {
@@ -93,14 +94,14 @@ TEST(CodecCost, PayloadBytesOfFixedSizeCodecs) {
 TEST(RunRecords, ReadsSummariesAndRefusesBadOnes) {
   const auto dir = std::filesystem::temp_directory_path() / ("ferry_advise_runs_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "a");
-  std::ofstream(dir / "a" / "summary.json") << R"({"algo": "ssgd", "topology": "ps", "np": 4, "servers": 1,
+  std::ofstream(dir / "a" / "summary.json") << R"({"algo": "ssdsgd", "topology": "ps", "np": 4, "servers": 1,
     "model": "cnn", "batch": 64, "link": "1 Gbps, 50 us", "codec": "none:ef=0", "iterations": 60,
     "samples_per_s": 1234.5})";
   std::ofstream(dir / "a" / "advise_run.json") << R"({"set": "validation", "delay_steps": 8})";
   const auto runs = read_runs({dir.string()});
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].set, "validation");
-  EXPECT_EQ(runs[0].delayed.delay_steps, 8);
+  EXPECT_EQ(train::SsdSgdOptions::of_spec(runs[0].algo).delay_steps, 8);  // the side file's key joins the spec
   EXPECT_DOUBLE_EQ(runs[0].bandwidth_bytes_per_s, 1.25e8);
   EXPECT_DOUBLE_EQ(runs[0].latency_s, 50e-6);
   // A run on the namespace cluster: the kernel's rate, of which tbf passes 1448/1514 as payload.

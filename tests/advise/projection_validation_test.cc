@@ -65,9 +65,8 @@ TEST(ProjectionAndValidation, AgreeBitForBitOnEveryRow) {
   o.batch = 64;
   o.codecs = {"none", "twobit:threshold=0.005"};
   o.steps = 312;
-  o.delayed.warmup_steps = 20;
-  o.delayed.delay_steps = 4;
-  o.shorthands = {{"--post-local", "post_local", "10"}};
+  o.shorthands = {{"--warmup-steps", "warmup_steps", "20"}, {"--delay-steps", "delay_steps", "4"},
+                  {"--post-local", "post_local", "10"}};
   const MachineConstants k = busy_machine();
   ProfileBook book;
   const auto rows = advise(o, book, k);
@@ -143,12 +142,11 @@ TEST(ProjectionAndValidation, ARunCountsItsWarmupAndItsWaits) {
   const ModelProfile m = synthetic_model("m", {100000, 300000, 1000}, 0.02, 0.02, 0.001);
   const MachineConstants k = busy_machine();
   Scenario sc = testing::scenario(m, 3, 1, train::Topology::kParameterServer, 87.5e6);
-  sc.delayed.warmup_steps = 20;
-  const Prediction steady = predict("ssdsgd", sc, k);
+  const Prediction steady = predict("ssdsgd:warmup_steps=20", sc, k);
   const Prediction base = predict("ssgd", sc, k);
   ASSERT_EQ(steady.steps, 0);
   sc.steps = 312;
-  const Prediction run = predict("ssdsgd", sc, k);
+  const Prediction run = predict("ssdsgd:warmup_steps=20", sc, k);
   const double total = 20 * base.iteration_s + 292 * steady.iteration_s + k.run_overhead_s;
   const double waits = 20 * base.comm_fraction * base.iteration_s + 292 * steady.comm_fraction * steady.iteration_s +
                        k.run_overhead_s;
@@ -170,10 +168,9 @@ TEST(DelayedCost, TheCommThreadCarriesIncastPushesAndPullsInTurn) {
   MachineConstants k;  // no copies, no message cost, no run overhead
   k.cores = 64;
   Scenario sc = testing::scenario(m, 3, 1, train::Topology::kParameterServer, 87.5e6, 50e-6);
-  sc.delayed.delay_steps = 4;
   const double S = 4.0 * 421642, B = 87.5e6;
   const double expect = 3 * S / B + 50e-6 + (3 * S / B + 100e-6) / 4;
-  const Prediction p = predict("ssdsgd", sc, k);
+  const Prediction p = predict("ssdsgd:delay_steps=4", sc, k);
   EXPECT_NEAR(p.iteration_s, expect, 1e-12);
   // Compute is 0.2 ms of it: the worker waits the rest.
   EXPECT_NEAR(p.comm_fraction, 1 - 2e-4 / expect, 1e-9);

@@ -315,10 +315,7 @@ TEST_P(ResumeTest, ContinuesBitForBit) {
   so.world = WorldLayout{p.workers, p.servers};
   so.sgd = ps::SgdOptions{0.05f, 0.9f, 1e-4f, 1.0f};
   so.codec = p.codec;
-  so.algo = p.algo;
-  so.delayed.warmup_steps = 3;
-  so.delayed.delay_steps = 2;
-  so.delayed.correction_steps = 3;
+  so.algo = testing::with_keys(p.algo, {{"warmup_steps", "3"}, {"delay_steps", "2"}, {"correction_steps", "3"}});
   if (algo_name(p.algo) == "localsgd") so.algo = "localsgd:sync_every=3";
   const int cut = 7;  // after warm-up, mid delay / correction / averaging period
   auto whole = run_segment(p.algo, so, 0, kSteps, "", "", true);
@@ -347,8 +344,7 @@ TEST(ResumeCompressedPulls, ContinuesAfterOneFullPrecisionPull) {
     so.world = WorldLayout{2, 1};
     so.sgd = ps::SgdOptions{0.05f, 0.9f, 1e-4f, 1.0f};
     so.pull_codec = pull_codec_spec("fp16");
-    so.delayed.warmup_steps = 3;
-    so.delayed.delay_steps = 2;
+    so.algo = testing::with_keys(algo, {{"warmup_steps", "3"}, {"delay_steps", "2"}});
     const int cut = 7;
     auto whole = run_segment(algo, so, 0, kSteps, "", "", true);
     fs::path root = temp_dir(std::string("resume_pull_") + algo);

@@ -82,14 +82,14 @@ struct RunResult {
 };
 
 StrategyOptions options_for(Topology topology, WorldLayout world) {
-  StrategyOptions so{topology, world, ps::SgdOptions{0.05f, 0.9f, 0.0f, 1.0f}};
-  so.delayed.warmup_steps = 0;
-  return so;
+  return StrategyOptions{topology, world, ps::SgdOptions{0.05f, 0.9f, 0.0f, 1.0f}};
 }
 
 // complete_each_step = false: per_step holds the weights as step() left them, and wfbp's
 // updates finish in the next forward (its layer gate), as in `ferry train`.
+// so.algo: the spec with the algorithm's keys; empty: `algo` with no warm-up (W = 0).
 RunResult run(const std::string& algo, StrategyOptions so, int steps = kSteps, bool complete_each_step = true) {
+  if (so.algo.empty()) so.algo = testing::with_keys(algo, {{"warmup_steps", "0"}});
   RunResult result;
   testing::run_strategy_locally(
       algo, so, testing::small_dataset(), kBatch, steps,
@@ -126,7 +126,7 @@ TEST(DelayedStrategies, WarmupIsSsgdStepForStep) {
   const RunResult ssgd = run("ssgd", options_for(Topology::kParameterServer, kPs));
   for (const char* algo : {"odsgd", "ssdsgd", "cdsgd"}) {
     auto so = options_for(Topology::kParameterServer, kPs);
-    so.delayed.warmup_steps = 6;
+    so.algo = testing::with_keys(algo, {{"warmup_steps", "6"}});
     if (std::string(algo) == "cdsgd") so.codec = "twobit:threshold=0.01";
     const RunResult r = run(algo, so);
     expect_same_steps(r, ssgd, 0, 6, algo);
@@ -137,23 +137,22 @@ TEST(DelayedStrategies, WarmupIsSsgdStepForStep) {
 
 TEST(DelayedStrategies, SsdSgdWithOneStepDelayAndNoGluIsOdSgd) {
   auto so = options_for(Topology::kParameterServer, kPs);
-  so.delayed.warmup_steps = 3;
+  so.algo = "odsgd:warmup_steps=3";
   const RunResult od = run("odsgd", so);
-  so.delayed.delay_steps = 1;
-  so.delayed.local_update = "sgd";
+  so.algo = "ssdsgd:warmup_steps=3,delay_steps=1,local_update=sgd";
   const RunResult ssd = run("ssdsgd", so);
   expect_same_steps(ssd, od, 0, kSteps, "ssdsgd k=1");
   EXPECT_LT(max_abs_diff(ssd.final, od.final), 1e-5);
   // GLU and k = 4 change the trajectory (the comparison above can fail).
-  so.delayed.delay_steps = 4;
-  so.delayed.local_update = "glu";
+  so.algo = "ssdsgd:warmup_steps=3,delay_steps=4,local_update=glu";
   EXPECT_GT(max_abs_diff(run("ssdsgd", so).per_step[kSteps - 1], od.per_step[kSteps - 1]), 1e-5);
 }
 
 TEST(DelayedStrategies, CdSgdWithoutCodecIsOdSgd) {
   auto so = options_for(Topology::kParameterServer, kPs);
-  so.delayed.warmup_steps = 2;
+  so.algo = "odsgd:warmup_steps=2";
   const RunResult od = run("odsgd", so);
+  so.algo = "cdsgd:warmup_steps=2";
   const RunResult cd = run("cdsgd", so);  // so.codec == "none"
   expect_same_steps(cd, od, 0, kSteps, "cdsgd none");
   EXPECT_LT(max_abs_diff(cd.final, od.final), 1e-5);
@@ -168,14 +167,13 @@ TEST(DelayedStrategies, OdSgdWithOneWorkerIsSgd) {
   const RunResult od = run("odsgd", so);
   expect_same_steps(od, ssgd, 0, kSteps, "odsgd N=1");
   EXPECT_LT(max_abs_diff(od.final, ssgd.final), 1e-5);
-  so.delayed.lr_local = 0.1f;
+  so.algo = "odsgd:warmup_steps=0,lr_local=0.1";
   EXPECT_GT(max_abs_diff(run("odsgd", so).per_step[kSteps - 1], ssgd.per_step[kSteps - 1]), 1e-5);
 }
 
 TEST(DelayedStrategies, CdSgdPushesFullPrecisionExactlyEveryKIterations) {
   auto so = options_for(Topology::kParameterServer, WorldLayout{4, 1});
-  so.delayed.warmup_steps = 2;
-  so.delayed.correction_steps = 3;
+  so.algo = "cdsgd:warmup_steps=2,correction_steps=3";
   so.codec = "twobit:threshold=0.01";
   const RunResult cd = run("cdsgd", so, 14);
   auto model = make_model("mlp", 3);
@@ -273,14 +271,14 @@ TEST(DelayedOptions, BadValuesAreClearErrors) {
   TrainOptions base;
   base.algo = "ssdsgd";
   base.num_servers = 1;
-  expect_error([&] { auto o = base; o.delayed.delay_steps = 0; return o; }(), "--delay-steps must be at least 1");
-  expect_error([&] { auto o = base; o.delayed.glu_coef = -1; return o; }(), "--glu-coef must be >= 0");
-  expect_error([&] { auto o = base; o.delayed.local_update = "adam"; return o; }(), "--local-update must be glu or sgd");
-  expect_error([&] { auto o = base; o.delayed.lr_local = -0.1f; return o; }(), "--lr-local");
-  expect_error([&] { auto o = base; o.delayed.warmup_steps = -1; return o; }(), "--warmup-steps");
-  expect_error([&] { auto o = base; o.algo = "cdsgd"; o.delayed.correction_steps = 0; return o; }(),
-               "--correction-steps must be at least 1");
-  expect_error([&] { auto o = base; o.algo = "cdsgd"; o.delayed.threshold = 0; return o; }(), "--threshold");
+  expect_error([&] { auto o = base; o.algo = "ssdsgd:delay_steps=0"; return o; }(), "delay_steps must be at least 1");
+  expect_error([&] { auto o = base; o.algo = "ssdsgd:glu_coef=-1"; return o; }(), "glu_coef must be >= 0");
+  expect_error([&] { auto o = base; o.algo = "ssdsgd:local_update=adam"; return o; }(), "local_update must be glu or sgd");
+  expect_error([&] { auto o = base; o.algo = "ssdsgd:lr_local=-0.1"; return o; }(), "lr_local");
+  expect_error([&] { auto o = base; o.algo = "ssdsgd:warmup_steps=-1"; return o; }(), "warmup_steps");
+  expect_error([&] { auto o = base; o.algo = "cdsgd:correction_steps=0"; return o; }(),
+               "correction_steps must be at least 1");
+  expect_error([&] { auto o = base; o.algo = "cdsgd:threshold=0"; return o; }(), "threshold");
   expect_error([&] { auto o = base; o.algo = "localsgd:sync_every=0"; o.num_servers = 0; return o; }(),
                "sync_every must be at least 1");
   expect_error([&] { auto o = base; o.algo = "wfbp:bucket_mb=0"; o.num_servers = 0; return o; }(),
@@ -295,7 +293,7 @@ TEST(DelayedOptions, BadValuesAreClearErrors) {
   comm::run_local_ranks(1, [](comm::Communicator& c) {
     StrategyOptions so{Topology::kAllreduce, WorldLayout{1, 0}, ps::SgdOptions{}};
     EXPECT_THROW(strategy_info("odsgd").make(StrategyContext{&c, so}), InvalidArgument);
-    so.delayed.delay_steps = 0;
+    so.algo = "ssdsgd:delay_steps=0";
     so.topology = Topology::kParameterServer;
     EXPECT_THROW(strategy_info("ssdsgd").make(StrategyContext{&c, so}), InvalidArgument);
   });

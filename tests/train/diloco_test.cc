@@ -36,7 +36,6 @@ Trajectory run(const std::string& algo, int workers, int steps, ps::SgdOptions s
   StrategyOptions so{Topology::kAllreduce, WorldLayout{workers, 0}, sgd};
   so.algo = algo == "localsgd" ? "localsgd:sync_every=" + std::to_string(sync_every) : algo;
   so.codec = codec;
-  so.delayed.warmup_steps = 0;
   Trajectory r;
   std::mutex mu;
   testing::run_strategy_locally(

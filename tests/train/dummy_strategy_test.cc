@@ -106,10 +106,8 @@ TEST(DummyStrategy, CapabilitiesDecideValidationAndComparePlans) {
 
 TEST(DummyStrategy, DefaultCodecIsTheEntrysNotANameCompare) {
   register_builtin_strategies();
-  DelayedOptions d;
-  d.threshold = 0.25f;
-  EXPECT_EQ(default_codec(strategy_info("cdsgd"), d), "twobit:threshold=0.25");
-  EXPECT_EQ(default_codec(strategy_info("ssgd"), d), "none");
+  EXPECT_EQ(default_codec("cdsgd:threshold=0.25"), "twobit:threshold=0.25");
+  EXPECT_EQ(default_codec("ssgd"), "none");
   const auto plan = compare_plan({"cdsgd"}, {"none"}, {"none"});
   ASSERT_FALSE(plan.empty());
   EXPECT_EQ(plan.front().codec, "twobit");  // the default codec by name, as before
@@ -129,11 +127,10 @@ TEST(DummyStrategy, TheIdentityCodecWithOptionsIsNotACompressingCodec) {
 }
 
 TEST(DummyStrategy, ABareDefaultCodecNameRunsWithTheDefaultsOptions) {
-  DelayedOptions d;
-  d.threshold = 0.25f;
-  EXPECT_EQ(compare_run_codec("twobit", d), "twobit:threshold=0.25");  // cdsgd's default, --threshold
+  const std::vector<SpecShorthand> threshold = {{"--threshold", "threshold", "0.25"}};
+  EXPECT_EQ(compare_run_codec("twobit", threshold), "twobit:threshold=0.25");  // cdsgd's default, --threshold
   for (const char* as_given : {"twobit:threshold=0.1", "none", "topk", "fp16:ef=1"})
-    EXPECT_EQ(compare_run_codec(as_given, d), as_given);
+    EXPECT_EQ(compare_run_codec(as_given, threshold), as_given);
 }
 
 }  // namespace

@@ -26,6 +26,15 @@
 namespace ferry::train::testing {
 
 // 1024 synthetic 28 x 28 images of 10 classes (seed 7), made once: the data of the short runs.
+// `algo` with `keys` folded into its spec where its strategy has them, as ferry train folds its
+// flags: with_keys("odsgd", {{"warmup_steps", "2"}}) sets odsgd's W, and is "ssgd" for "ssgd".
+inline std::string with_keys(const std::string& algo, const std::vector<std::pair<std::string, std::string>>& keys) {
+  register_builtin_strategies();
+  std::vector<SpecShorthand> shorthands;
+  for (const auto& [key, value] : keys) shorthands.push_back({key, key, value});
+  return fold_shorthands(algo, shorthands);
+}
+
 inline const Dataset& small_dataset() {
   static const Dataset d = make_synthetic_dataset(SyntheticOptions{1024, 10, 1, 28, 28, 1.0f, 7, 0});
   return d;
@@ -75,7 +84,9 @@ inline void run_strategy_locally(const std::string& algo, const StrategyOptions&
     }
     DataLoader loader(data, DataLoaderOptions{batch, world.num_workers, c->rank(), 5, true});
     FlatParams params(model->parameters());
-    auto strategy = info.make(StrategyContext{c, so});
+    StrategyOptions options = so;  // the strategy reads its keys from so.algo, else from `algo`
+    if (options.algo.empty()) options.algo = canonical_algo(algo);
+    auto strategy = info.make(StrategyContext{c, options});
     strategy->setup(params);
     model->set_layer_gate(strategy->layer_gate());
     if (observe) observe(*c, kAfterSetup, params, *strategy, *model);

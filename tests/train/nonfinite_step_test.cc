@@ -52,7 +52,7 @@ enum class Bad { kNobody, kWorker1, kEverybody };
 Weights run(const Case& c, Bad bad) {
   StrategyOptions so{c.topology, c.world, ps::SgdOptions{0.05f, 0.9f, 0.0f, 1.0f}};
   so.codec = c.codec;
-  so.delayed.warmup_steps = c.warmup;
+  so.algo = testing::with_keys(c.algo, {{"warmup_steps", std::to_string(c.warmup)}});
   if (c.algo == "localsgd") so.algo = "localsgd:sync_every=2,post_local=" + std::to_string(c.post_local);
   Weights r;
   r.per_step.resize(c.world.num_workers);

@@ -366,7 +366,7 @@ std::vector<float> train(const std::string& algo, Topology topology, int servers
                          int steps, float momentum = 0.9f, std::int64_t batch = 0) {
   StrategyOptions so{topology, WorldLayout{4, servers}, ps::SgdOptions{0.05f, momentum, 0.0f, 1.0f}, codec};
   so.batch = batch;
-  so.delayed.warmup_steps = 2;
+  so.algo = testing::with_keys(algo, {{"warmup_steps", "2"}});
   std::vector<float> w;
   std::mutex mu;
   testing::run_strategy_locally(algo, so, testing::small_dataset(), 16, steps,

@@ -12,11 +12,6 @@ from . import hooks  # noqa: E402,F401
 
 __all__ = ["DistributedOptimizer", "broadcast_parameters", "allreduce", "algorithms", "hooks"]
 
-# The algorithms' options, by the name of ferry train's flag with '_' for '-'.
-_DELAYED_OPTIONS = ("warmup_steps", "lr_local", "lr_warmup_steps", "delay_steps", "local_update", "glu_coef",
-                    "correction_steps", "threshold")
-
-
 def _pythonic(message):
     """ferry's messages name command-line flags (--delay-steps); here they are keyword arguments."""
     return re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), message)
@@ -48,10 +43,12 @@ class DistributedOptimizer:
     model (the torch.nn.Module whose parameters these are: wfbp then completes each update when the
     next forward reaches the module that reads it, overlapping the back layers' communication with
     the front layers' forward, as in ferry train; other algorithms do not need it), batch (the
-    per-worker batch size, needed by codec thresholds in MXNet's units, twobit:units=mxnet), the
-    algorithms' options (%s), and the keys of an algorithm's spec, which join it: algo="diloco",
-    inner_steps=50 is algo="diloco:inner_steps=50". A bad value raises ValueError naming it.
-    """ % ", ".join(_DELAYED_OPTIONS)
+    per-worker batch size, needed by codec thresholds in MXNet's units, twobit:units=mxnet), and the
+    keys of the algorithm's spec, which join it: algo="ssdsgd", delay_steps=2 is
+    algo="ssdsgd:delay_steps=2", algo="diloco", inner_steps=50 is algo="diloco:inner_steps=50" (the
+    keys are ferry train's flags with '_' for '-'; ferry.torch.algorithms() names the algorithms). A
+    key the algorithm does not have, or a bad value, raises ValueError naming it.
+    """
 
     def __init__(self, optimizer, named_parameters=None, algo="ssgd", topology="", codec="", compress_pull=None,
                  link=None, checkpoint_dir=None, resume=None, keep_checkpoints=2, model=None, batch=None, **options):
@@ -59,9 +56,8 @@ class DistributedOptimizer:
             raise ValueError("ferry is not initialised: call ferry.init() first")
         # The algorithm's own keys given as keyword arguments join its spec, here and nowhere else:
         # algo="diloco", inner_steps=50 is algo="diloco:inner_steps=50" (ferry refuses unknown keys).
-        spec_keys = {k: options.pop(k) for k in list(options) if k not in _DELAYED_OPTIONS}
-        if spec_keys:
-            extra = ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in spec_keys.items())
+        if options:
+            extra = ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in options.items())
             algo = f"{algo},{extra}" if ":" in algo else f"{algo}:{extra}"
         try:
             external = _C.takes_external_optimizer(algo) and not isinstance(optimizer, torch.optim.SGD)
@@ -119,14 +115,6 @@ class DistributedOptimizer:
             if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
                 raise ValueError(f"batch={batch!r}: expected the per-worker batch size, an int >= 1")
             o.batch = batch
-        d = _C.DelayedOptions()
-        for key, value in options.items():
-            try:
-                setattr(d, key, value)
-            except TypeError:
-                raise ValueError(f"{key}={value!r}: wrong type (default {getattr(_C.DelayedOptions(), key)!r})") \
-                    from None
-        o.delayed = d
         gates = self._layer_gates(model, params) if model is not None else {}
         self._optimizer = optimizer
         self._external = external
