@@ -24,6 +24,7 @@
 #include "compress/codec_registry.h"
 #include "core/error.h"
 #include "core/metrics.h"
+#include "core/plugin.h"
 #include "train/checkpoint.h"
 #include "train/models/model.h"
 #include "train/run_training.h"
@@ -128,7 +129,12 @@ int run_train(int argc, char** argv) {
   app.add_option("--max-bad-steps", o.max_bad_steps, "abort after this many non-finite gradients in a row")
       ->capture_default_str();
   app.add_option("--inject-nan-at", inject_nan, "testing aid: worker 0's loss and gradient are NaN at STEP[,COUNT] iterations");
+  std::vector<std::string> plugins;
+  app.add_option("--plugin", plugins,
+                 "shared library adding strategies or codecs to this run, on every rank (docs/architecture.md, "
+                 "Plugins); repeatable");
   parse_command_line(app, argc, argv);
+  for (const auto& p : plugins) load_plugin(p);  // before the --algo spec is read
   if (!inject_nan.empty()) train::parse_inject_nan(inject_nan, o);
   o.link = comm::parse_link_spec(link_spec);
   o.progress = !no_progress;

@@ -21,7 +21,7 @@ import torch  # noqa: F401  (libtorch is loaded before the extension that links 
 
 from . import _C
 
-__all__ = ["init", "shutdown", "rank", "size", "local_rank", "is_server", "is_initialized"]
+__all__ = ["init", "shutdown", "rank", "size", "local_rank", "is_server", "is_initialized", "load_plugin"]
 
 _hook_installed = False
 # DistributedOptimizers whose finish() shutdown() still owes, held so that one the script dropped
@@ -61,6 +61,14 @@ def init(servers=None):
         _C.serve()
         shutdown()
         sys.exit(0)
+
+
+def load_plugin(path):
+    """Loads a ferry plugin (a shared library that adds training strategies, codecs, ...; see
+    docs/architecture.md, "Plugins"). Call it on every rank before init(): the parameter-server
+    ranks serve inside init() and need the plugin's strategies too. OSError for a missing or
+    unloadable file, ValueError for a library that is not a ferry plugin."""
+    _C.load_plugin(os.fspath(path))
 
 
 def shutdown():

@@ -21,6 +21,7 @@
 #include "compress/codec_registry.h"
 #include "compress/payload_records.h"
 #include "core/error.h"
+#include "core/plugin.h"
 #include "train/distributed_optimizer.h"
 #include "train/strategy.h"
 
@@ -310,6 +311,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("init", &init, py::arg("num_servers"));
   m.def("shutdown", &shutdown);
   m.def("initialised", [] { return runtime().world != nullptr; });
+  m.def("load_plugin", &ferry::load_plugin, py::arg("path"));
   m.def("world_rank", [] { return initialised().world->rank(); });
   m.def("world_size", [] { return initialised().world->size(); });
   m.def("num_servers", [] { return initialised().num_servers; });

@@ -2,7 +2,8 @@
 DistributedOptimizer on exact dyadic data, so that every summation order gives the same floats.
 Worker 0 writes the final weights as JSON to argv[1]. Options (argv[4], JSON) go to the
 DistributedOptimizer, but for "_steps" (run this many steps, default STEPS, from the step the
-optimizer resumed at) and "_save" (write a checkpoint after the last step)."""
+optimizer resumed at), "_save" (write a checkpoint after the last step), "_plugin" (load this ferry
+plugin first, on every rank) and "_lr" (the SGD's lr instead of LR)."""
 import json
 import os
 import signal
@@ -39,6 +40,9 @@ def main():
     steps, save = options.pop("_steps", STEPS), options.pop("_save", False)
     gated = options.pop("_gate", False)  # pass model= (wfbp: updates complete in the next forward)
     finish = options.pop("_finish", True)  # False: leave finish() to ferry's exit handler
+    lr = options.pop("_lr", LR)
+    if "_plugin" in options:
+        ferry.load_plugin(options.pop("_plugin"))  # before init(): the servers serve inside it
     ferry.init()
     torch.manual_seed(1000 + ferry.rank())  # a different init on every worker: broadcast must fix it
     model = torch.nn.Linear(IN, OUT)
@@ -48,7 +52,7 @@ def main():
             model.weight.copy_(w)
             model.bias.copy_(b)
     ft.broadcast_parameters(model.state_dict(), root_rank=0)
-    sgd = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    sgd = torch.optim.SGD(model.parameters(), lr=lr, momentum=MOMENTUM)
     opt = ft.DistributedOptimizer(sgd, named_parameters=model.named_parameters(), algo=algo, topology=topology,
                                   model=model if gated else None, **options)
     n, r = ferry.size(), ferry.rank()

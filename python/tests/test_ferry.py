@@ -138,6 +138,47 @@ def test_keyword_options_join_the_algorithms_spec(tmp_path):
     assert got["metrics"]["algo"] == "localsgd:sync_every=2,post_local=0", got["metrics"]
 
 
+# A strategy from a plugin (tests/train/plugin/scaled_sgd_plugin.cc), its option `scale` read in its
+# own file only: the keyword argument joins the spec, reaches the strategy on the workers and the
+# job the servers read (they refuse an unknown algorithm), and the checkpoint. Scaling the gradient
+# by 1/2 and doubling the lr is exact in float32, so the run is the exact reference's.
+PLUGIN = os.environ.get("FERRY_TEST_PLUGIN", "")
+
+
+@pytest.mark.skipif(not os.path.isfile(PLUGIN), reason="FERRY_TEST_PLUGIN (the test plugin's path) not given")
+def test_a_plugin_strategys_option_reaches_the_servers_and_the_checkpoint(tmp_path):
+    opts = {"_plugin": PLUGIN, "_lr": 2 * w.LR}
+    got = run_and_load(tmp_path, 4, "test-scaled", "ps", 1, dict(opts, scale=0.5))
+    wt, b = reference_weights()
+    assert torch.equal(torch.tensor(got["weight"]), wt) and torch.equal(torch.tensor(got["bias"]), b)
+    assert got["metrics"]["algo"] == "test-scaled:scale=0.5", got["metrics"]
+    unscaled = run_and_load(tmp_path, 4, "test-scaled", "ps", 1, dict(opts, scale=1))
+    assert not torch.equal(torch.tensor(unscaled["weight"]), wt)  # the option is what made them equal
+    ckpt = tmp_path / "ckpt"
+    run_and_load(tmp_path, 4, "test-scaled", "ps", 1, dict(opts, scale=0.5, _steps=1, _save=True,
+                                                            checkpoint_dir=str(ckpt)))
+    with open(ckpt / "ckpt-00000001" / "meta.json") as f:
+        assert json.load(f)["config"]["algo"] == "test-scaled:scale=0.5"
+    resumed = run_and_load(tmp_path, 4, "test-scaled", "ps", 1, dict(opts, scale=0.5, resume=str(ckpt)))
+    assert resumed["weight"] == got["weight"] and resumed["bias"] == got["bias"]
+    os.environ["FERRY_SERVERS"] = "1"
+    try:
+        r = mpirun(5, [str(tmp_path / "other.json"), "test-scaled", "ps",
+                       json.dumps(dict(opts, scale=0.25, resume=str(ckpt)))])
+    finally:
+        del os.environ["FERRY_SERVERS"]
+    assert r.returncode != 0
+    assert "the checkpoint is of algo test-scaled:scale=0.5, this run has test-scaled:scale=0.25" in r.stderr, r.stderr
+
+
+def test_a_bad_plugin_is_an_error_naming_it(tmp_path):
+    import ferry
+    with pytest.raises(OSError, match="no such file"):
+        ferry.load_plugin(tmp_path / "none.so")
+    with pytest.raises(ValueError, match="defines no ferry_plugin_register"):
+        ferry.load_plugin(ferry._C.__file__)  # a shared library, not a plugin
+
+
 @pytest.mark.parametrize("topology,servers", [("allreduce", 0), ("ps", 1)])
 def test_a_killed_worker_ends_the_job(tmp_path, topology, servers):
     # Worker 2 dies of SIGKILL in step 1; every other rank (blocked in a collective or a pull) must
