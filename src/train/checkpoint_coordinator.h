@@ -64,9 +64,10 @@ class CheckpointCoordinator {
   bool due(std::int64_t done, std::int64_t total) const {
     return enabled() && plan_.every > 0 && done % plan_.every == 0 && done < total;
   }
-  // The final checkpoint after `done` iterations, so a later run may continue (e.g. with more
-  // --epochs): due unless the last one written is of the same iteration.
-  bool final_due(std::int64_t done) const { return enabled() && done != last_; }
+  // The final checkpoint after `done` iterations of a run that checkpoints every N, so a later
+  // run may continue (e.g. with more --epochs): due unless the last one written is of the same
+  // iteration.
+  bool final_due(std::int64_t done) const { return enabled() && plan_.every > 0 && done != last_; }
 
   // Writes the checkpoint of `done` iterations (a collective among the workers: each calls it
   // with the same `done`), with the buffers of `module` when given. Returns the seconds it took.

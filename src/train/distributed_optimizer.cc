@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/link/link_options.h"
-#include "comm/link/shaped_communicator.h"
 #include "comm/message_tags.h"
 #include "core/error.h"
 #include "train/checkpoint.h"
@@ -15,7 +14,9 @@
 #include "train/gradient_codecs.h"
 #include "train/ps_setup.h"
 #include "train/strategy.h"
+#include "train/train_job.h"
 #include "train/train_options.h"
+#include "train/worker_context.h"
 
 namespace ferry::train {
 namespace {
@@ -44,19 +45,6 @@ TrainOptions as_train_options(const DistributedOptimizerOptions& o, int world_si
   return t;
 }
 
-StrategyOptions strategy_options(const TrainOptions& t, const DistributedOptimizerOptions& o) {
-  const Topology topology = resolve_topology(strategy_info(t.algo), t.topology);
-  StrategyOptions so{topology,
-                     world_layout(t),
-                     ps::SgdOptions{t.lr, t.momentum, t.weight_decay, 1.0f},
-                     canonical_codec(t),
-                     canonical_pull_codec(t),
-                     o.batch};
-  so.algo = t.algo;
-  so.external_optimizer = o.external_optimizer;
-  return so;
-}
-
 // The names of the strategies that take the caller's optimizer, for the message above.
 std::string external_optimizer_algos() {
   std::string names;
@@ -64,13 +52,6 @@ std::string external_optimizer_algos() {
     if (strategy_info(n).external_optimizer) names += (names.empty() ? "" : ", ") + n;
   return names;
 }
-
-std::vector<std::size_t> numels_of(const std::vector<at::Tensor>& params) {
-  std::vector<std::size_t> n;
-  for (const auto& p : params) n.push_back(static_cast<std::size_t>(p.numel()));
-  return n;
-}
-
 
 }  // namespace
 
@@ -88,45 +69,25 @@ void validate(const DistributedOptimizerOptions& o, int world_size) {
 
 DistributedOptimizer::DistributedOptimizer(std::vector<at::Tensor> params, comm::Communicator* comm,
                                            DistributedOptimizerOptions options, bool announce_to_servers)
-    : raw_comm_(comm), comm_(comm), options_(std::move(options)), params_(std::move(params)) {
-  validate(options_, raw_comm_->size());
-  const TrainOptions t = as_train_options(options_, raw_comm_->size());
-  const ResumePoint resume = find_resume_point(t);  // checked to fit this job (check_resumable)
-  resume_dir_ = resume.dir;
-  iteration_ = resume.iterations;
-  if (announce_to_servers && raw_comm_->rank() == 0) {
-    // Resolved values only, so that the servers need none of the algorithm's defaults.
-    nlohmann::json job = {{"algo", options_.algo},          {"topology", "ps"},
-                          {"num_servers", t.num_servers},   {"lr", t.lr},
-                          {"momentum", t.momentum},         {"weight_decay", t.weight_decay},
-                          {"codec", canonical_codec(t)},    {"pull_codec", canonical_pull_codec(t)},
-                          {"link", options_.link},          {"shapes", shapes_of(params_)},
-                          {"checkpoint_dir", options_.checkpoint_dir}, {"resume", resume.dir}};
-    const std::string text = job.dump();
-    for (int s = t.num_workers; s < raw_comm_->size(); ++s)
-      raw_comm_->send(s, comm::kTagTrainJob, std::as_bytes(std::span(text.data(), text.size())));
+    : options_(std::move(options)), params_(std::move(params)) {
+  validate(options_, comm->size());
+  // Resolved values only (the checkpoint to resume checked to fit), so that the servers need
+  // none of the algorithm's defaults.
+  TrainJob job = make_train_job(as_train_options(options_, comm->size()));
+  if (announce_to_servers && comm->rank() == 0) {
+    const std::string text = nlohmann::json{{"job", job.to_json()}, {"shapes", shapes_of(params_)}}.dump();
+    for (int s = job.world.num_workers; s < comm->size(); ++s)
+      comm->send(s, comm::kTagTrainJob, std::as_bytes(std::span(text.data(), text.size())));
   }
-  if (t.link.enabled()) {
-    shaped_ = std::make_unique<comm::ShapedCommunicator>(raw_comm_, t.link);
-    comm_ = shaped_.get();
-  }
-  const StrategyOptions so = strategy_options(t, options_);
-  codec_ = so.codec;
-  algo_ = so.algo;
-  if (so.world.is_server(comm_->rank())) return;
+  context_ = std::make_unique<WorkerContext>(std::move(job), *comm);
+  iteration_ = context_->job().resume.iterations;
+  if (context_->is_server()) return;
   flat_ = std::make_unique<FlatParams>(params_);
-  strategy_ = strategy_info(options_.algo).make(StrategyContext{comm_, so});
+  strategy_ = context_->make_strategy(options_.external_optimizer);
   strategy_->setup(*flat_);
   layer_gate_ = strategy_->layer_gate();
-  if (!resume.dir.empty()) load_worker_state(resume, comm_->rank(), *strategy_, *flat_);
-  if (!options_.checkpoint_dir.empty()) {
-    const WorldLayout& w = so.world;
-    CheckpointPlan plan{options_.checkpoint_dir, 0, options_.keep_checkpoints, comm_->rank(), w.num_workers, 1,
-                        {{"topology", topology_name(so.topology)}, {"workers", w.num_workers},
-                         {"servers", w.num_servers}},
-                        options_to_json(t)};
-    checkpoints_ = std::make_unique<CheckpointCoordinator>(*raw_comm_, std::move(plan), iteration_);
-  }
+  context_->resume(*strategy_, *flat_);
+  checkpoints_ = context_->checkpoints(1);
 }
 
 DistributedOptimizer::~DistributedOptimizer() = default;
@@ -135,17 +96,13 @@ bool DistributedOptimizer::is_server() const { return !strategy_; }
 
 void DistributedOptimizer::serve() {
   FERRY_REQUIRE(is_server(), "serve() is for parameter-server ranks");
-  const TrainOptions t = as_train_options(options_, raw_comm_->size());
-  const StrategyOptions so = strategy_options(t, options_);
-  run_parameter_server(*comm_, so.world, numels_of(params_), strategy_info(options_.algo).server_mode, so.sgd,
-                       so.codec, shapes_of(params_), so.pull_codec,
-                       ServerCheckpointing{options_.checkpoint_dir, resume_dir_});
+  context_->serve(shapes_of(params_));
 }
 
 std::string DistributedOptimizer::save_checkpoint() {
   FERRY_REQUIRE(!is_server(), "save_checkpoint() on a parameter-server rank");
   FERRY_REQUIRE(!finished_, "save_checkpoint() after finish()");
-  FERRY_REQUIRE(checkpoints_, "save_checkpoint(): no checkpoint_dir was given");
+  FERRY_REQUIRE(!context_->job().checkpoint_root.empty(), "save_checkpoint(): no checkpoint_dir was given");
   // Every strategy saves the state of iteration_ complete steps (wfbp completes the buckets
   // still in flight first, whether or not a caller's layer gate would have).
   checkpoints_->save(iteration_, *strategy_, *flat_, WorkerLoopState{});
@@ -187,31 +144,21 @@ void DistributedOptimizer::announce_no_job(comm::Communicator* comm, int num_ser
 
 bool DistributedOptimizer::serve_announced_job(comm::Communicator* comm, int num_servers) {
   const comm::Message m = comm->recv(0, comm::kTagTrainJob);
-  const auto job = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(m.data.data()), m.data.size()));
-  if (job.is_null()) return false;
-  FERRY_CHECK(job.at("num_servers").get<int>() == num_servers, "the job announces ", job.at("num_servers").get<int>(),
+  const auto announced = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(m.data.data()), m.data.size()));
+  if (announced.is_null()) return false;
+  TrainJob job = TrainJob::from_json(announced.at("job"));
+  FERRY_CHECK(job.world.num_servers == num_servers, "the job announces ", job.world.num_servers,
               " servers; this world has ", num_servers);
-  DistributedOptimizerOptions o;
-  o.algo = job.at("algo");
-  o.topology = job.at("topology");
-  o.num_servers = num_servers;
-  o.lr = job.at("lr");
-  o.momentum = job.at("momentum");
-  o.weight_decay = job.at("weight_decay");
-  o.codec = job.at("codec");
-  o.pull_codec = job.at("pull_codec");
-  o.link = job.at("link");
-  o.checkpoint_dir = job.at("checkpoint_dir");
-  o.resume = job.at("resume");
-  std::vector<at::Tensor> params;
-  for (const auto& shape : job.at("shapes").get<TensorShapes>()) params.push_back(at::empty(shape));
-  DistributedOptimizer server(std::move(params), comm, o);
-  server.serve();
+  WorkerContext(std::move(job), *comm).serve(announced.at("shapes").get<TensorShapes>());
   return true;
 }
 
 double DistributedOptimizer::comm_wait_s() const { return strategy_ ? strategy_->comm_wait_s() : 0.0; }
 
-std::uint64_t DistributedOptimizer::bytes_sent() const { return comm_->counters().bytes_sent; }
+std::uint64_t DistributedOptimizer::bytes_sent() const { return context_->comm().counters().bytes_sent; }
+
+const std::string& DistributedOptimizer::codec() const { return context_->job().codec; }
+
+const std::string& DistributedOptimizer::algo() const { return context_->job().algo; }
 
 }  // namespace ferry::train

@@ -23,6 +23,7 @@ namespace ferry::train {
 class CheckpointCoordinator;
 class FlatParams;
 class Strategy;
+class WorkerContext;
 
 // The options of `ferry train` that concern the optimizer (same names, same checks: validate()).
 struct DistributedOptimizerOptions {
@@ -95,22 +96,17 @@ class DistributedOptimizer {
   // Bytes this rank has sent so far (through the emulated link when there is one, else raw).
   std::uint64_t bytes_sent() const;
   // The codec spec in use, every option resolved ("none" when uncompressed).
-  const std::string& codec() const { return codec_; }
+  const std::string& codec() const;
   // The algorithm's spec the strategy runs, every option resolved ("localsgd:sync_every=4,...").
-  const std::string& algo() const { return algo_; }
+  const std::string& algo() const;
 
  private:
-  comm::Communicator* raw_comm_;  // see constructor
-  std::unique_ptr<comm::Communicator> shaped_;  // the emulated link around raw_comm_, if any
-  comm::Communicator* comm_;      // shaped_ or raw_comm_
-  std::string codec_;
-  std::string algo_;
   DistributedOptimizerOptions options_;
+  std::unique_ptr<WorkerContext> context_;  // the job's communicator, strategy, checkpoints
   std::vector<at::Tensor> params_;
   std::unique_ptr<FlatParams> flat_;
   std::unique_ptr<Strategy> strategy_;
   std::int64_t iteration_ = 0;
-  std::string resume_dir_;  // the checkpoint this job continues from ("" = a fresh start)
   bool finished_ = false;
   std::function<void(std::size_t, std::size_t)> layer_gate_;  // the strategy's, if it has one
   bool caller_gates_ = false;                                 // take_layer_gate() was called

@@ -8,8 +8,6 @@
 #include <memory>
 #include <thread>
 
-#include "comm/link/shaped_communicator.h"
-#include "comm/ordered_communicator.h"
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/progress.h"
@@ -28,6 +26,7 @@
 #include "train/training_clock.h"
 #include "train/training_data.h"
 #include "train/training_evaluator.h"
+#include "train/worker_context.h"
 
 namespace ferry::train {
 namespace {
@@ -47,10 +46,9 @@ void update_loss_ema(double& ema, double loss) {
 
 nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
                             const std::function<void(const std::string& why)>& on_stall) {
-  validate(o);
-  const StrategyInfo& info = strategy_info(o.algo);
-  const Topology topology = resolve_topology(info, o.topology);
-  const WorldLayout world = world_layout(o);
+  WorkerContext context(make_train_job(o), raw_comm);
+  const TrainJob& job = context.job();
+  const WorldLayout world = job.world;
   FERRY_REQUIRE(raw_comm.size() == world.num_workers + world.num_servers, "the run needs ",
                 world.num_workers + world.num_servers, " ranks (", world.num_workers, " workers + ", world.num_servers,
                 " servers) but the communicator has ", raw_comm.size());
@@ -59,34 +57,13 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
                          : o.threads_per_rank > 0 ? o.threads_per_rank
                                                   : default_threads(raw_comm.size()));
   if (o.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
-
-  std::unique_ptr<comm::ShapedCommunicator> shaped;
-  std::unique_ptr<comm::OrderedCollectivesCommunicator> ordered;
-  comm::Communicator* comm = &raw_comm;
-  if (o.link.enabled()) {
-    shaped = std::make_unique<comm::ShapedCommunicator>(&raw_comm, o.link);  // ring collectives already
-    comm = shaped.get();
-  } else if (o.deterministic) {
-    ordered = std::make_unique<comm::OrderedCollectivesCommunicator>(&raw_comm);
-    comm = ordered.get();
-  }
-
-  // Checkpoints: where they go, and the one this run continues from.
-  const std::string ckpt_root = o.checkpoint_every > 0 ? checkpoint_root(o) : "";
-  const ResumePoint resume = find_resume_point(o);
-  const std::int64_t start_it = resume.iterations;
+  comm::Communicator* comm = &context.comm();
+  const std::int64_t start_it = job.resume.iterations;
   const int rank = comm->rank();
 
   auto model = make_model(o.model, o.seed, model_options(o));
-  std::vector<std::size_t> numels;
-  for (const auto& p : model->parameters()) numels.push_back(static_cast<std::size_t>(p.numel()));
-  const ps::SgdOptions sgd{o.lr, o.momentum, o.weight_decay, 1.0f};
-  const std::string codec = canonical_codec(o);
-  const std::string pull_codec = canonical_pull_codec(o);
-
-  if (world.is_server(rank)) {
-    run_parameter_server(*comm, world, numels, info.server_mode, sgd, codec, shapes_of(model->parameters()),
-                         pull_codec, ServerCheckpointing{ckpt_root, resume.dir});
+  if (context.is_server()) {
+    context.serve(shapes_of(model->parameters()));
     return {};
   }
 
@@ -102,22 +79,16 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
   DataLoader loader(train_set, DataLoaderOptions{o.batch, world.num_workers, rank, o.seed, true});
 
   FlatParams params(model->parameters());
-  StrategyOptions strategy_options{topology, world, sgd, codec, pull_codec};
-  strategy_options.batch = o.batch;
-  strategy_options.algo = canonical_algo(o.algo);
-  auto strategy = info.make(StrategyContext{comm, strategy_options});
+  auto strategy = context.make_strategy();
   StallWatchdog watchdog(o.stall_timeout_s, on_stall);
   watchdog.progress(start_it);
   strategy->setup(params);
   model->set_layer_gate(strategy->layer_gate());
   TrainerStep step(TrainerStepOptions{rank, o.max_bad_steps, o.inject_nan_step, o.inject_nan_count}, *model, params,
                    *strategy);
-  double loss_ema = NAN;
-  if (!resume.dir.empty()) {
-    const WorkerLoopState loop = load_worker_state(resume, rank, *strategy, params, &model->module());
-    loss_ema = loop.loss_ema;
-    step.set_bad_in_row(loop.bad_in_row);
-  }
+  const WorkerLoopState loop = context.resume(*strategy, params, &model->module());
+  double loss_ema = loop.loss_ema;
+  step.set_bad_in_row(loop.bad_in_row);
 
   const std::int64_t steps_per_epoch = loader.steps_per_epoch();
   std::int64_t total_steps = steps_per_epoch * o.epochs;
@@ -129,11 +100,8 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
   if (rank == 0 && o.progress)
     progress = std::make_unique<Progress>(total_steps, ProgressOptions{"train " + o.algo, "it"});
 
-  CheckpointPlan plan{ckpt_root, o.checkpoint_every, o.keep_checkpoints, rank, world.num_workers, steps_per_epoch,
-                      {{"topology", topology_name(topology)}, {"workers", world.num_workers},
-                       {"servers", world.num_servers}},
-                      ckpt_root.empty() ? nlohmann::json() : options_to_json(o)};
-  CheckpointCoordinator checkpoints(raw_comm, std::move(plan), start_it);
+  const std::unique_ptr<CheckpointCoordinator> checkpoint_plan = context.checkpoints(steps_per_epoch);
+  CheckpointCoordinator& checkpoints = *checkpoint_plan;
 
   TrainingClock clock;
   TrainingEvaluator evaluator(*model, test_set, *strategy, params, watchdog, clock, metrics.get());
@@ -176,11 +144,11 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
   if (!all) return {};
   RunSummaryInput in;
   in.options = &o;
-  in.topology = topology;
+  in.topology = job.topology;
   in.num_servers = world.num_servers;
   in.parameters = model->parameter_count();
-  in.codec = codec;
-  in.pull_codec = pull_codec;
+  in.codec = job.codec;
+  in.pull_codec = job.pull_codec;
   in.iterations = it;
   in.resumed_from = start_it;
   in.checkpoint_s = checkpoints.seconds();
