@@ -25,7 +25,7 @@
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/plugin.h"
-#include "train/checkpoint.h"
+#include "train/train_job.h"
 #include "train/models/model.h"
 #include "train/run_training.h"
 #include "train/strategy.h"
@@ -160,10 +160,7 @@ int run_train(int argc, char** argv) {
       if (ec || access(o.out_dir.c_str(), W_OK) != 0)
         FERRY_THROW(IoError, "cannot write --out '", o.out_dir, "': ", ec ? ec.message() : std::strerror(errno));
     }
-    if (!o.resume.empty()) {
-      const std::string dir = train::find_checkpoint(o.resume);
-      train::check_resumable(train::read_checkpoint_meta(dir), o, dir);
-    }
+    train::make_train_job(o);  // the checkpoint --resume names, checked to fit this run
     // Rank status files (mpi_launch.h) tell which rank failed if mpirun stops the job.
     std::string rank_dir;
     bool own_rank_dir = false;

@@ -184,24 +184,6 @@ std::string server_state_path(const std::string& dir, int server_index) {
   return (fs::path(dir) / ("server-" + std::to_string(server_index) + ".state")).string();
 }
 
-std::string checkpoint_root(const TrainOptions& o) {
-  if (!o.checkpoint_dir.empty()) return o.checkpoint_dir;
-  if (!o.out_dir.empty()) return (fs::path(o.out_dir) / "checkpoints").string();
-  return "";
-}
-
-nlohmann::json options_to_json(const TrainOptions& o) {
-  return {
-      {"algo", o.algo}, {"topology", o.topology}, {"np", o.num_workers}, {"servers", o.num_servers},
-      {"model", o.model}, {"epochs", o.epochs}, {"max_steps", o.max_steps}, {"batch", o.batch}, {"lr", o.lr},
-      {"momentum", o.momentum}, {"weight_decay", o.weight_decay}, {"link_bytes_per_s", o.link.bandwidth_bytes_per_s},
-      {"link_latency_s", o.link.latency_s}, {"codec", canonical_codec(o)}, {"seed", o.seed},
-      {"data", o.data_dir}, {"train_limit", o.train_limit}, {"test_limit", o.test_limit},
-      {"checkpoint_every", o.checkpoint_every}, {"deterministic", o.deterministic},
-      {"max_bad_steps", o.max_bad_steps},
-  };
-}
-
 void finalize_checkpoint(const std::string& root, std::int64_t iterations, const nlohmann::json& meta, int keep) {
   const std::string tmp = checkpoint_tmp_dir(root, iterations);
   const std::string dir = checkpoint_dir(root, iterations);
@@ -260,11 +242,10 @@ nlohmann::json read_checkpoint_meta(const std::string& dir) {
   }
 }
 
-void check_resumable(const nlohmann::json& meta, const TrainOptions& o, const std::string& dir) {
+void check_resumable(const nlohmann::json& meta, const nlohmann::json& now, const WorldLayout& world,
+                     const std::string& dir) {
   const nlohmann::json& saved = meta["config"];
-  const nlohmann::json now = options_to_json(o);
   const nlohmann::json saved_world = meta.value("world", nlohmann::json::object());
-  const WorldLayout world = world_layout(o);
   auto differ = [&](const char* what, const std::string& was, const std::string& is) {
     FERRY_THROW(InvalidArgument, "--resume ", dir, ": the checkpoint is of ", what, " ", was, ", this run has ", is,
                 " (a checkpoint only continues the same model, algorithm and world size)");
@@ -282,8 +263,9 @@ void check_resumable(const nlohmann::json& meta, const TrainOptions& o, const st
   if (saved_np != world.num_workers || saved_servers != world.num_servers)
     differ("world size", "--np " + std::to_string(saved_np) + " --servers " + std::to_string(saved_servers),
            "--np " + std::to_string(world.num_workers) + " --servers " + std::to_string(world.num_servers));
-  if (saved.value("batch", std::int64_t{-1}) != o.batch)
-    differ("--batch", std::to_string(saved.value("batch", std::int64_t{-1})), std::to_string(o.batch));
+  const std::int64_t batch = now.value("batch", std::int64_t{-1});
+  if (saved.value("batch", std::int64_t{-1}) != batch)
+    differ("--batch", std::to_string(saved.value("batch", std::int64_t{-1})), std::to_string(batch));
 }
 
 }  // namespace ferry::train

@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/train_options.h"
+#include "train/strategy.h"
 
 namespace ferry::train {
 
@@ -80,12 +80,6 @@ std::string checkpoint_tmp_dir(const std::string& root, std::int64_t iterations)
 std::string worker_state_path(const std::string& dir, int rank);
 std::string server_state_path(const std::string& dir, int server_index);
 
-// The directory checkpoints of this run go to: --checkpoint-dir, else <out>/checkpoints, else "".
-std::string checkpoint_root(const TrainOptions& options);
-
-// The configuration a checkpoint records (every TrainOptions field).
-nlohmann::json options_to_json(const TrainOptions& options);
-
 // Rank 0, once every rank's state file is in checkpoint_tmp_dir(root, iterations): writes
 // meta.json, makes the checkpoint visible atomically, and removes all but the newest `keep`
 // checkpoints (and stale .tmp directories).
@@ -97,8 +91,10 @@ std::string find_checkpoint(const std::string& path);
 // meta.json of a checkpoint directory (FormatError naming it when unreadable).
 nlohmann::json read_checkpoint_meta(const std::string& dir);
 // Throws InvalidArgument naming --resume and the differing setting when the checkpoint was
-// written by another model, algorithm, topology, codec or world size.
-void check_resumable(const nlohmann::json& meta, const TrainOptions& options, const std::string& dir);
+// written by another model, algorithm, topology, codec, batch or world size than those of
+// `config` (the job's, train_job.h's job_config()) and `world`.
+void check_resumable(const nlohmann::json& meta, const nlohmann::json& config, const WorldLayout& world,
+                     const std::string& dir);
 
 // FNV-1a 64 of a byte range (state-file trailers, weight checksums in the summary).
 std::uint64_t fnv1a64(std::span<const std::byte> bytes);

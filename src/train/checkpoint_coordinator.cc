@@ -45,12 +45,12 @@ void load_buffers(const StateReader& in, torch::nn::Module& module) {
 
 }  // namespace
 
-ResumePoint find_resume_point(const TrainOptions& o) {
+ResumePoint find_resume_point(const std::string& resume, const nlohmann::json& config, const WorldLayout& world) {
   ResumePoint r;
-  if (o.resume.empty()) return r;
-  r.dir = find_checkpoint(o.resume);
+  if (resume.empty()) return r;
+  r.dir = find_checkpoint(resume);
   nlohmann::json meta = read_checkpoint_meta(r.dir);
-  check_resumable(meta, o, r.dir);
+  check_resumable(meta, config, world, r.dir);
   r.iterations = meta["iterations"].get<std::int64_t>();
   return r;
 }

@@ -13,7 +13,6 @@
 #include "comm/communicator.h"
 #include "train/flat_params.h"
 #include "train/strategy.h"
-#include "train/train_options.h"
 
 namespace torch::nn {
 class Module;
@@ -27,8 +26,9 @@ struct ResumePoint {
   std::int64_t iterations = 0;
 };
 
-// --resume of `options`: the checkpoint it names, checked to fit this run (check_resumable).
-ResumePoint find_resume_point(const TrainOptions& options);
+// The checkpoint --resume names ("" = a fresh start), checked to fit a job of this configuration
+// (train_job.h's job_config()) and world (check_resumable).
+ResumePoint find_resume_point(const std::string& resume, const nlohmann::json& config, const WorldLayout& world);
 
 // What a worker's state file holds besides the strategy's own state.
 struct WorkerLoopState {
@@ -42,14 +42,14 @@ WorkerLoopState load_worker_state(const ResumePoint& resume, int rank, Strategy&
                                   torch::nn::Module* module = nullptr);
 
 struct CheckpointPlan {
-  std::string root;                 // where checkpoints go (checkpoint_root()); "" = none
+  std::string root;                 // where checkpoints go (TrainJob::checkpoint_root); "" = none
   std::int64_t every = 0;           // --checkpoint-every
   int keep = 2;                     // --keep-checkpoints
   int rank = 0;                     // this worker
   int num_workers = 1;              // workers that each write a state file
   std::int64_t steps_per_epoch = 1; // for meta.json's epoch
   nlohmann::json world;             // meta.json's "world" (topology, workers, servers)
-  nlohmann::json config;            // meta.json's "config" (options_to_json)
+  nlohmann::json config;            // meta.json's "config" (job_config(), train_job.h)
 };
 
 class CheckpointCoordinator {

@@ -1,5 +1,7 @@
 #include "train/train_job.h"
 
+#include <filesystem>
+
 #include "core/error.h"
 #include "train/checkpoint.h"
 
@@ -59,6 +61,29 @@ TrainJob TrainJob::from_json(const nlohmann::json& j) {
   return t;
 }
 
+namespace {
+
+// Where --checkpoint-every writes: --checkpoint-dir, else <out>/checkpoints, else "".
+std::string checkpoint_root(const TrainOptions& o) {
+  if (!o.checkpoint_dir.empty()) return o.checkpoint_dir;
+  if (!o.out_dir.empty()) return (std::filesystem::path(o.out_dir) / "checkpoints").string();
+  return "";
+}
+
+}  // namespace
+
+nlohmann::json job_config(const TrainOptions& o) {
+  return {
+      {"algo", o.algo}, {"topology", o.topology}, {"np", o.num_workers}, {"servers", o.num_servers},
+      {"model", o.model}, {"epochs", o.epochs}, {"max_steps", o.max_steps}, {"batch", o.batch}, {"lr", o.lr},
+      {"momentum", o.momentum}, {"weight_decay", o.weight_decay}, {"link_bytes_per_s", o.link.bandwidth_bytes_per_s},
+      {"link_latency_s", o.link.latency_s}, {"codec", canonical_codec(o)}, {"seed", o.seed},
+      {"data", o.data_dir}, {"train_limit", o.train_limit}, {"test_limit", o.test_limit},
+      {"checkpoint_every", o.checkpoint_every}, {"deterministic", o.deterministic},
+      {"max_bad_steps", o.max_bad_steps},
+  };
+}
+
 TrainJob make_train_job(const TrainOptions& o) {
   validate(o);
   TrainJob t;
@@ -76,8 +101,8 @@ TrainJob make_train_job(const TrainOptions& o) {
   t.checkpoint_root = o.checkpoint_every > 0 ? checkpoint_root(o) : o.checkpoint_dir;
   t.checkpoint_every = o.checkpoint_every;
   t.keep_checkpoints = o.keep_checkpoints;
-  t.config = options_to_json(o);
-  t.resume = find_resume_point(o);
+  t.config = job_config(o);
+  t.resume = find_resume_point(o.resume, t.config, t.world);
   return t;
 }
 

@@ -29,7 +29,7 @@ struct TrainJob {
   comm::LinkOptions link;          // the emulated NIC of every rank; disabled = the raw transport
   bool deterministic = false;      // collectives in a fixed reduction order
   // Checkpoints: where they go ("" = none), every how many iterations (0: when the caller asks),
-  // how many are kept, what their metadata records (options_to_json; a resume must match it), and
+  // how many are kept, what their metadata records (job_config(); a resume must match it), and
   // the checkpoint this job continues from.
   std::string checkpoint_root;
   std::int64_t checkpoint_every = 0;
@@ -43,6 +43,10 @@ struct TrainJob {
   // FormatError naming the first missing or mistyped key.
   static TrainJob from_json(const nlohmann::json& j);
 };
+
+// The configuration a job's checkpoints record and a resume must match (every TrainOptions field
+// that defines the run, the codec canonical).
+nlohmann::json job_config(const TrainOptions& options);
 
 // Validates `options` (train_options.h) and resolves them: the canonical algorithm and codec
 // specs, the topology, the checkpoint root and the checkpoint --resume names (checked to fit).

@@ -22,6 +22,7 @@
 #include "train/models/model.h"
 #include "train/ps_setup.h"
 #include "train/strategy.h"
+#include "train/train_job.h"
 #include "train/train_options.h"
 #include "local_training.h"
 
@@ -104,7 +105,7 @@ nlohmann::json meta_for(const TrainOptions& o, std::int64_t iterations) {
           {"iterations", iterations},
           {"world", {{"topology", w.num_servers ? "ps" : "allreduce"}, {"workers", w.num_workers},
                      {"servers", w.num_servers}}},
-          {"config", options_to_json(o)}};
+          {"config", job_config(o)}};
 }
 
 // A checkpoint directory as ranks leave it: state files in ckpt-N.tmp, then rank 0 finalises.
@@ -156,10 +157,10 @@ TEST(CheckpointDir, MismatchedResumeIsRefusedNamingTheSetting) {
   }(), 10);
   TrainOptions same = saved;
   same.topology = "ps";
-  EXPECT_NO_THROW(check_resumable(saved_meta, same, "d"));
+  EXPECT_NO_THROW(check_resumable(saved_meta, job_config(same), world_layout(same), "d"));
   auto refused = [&](TrainOptions o, const std::string& want) {
     try {
-      check_resumable(saved_meta, o, "d");
+      check_resumable(saved_meta, job_config(o), world_layout(o), "d");
       ADD_FAILURE() << "accepted, wanted an error about " << want;
     } catch (const InvalidArgument& e) {
       EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
