@@ -119,7 +119,7 @@ int run_compare(int argc, char** argv) {
                 " is a classifier; give --target-acc");
   FERRY_REQUIRE(!tokens || target_ppl >= 1, "--target-ppl: --model ", model,
                 " needs a target test perplexity >= 1 (e.g. --target-ppl 6), got ", target_ppl);
-  FERRY_REQUIRE(target_acc > 0 && target_acc <= 1, "--target-acc must be in (0, 1], got ", target_acc);
+  FERRY_REQUIRE_IN(target_acc, 0, 1, "(]", "--target-acc");
   const train::QualityTarget target{tokens, tokens ? target_ppl : target_acc};
   train::compare_run_codec("twobit", twobit);  // a bad --threshold before any run
 

@@ -23,10 +23,8 @@ DgcCodec::DgcCodec(DgcOptions options, TensorInfo info)
       options_(options),
       momentum_(info_.numel, 0.0f),
       velocity_(info_.numel, 0.0f) {
-  FERRY_REQUIRE(options_.ratio > 0.0 && options_.ratio <= 1.0,
-                "dgc: ratio must be in (0, 1], got ", options_.ratio);
-  FERRY_REQUIRE(options_.momentum >= 0.0 && options_.momentum < 1.0,
-                "dgc: momentum must be in [0, 1), got ", options_.momentum);
+  FERRY_REQUIRE_IN(options_.ratio, 0, 1, "(]", "dgc: ratio");
+  FERRY_REQUIRE_IN(options_.momentum, 0, 1, "[)", "dgc: momentum");
   FERRY_REQUIRE(options_.clip_norm >= 0.0, "dgc: clip must be >= 0 (0 = off), got ",
                 options_.clip_norm);
   require_sparse_numel(info_.numel, "dgc");

@@ -20,7 +20,7 @@ constexpr std::uint8_t kModeLowRank = 1;
 PowersgdOptions parse_powersgd_options(SpecReader& spec) {
   PowersgdOptions o;
   std::int64_t rank = spec.get_int("rank", o.rank);
-  FERRY_REQUIRE(rank >= 1 && rank <= 1024, "powersgd: rank must be in [1, 1024], got ", rank);
+  FERRY_REQUIRE_IN(rank, 1, 1024, "[]", "powersgd: rank");
   o.rank = static_cast<std::uint32_t>(rank);
   o.min_compression_rate = spec.get_double("min_rate", o.min_compression_rate);
   o.warmup_steps = spec.get_uint("warmup", o.warmup_steps);

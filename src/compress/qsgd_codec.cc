@@ -23,8 +23,7 @@ QsgdOptions parse_qsgd_options(SpecReader& spec) {
   QsgdOptions o;
   std::int64_t levels = spec.get_int("levels", o.levels);
   std::int64_t bucket = spec.get_int("bucket", o.bucket_size);
-  FERRY_REQUIRE(levels >= 1 && levels <= kMaxLevels, "qsgd: levels must be in [1, ", kMaxLevels,
-                "], got ", levels);
+  FERRY_REQUIRE_IN(levels, 1, kMaxLevels, "[]", "qsgd: levels");
   FERRY_REQUIRE(bucket >= 1 && bucket <= (std::int64_t{1} << 31),
                 "qsgd: bucket must be in [1, 2^31], got ", bucket);
   o.levels = static_cast<std::uint32_t>(levels);
@@ -38,8 +37,7 @@ QsgdCodec::QsgdCodec(QsgdOptions options, TensorInfo info)
       options_(options),
       rng_(combine_seed(combine_seed(options.seed, info_.tensor_id),
                         static_cast<std::uint64_t>(info_.rank))) {
-  FERRY_REQUIRE(options_.levels >= 1 && options_.levels <= kMaxLevels,
-                "qsgd: levels must be in [1, ", kMaxLevels, "], got ", options_.levels);
+  FERRY_REQUIRE_IN(options_.levels, 1, kMaxLevels, "[]", "qsgd: levels");
   FERRY_REQUIRE(options_.bucket_size >= 1, "qsgd: bucket must be >= 1");
 }
 

@@ -20,8 +20,7 @@ RandomkCodec::RandomkCodec(RandomkOptions options, TensorInfo info)
       options_(options),
       rng_(combine_seed(combine_seed(options.seed, info_.tensor_id),
                         static_cast<std::uint64_t>(info_.rank))) {
-  FERRY_REQUIRE(options_.ratio > 0.0 && options_.ratio <= 1.0,
-                "randomk: ratio must be in (0, 1], got ", options_.ratio);
+  FERRY_REQUIRE_IN(options_.ratio, 0, 1, "(]", "randomk: ratio");
   require_sparse_numel(info_.numel, "randomk");
   k_ = sparse_count(options_.ratio, info_.numel);
   bitmap_.assign(div_ceil(info_.numel, 64), 0);

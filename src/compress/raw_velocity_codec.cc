@@ -7,7 +7,7 @@ namespace ferry::compress {
 
 RawVelocityCodec::RawVelocityCodec(TensorInfo info, float momentum)
     : Codec(info), wire_(std::move(info)), momentum_(momentum), velocity_(info_.numel, 0.0f) {
-  FERRY_REQUIRE(momentum_ >= 0.0f && momentum_ < 1.0f, "momentum must be in [0, 1), got ", momentum_);
+  FERRY_REQUIRE_IN(momentum_, 0, 1, "[)", "momentum");
 }
 
 void RawVelocityCodec::encode(std::span<const float> grad, std::vector<std::byte>& out) {

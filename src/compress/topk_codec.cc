@@ -15,8 +15,7 @@ TopkOptions parse_topk_options(SpecReader& spec) {
 
 TopkCodec::TopkCodec(TopkOptions options, TensorInfo info)
     : Codec(std::move(info)), options_(options) {
-  FERRY_REQUIRE(options_.ratio > 0.0 && options_.ratio <= 1.0,
-                "topk: ratio must be in (0, 1], got ", options_.ratio);
+  FERRY_REQUIRE_IN(options_.ratio, 0, 1, "(]", "topk: ratio");
   require_sparse_numel(info_.numel, "topk");
   k_ = sparse_count(options_.ratio, info_.numel);
 }

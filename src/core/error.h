@@ -86,6 +86,16 @@ constexpr const char* requirement_words(Relation r) {
   }
   return " must be ";
 }
+// The ranges of FERRY_REQUIRE_IN: "[)" holds lo <= v < hi, "(]" lo < v <= hi, "[]" and "()"
+// both ends or neither (a NaN is in none).
+template <typename V, typename L, typename H>
+constexpr bool in_range(const V& v, const L& lo, const H& hi, const char (&ends)[3]) {
+  return holds(ends[0] == '[' ? Relation::kGe : Relation::kGt, v, lo) &&
+         holds(ends[1] == ']' ? Relation::kLe : Relation::kLt, v, hi);
+}
+constexpr bool valid_ends(const char (&ends)[3]) {
+  return (ends[0] == '[' || ends[0] == '(') && (ends[1] == ']' || ends[1] == ')');
+}
 constexpr const char* relation_symbol(Relation r) {
   switch (r) {
     case Relation::kEq: return " == ";
@@ -139,6 +149,20 @@ constexpr const char* relation_symbol(Relation r) {
 #define FERRY_REQUIRE_LE(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kLe, value, bound, __VA_ARGS__)
 #define FERRY_REQUIRE_GT(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kGt, value, bound, __VA_ARGS__)
 #define FERRY_REQUIRE_GE(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kGe, value, bound, __VA_ARGS__)
+
+// A range: FERRY_REQUIRE_IN(o.momentum, 0, 1, "[)", "--momentum") throws
+//   InvalidArgument("--momentum must be in [0, 1), got 1.5")
+// `ends` says which ends belong to the range: "[)", "(]", "[]" or "()".
+#define FERRY_REQUIRE_IN(value, lo, hi, ends, ...)                                                          \
+  do {                                                                                                    \
+    static_assert(::ferry::detail::valid_ends(ends), "FERRY_REQUIRE_IN: ends must be [), (], [] or ()");   \
+    const auto& ferry_value_ = (value);                                                                   \
+    const auto& ferry_lo_ = (lo);                                                                         \
+    const auto& ferry_hi_ = (hi);                                                                         \
+    if (!::ferry::detail::in_range(ferry_value_, ferry_lo_, ferry_hi_, ends))                             \
+      throw ::ferry::InvalidArgument(::ferry::detail::concat(__VA_ARGS__, " must be in ", (ends)[0], ferry_lo_, \
+                                                             ", ", ferry_hi_, (ends)[1], ", got ", ferry_value_)); \
+  } while (0)
 
 // Invariants: FERRY_CHECK_EQ(w.size(), grad.size(), "key ", key) throws
 //   InternalError("file.cc:17: check failed: w.size() == grad.size() (3 vs 4) key 7").

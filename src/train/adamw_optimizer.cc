@@ -9,8 +9,8 @@ namespace ferry::train {
 
 AdamWOptimizer::AdamWOptimizer(std::size_t numel, AdamWOptions o) : options_(o), m_(numel, 0.0f), v_(numel, 0.0f) {
   FERRY_REQUIRE(o.lr >= 0 && std::isfinite(o.lr), "AdamW: lr must be a finite number >= 0, got ", o.lr);
-  FERRY_REQUIRE(o.beta1 >= 0 && o.beta1 < 1, "AdamW: beta1 must be in [0, 1), got ", o.beta1);
-  FERRY_REQUIRE(o.beta2 >= 0 && o.beta2 < 1, "AdamW: beta2 must be in [0, 1), got ", o.beta2);
+  FERRY_REQUIRE_IN(o.beta1, 0, 1, "[)", "AdamW: beta1");
+  FERRY_REQUIRE_IN(o.beta2, 0, 1, "[)", "AdamW: beta2");
   FERRY_REQUIRE(o.eps > 0 && std::isfinite(o.eps), "AdamW: eps must be > 0, got ", o.eps);
   FERRY_REQUIRE(o.weight_decay >= 0 && std::isfinite(o.weight_decay), "AdamW: weight decay must be >= 0, got ",
                 o.weight_decay);

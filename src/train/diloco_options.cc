@@ -15,16 +15,15 @@ DilocoOptions DilocoOptions::read(SpecReader& r, bool streaming) {
   FERRY_REQUIRE(o.outer_lr > 0 && std::isfinite(o.outer_lr), "--algo ", r.name(),
                 ": outer_lr must be a finite number > 0, got ", o.outer_lr);
   o.outer_momentum = r.get_double("outer_momentum", o.outer_momentum);
-  FERRY_REQUIRE(o.outer_momentum >= 0 && o.outer_momentum < 1, "--algo ", r.name(),
-                ": outer_momentum must be in [0, 1), got ", o.outer_momentum);
+  FERRY_REQUIRE_IN(o.outer_momentum, 0, 1, "[)", "--algo ", r.name(), ": outer_momentum");
   o.nesterov = r.get_bool("nesterov", o.nesterov);
   o.inner = r.get_choice("inner", o.inner, {"sgd", "adamw"});
   if (o.inner == "adamw") {
     o.beta1 = r.get_double("beta1", o.beta1);
     o.beta2 = r.get_double("beta2", o.beta2);
     o.eps = r.get_double("eps", o.eps);
-    FERRY_REQUIRE(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1, "--algo ", r.name(),
-                  ": beta1 and beta2 must be in [0, 1), got ", o.beta1, " and ", o.beta2);
+    FERRY_REQUIRE_IN(o.beta1, 0, 1, "[)", "--algo ", r.name(), ": beta1");
+    FERRY_REQUIRE_IN(o.beta2, 0, 1, "[)", "--algo ", r.name(), ": beta2");
     FERRY_REQUIRE(o.eps > 0 && std::isfinite(o.eps), "--algo ", r.name(), ": eps must be > 0, got ", o.eps);
   }
   if (streaming) {
@@ -36,7 +35,7 @@ DilocoOptions DilocoOptions::read(SpecReader& r, bool streaming) {
                   ") must be at most inner_steps (", o.inner_steps, "): each needs its own step of the window");
     FERRY_REQUIRE(o.overlap >= 0 && o.overlap < o.inner_steps, "--algo ", r.name(),
                   ": overlap must be in [0, inner_steps), got ", o.overlap, " with inner_steps ", o.inner_steps);
-    FERRY_REQUIRE(o.alpha >= 0 && o.alpha <= 1, "--algo ", r.name(), ": alpha must be in [0, 1], got ", o.alpha);
+    FERRY_REQUIRE_IN(o.alpha, 0, 1, "[]", "--algo ", r.name(), ": alpha");
   }
   return o;
 }

@@ -12,7 +12,6 @@
 #include "train/checkpoint_coordinator.h"
 #include "train/flat_params.h"
 #include "train/gradient_codecs.h"
-#include "train/ps_setup.h"
 #include "train/strategy.h"
 #include "train/train_job.h"
 #include "train/train_options.h"

@@ -18,7 +18,6 @@
 #include "train/gradient_codecs.h"
 #include "train/models/evaluate.h"
 #include "train/models/model.h"
-#include "train/ps_setup.h"
 #include "train/run_summary.h"
 #include "train/stall_watchdog.h"
 #include "train/strategy.h"
@@ -52,7 +51,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
   FERRY_REQUIRE(raw_comm.size() == world.num_workers + world.num_servers, "the run needs ",
                 world.num_workers + world.num_servers, " ranks (", world.num_workers, " workers + ", world.num_servers,
                 " servers) but the communicator has ", raw_comm.size());
-  // --deterministic: one intra-op thread per rank and collectives in a fixed reduction order.
+  // --deterministic: one intra-op thread per rank (and the context's collectives in a fixed order).
   torch::set_num_threads(o.deterministic ? 1
                          : o.threads_per_rank > 0 ? o.threads_per_rank
                                                   : default_threads(raw_comm.size()));

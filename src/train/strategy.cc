@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/error.h"
 #include "compress/codec_registry.h"
+#include "core/error.h"
 #include "core/registry.h"
 #include "train/asgd_strategy.h"
 #include "train/cd_sgd_strategy.h"

@@ -37,7 +37,7 @@ void validate(const TrainOptions& o) {
   FERRY_REQUIRE_GE(o.epochs, 1, "--epochs");
   FERRY_REQUIRE_GE(o.batch, 1, "--batch");
   FERRY_REQUIRE(o.lr > 0 && std::isfinite(o.lr), "--lr must be a finite number > 0, got ", o.lr);
-  FERRY_REQUIRE(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got ", o.momentum);
+  FERRY_REQUIRE_IN(o.momentum, 0, 1, "[)", "--momentum");
   FERRY_REQUIRE(o.weight_decay >= 0 && std::isfinite(o.weight_decay), "--wd must be a finite number >= 0, got ",
                 o.weight_decay);
   FERRY_REQUIRE(o.threads_per_rank >= 0, "--threads must be >= 0 (0: cores / ranks), got ", o.threads_per_rank);

@@ -24,6 +24,24 @@ TEST(Require, FormatsTheValueTheBoundAndTheName) {
   EXPECT_EQ(message_of([&] { FERRY_REQUIRE_NE(2, 2, "servers"); }), "servers must not be 2, got 2");
 }
 
+TEST(Require, RangesNameTheirEnds) {
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_IN(1.5, 0, 1, "[)", "--momentum"); }), "--momentum must be in [0, 1), got 1.5");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_IN(1.0f, 0, 1, "[)", "--momentum"); }), "--momentum must be in [0, 1), got 1");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_IN(0.0, 0, 1, "(]", "topk: ", "ratio"); }), "topk: ratio must be in (0, 1], got 0");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_IN(65536, 0, 65535, "[]", "--port"); }), "--port must be in [0, 65535], got 65536");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_IN(1.0, 0, 1, "()", "f"); }), "f must be in (0, 1), got 1");
+  // Each end as its bracket says; a NaN is in no range; mixed signedness by value.
+  EXPECT_NO_THROW(FERRY_REQUIRE_IN(0.0, 0, 1, "[)", "x"));
+  EXPECT_NO_THROW(FERRY_REQUIRE_IN(1.0, 0, 1, "(]", "x"));
+  EXPECT_NO_THROW(FERRY_REQUIRE_IN(1, 1, 1, "[]", "x"));
+  EXPECT_THROW(FERRY_REQUIRE_IN(1.0, 0, 1, "[)", "x"), InvalidArgument);
+  EXPECT_THROW(FERRY_REQUIRE_IN(std::nan(""), 0, 1, "[]", "x"), InvalidArgument);
+  EXPECT_THROW(FERRY_REQUIRE_IN(-1, std::size_t{0}, std::size_t{5}, "[]", "x"), InvalidArgument);
+  int calls = 0;
+  FERRY_REQUIRE_IN(++calls, 0, 9, "[]", "n");
+  EXPECT_EQ(calls, 1);
+}
+
 TEST(Require, PassingChecksThrowNothing) {
   EXPECT_NO_THROW(FERRY_REQUIRE_GE(1, 1, "a"));
   EXPECT_NO_THROW(FERRY_REQUIRE_LE(1, 1, "a"));

@@ -74,8 +74,7 @@ LlaporSplit llapor_split(const PredictorTrace& t, const LlaporFitOptions& o) {
     s.test = o.test_sequences;
     return s;
   }
-  FERRY_REQUIRE(o.heldout_fraction > 0 && o.heldout_fraction < 1, "held-out fraction must be in (0, 1), got ",
-                o.heldout_fraction);
+  FERRY_REQUIRE_IN(o.heldout_fraction, 0, 1, "()", "held-out fraction");
   FERRY_REQUIRE(seqs.size() >= 2, "trace '", t.trace.path, "' has ", seqs.size(),
                 " sequence(s); a held-out split needs at least 2");
   const std::size_t test = std::clamp<std::size_t>(
@@ -149,13 +148,13 @@ LlaporModel fit_llapor(const PredictorTrace& t, const LlaporFitOptions& o,
   const RoutingTrace& tr = t.trace;
   const int L = tr.num_layers, E = tr.num_experts, D = o.lookahead;
   FERRY_REQUIRE(L >= 2, "trace '", tr.path, "' has ", L, " layer(s); predicting later layers needs at least 2");
-  FERRY_REQUIRE(D >= 1 && D < L, "--lookahead must be in [1, ", L - 1, "], got ", D);
+  FERRY_REQUIRE_IN(D, 1, L - 1, "[]", "--lookahead");
   FERRY_REQUIRE_GE(o.width, 1, "--width");
   FERRY_REQUIRE_GE(o.epochs, 1, "--epochs");
   FERRY_REQUIRE_GE(o.batch, 1, "--batch");
   FERRY_REQUIRE_GE(o.max_rows, 1, "--max-rows");
   FERRY_REQUIRE(o.lr > 0 && std::isfinite(o.lr), "--lr must be a finite number > 0, got ", o.lr);
-  FERRY_REQUIRE(o.dropout >= 0 && o.dropout < 1, "--dropout must be in [0, 1), got ", o.dropout);
+  FERRY_REQUIRE_IN(o.dropout, 0, 1, "[)", "--dropout");
   std::string mode = o.mode;
   if (mode == "auto") mode = t.has_hidden() ? "hidden" : "history";
   FERRY_REQUIRE(mode == "hidden" || mode == "history", "invalid mode '", o.mode, "': expected hidden, history or auto");

@@ -21,7 +21,7 @@ void Pca::project(const float* x, float* y) const {
 
 Pca fit_pca(const std::vector<float>& rows, int n, int dim, int k) {
   FERRY_REQUIRE(n >= 2, "PCA needs at least 2 rows, got ", n);
-  FERRY_REQUIRE(k >= 1 && k <= dim, "PCA dimensions must be in [1, ", dim, "], got ", k);
+  FERRY_REQUIRE_IN(k, 1, dim, "[]", "PCA dimensions");
   FERRY_CHECK(rows.size() == static_cast<std::size_t>(n) * dim);
   torch::NoGradGuard ng;
   auto x = torch::from_blob(const_cast<float*>(rows.data()), {n, dim}).to(torch::kFloat64);

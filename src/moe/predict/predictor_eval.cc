@@ -39,7 +39,7 @@ PredictorScore evaluate_predictor(Predictor& p, const PredictorTrace& t, const s
   const RoutingTrace& tr = t.trace;
   const int L = tr.num_layers, E = tr.num_experts, D = lookahead;
   if (k <= 0) k = tr.top_k;
-  FERRY_REQUIRE(k >= 1 && k <= E, "k must be in [1, ", E, "], got ", k);
+  FERRY_REQUIRE_IN(k, 1, E, "[]", "k");
   PredictorScore s;
   s.predictor = p.name();
   s.num_layers = L;

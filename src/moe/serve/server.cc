@@ -367,7 +367,7 @@ void MoeServer::Impl::routes() {
 MoeServer::MoeServer(MoeEngine& engine, const Tokenizer& tokenizer, ServeOptions options)
     : impl_(std::make_unique<Impl>(engine, tokenizer, std::move(options))) {
   const ServeOptions& o = impl_->o;
-  FERRY_REQUIRE(o.port >= 0 && o.port <= 65535, "--port must be in [0, 65535], got ", o.port);
+  FERRY_REQUIRE_IN(o.port, 0, 65535, "[]", "--port");
   FERRY_REQUIRE_GE(o.max_tokens, 1, "--max-tokens");
   FERRY_REQUIRE(o.drain_s >= 0, "--drain must not be negative");
   chat_template(o.chat_template);  // an unknown name fails here, listing the known ones
