@@ -52,9 +52,8 @@ std::string external_optimizer_algos() {
   return names;
 }
 
-}  // namespace
-
-void validate(const DistributedOptimizerOptions& o, int world_size) {
+// The checks of this API's own options; the rest are ferry train's, on as_train_options().
+void validate_optimizer_options(const DistributedOptimizerOptions& o, int world_size) {
   register_builtin_strategies();
   canonical_algo(o.algo);  // an unknown algorithm, key or value first, whatever the world
   FERRY_REQUIRE(!o.external_optimizer || strategy_info(o.algo).external_optimizer, "optimizer: --algo ",
@@ -63,15 +62,21 @@ void validate(const DistributedOptimizerOptions& o, int world_size) {
   const Topology topology = resolve_topology(strategy_info(o.algo), o.topology);
   FERRY_REQUIRE(o.num_servers < world_size || topology == Topology::kAllreduce, "--servers ", o.num_servers,
                 " leaves no worker in a world of ", world_size, " ranks");
+}
+
+}  // namespace
+
+void validate(const DistributedOptimizerOptions& o, int world_size) {
+  validate_optimizer_options(o, world_size);
   validate(as_train_options(o, world_size));  // every check of ferry train's flags (ps needs servers, ...)
 }
 
 DistributedOptimizer::DistributedOptimizer(std::vector<at::Tensor> params, comm::Communicator* comm,
                                            DistributedOptimizerOptions options, bool announce_to_servers)
     : options_(std::move(options)), params_(std::move(params)) {
-  validate(options_, comm->size());
-  // Resolved values only (the checkpoint to resume checked to fit), so that the servers need
-  // none of the algorithm's defaults.
+  validate_optimizer_options(options_, comm->size());
+  // Validated as ferry train's flags, and resolved (the checkpoint to resume checked to fit), so
+  // that the servers need none of the algorithm's defaults.
   TrainJob job = make_train_job(as_train_options(options_, comm->size()));
   if (announce_to_servers && comm->rank() == 0) {
     const std::string text = nlohmann::json{{"job", job.to_json()}, {"shapes", shapes_of(params_)}}.dump();
