@@ -56,22 +56,20 @@ cleanup() { [ -d "$CG" ] && rmdir "$CG" 2>/dev/null || true; }
 trap cleanup EXIT
 
 # Runs CMD... (stdout to OUTFILE, stderr to ERRFILE) with the page cache dropped first, under a
-# memory limit of LIMIT bytes ("" = none); prints "status peak_bytes" (status ok, oom or failed;
-# peak: the cgroup's max usage, page cache included, or 0 without a limit).
+# memory limit of LIMIT bytes ("" = the machine's RAM: a run that outgrows the machine, such as
+# llama.cpp repacking a Q4_0 file larger than RAM, is killed alone rather than the machine's
+# other processes); prints "status peak_bytes" (status ok, oom or failed; peak: the cgroup's max
+# usage, page cache included).
 limited() {
-  local limit="$1" out="$2" err="$3"; shift 3
+  local limit="${1:-$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) * 1024 ))}" out="$2" err="$3"; shift 3
   sync; echo 3 >/proc/sys/vm/drop_caches
   local rc=0 peak=0 status=ok
-  if [ -n "$limit" ]; then
-    mkdir "$CG"
-    echo "$limit" >"$CG/memory.limit_in_bytes"
-    (echo "$BASHPID" >"$CG/cgroup.procs"; "$@" >"$out" 2>"$err") || rc=$?
-    peak=$(cat "$CG/memory.max_usage_in_bytes")
-    grep -q '^oom_kill [1-9]' "$CG/memory.oom_control" 2>/dev/null && status=oom
-    rmdir "$CG"
-  else
-    "$@" >"$out" 2>"$err" || rc=$?
-  fi
+  mkdir "$CG"
+  echo "$limit" >"$CG/memory.limit_in_bytes"
+  (echo "$BASHPID" >"$CG/cgroup.procs"; "$@" >"$out" 2>"$err") || rc=$?
+  peak=$(cat "$CG/memory.max_usage_in_bytes")
+  grep -q '^oom_kill [1-9]' "$CG/memory.oom_control" 2>/dev/null && status=oom
+  rmdir "$CG"
   [ "$rc" -ne 0 ] && [ "$status" = ok ] && status=failed
   [ "$rc" -eq 137 ] && status=oom
   echo "$status $peak"
