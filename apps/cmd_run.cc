@@ -34,7 +34,7 @@ int run_run(int argc, char** argv) {
   app.add_option("command", command, "the program and its arguments, after --")->required();
   parse_command_line(app, argc, argv);
   FERRY_REQUIRE_GE(np, 1, "--np");
-  FERRY_REQUIRE(servers >= 0, "--servers must be >= 0, got ", servers);
+  FERRY_REQUIRE_OP(servers, >=, 0, "--servers");
   comm::parse_link_spec(link);  // a bad link fails here, not on every rank
   require_ranks_fit(np + servers, " ranks", oversubscribe);
   setenv("FERRY_SERVERS", std::to_string(servers).c_str(), 1);

@@ -42,13 +42,13 @@ std::vector<std::string> codecs_for(const train::StrategyInfo& info, const Advis
 std::vector<AdviseRow> advise(const AdviseOptions& o, ProfileBook& book, const MachineConstants& k) {
   train::register_builtin_strategies();
   FERRY_REQUIRE(!o.workers.empty(), "--workers needs at least one count");
-  for (int w : o.workers) FERRY_REQUIRE(w >= 1, "--workers: every count must be >= 1, got ", w);
-  FERRY_REQUIRE(o.servers >= 1, "--servers must be >= 1, got ", o.servers);
+  for (int w : o.workers) FERRY_REQUIRE_OP(w, >=, 1, "--workers: every count");
+  FERRY_REQUIRE_OP(o.servers, >=, 1, "--servers");
   FERRY_REQUIRE(!o.bandwidths.empty(), "--bandwidth needs at least one value");
-  for (double b : o.bandwidths) FERRY_REQUIRE(b > 0, "--bandwidth must be > 0");
-  FERRY_REQUIRE(o.latency_s >= 0, "--latency must be >= 0");
+  for (double b : o.bandwidths) FERRY_REQUIRE_OP(b, >, 0, "--bandwidth");
+  FERRY_REQUIRE_OP(o.latency_s, >=, 0, "--latency");
   for (const auto& name : train::strategy_names()) train::fold_shorthands(name, o.shorthands);  // a bad value first
-  FERRY_REQUIRE(o.steps >= 0, "--steps must be >= 0, got ", o.steps);
+  FERRY_REQUIRE_OP(o.steps, >=, 0, "--steps");
   const train::StrategyInfo& base = baseline();
   std::vector<AdviseRow> rows;
   std::set<std::string> left_out;

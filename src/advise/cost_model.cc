@@ -30,8 +30,8 @@ double device_scale(const ModelProfile& m, const DeviceProfile& d) {
 
 CostContext::CostContext(const Scenario& sc, const MachineConstants& k) : sc_(sc), k_(k), link_(sc.link) {
   FERRY_CHECK(sc.model != nullptr);
-  FERRY_REQUIRE(sc.workers >= 1, "--workers must be >= 1, got ", sc.workers);
-  FERRY_REQUIRE(sc.batch >= 1, "--batch must be >= 1, got ", sc.batch);
+  FERRY_REQUIRE_OP(sc.workers, >=, 1, "--workers");
+  FERRY_REQUIRE_OP(sc.batch, >=, 1, "--batch");
   FERRY_REQUIRE(sc.topology != train::Topology::kParameterServer || sc.servers >= 1,
                 "the parameter server needs --servers >= 1, got ", sc.servers);
   // The copy and per-message costs are calibrated on this machine's software path, where every

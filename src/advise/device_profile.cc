@@ -1,6 +1,5 @@
 #include "advise/device_profile.h"
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -74,9 +73,8 @@ DeviceProfile device_profile(const std::string& name_or_file) {
   } catch (const nlohmann::json::exception& e) {
     FERRY_THROW(FormatError, "device profile file ", name_or_file, ": needs name and sustained_tflops (", e.what(), ")");
   }
-  FERRY_REQUIRE(std::isfinite(d.sustained_tflops) && d.sustained_tflops > 0, "device profile file ", name_or_file,
-                ": sustained_tflops must be > 0, got ", d.sustained_tflops);
-  FERRY_REQUIRE(d.staging_bytes_per_s >= 0, "device profile file ", name_or_file, ": staging_bytes_per_s must be >= 0");
+  FERRY_REQUIRE_FINITE(d.sustained_tflops, >, 0, "device profile file ", name_or_file, ": sustained_tflops");
+  FERRY_REQUIRE_OP(d.staging_bytes_per_s, >=, 0, "device profile file ", name_or_file, ": staging_bytes_per_s");
   return d;
 }
 

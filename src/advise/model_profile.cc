@@ -24,12 +24,12 @@ double ModelProfile::compute_s(std::int64_t b) const {
 
 void validate(const ModelProfile& p, const std::string& what) {
   FERRY_REQUIRE(!p.tensors.empty(), what, ": a model profile needs at least one tensor");
-  FERRY_REQUIRE(p.batch >= 1, what, ": batch must be >= 1, got ", p.batch);
+  FERRY_REQUIRE_OP(p.batch, >=, 1, what, ": batch");
   auto time_ok = [](double t) { return std::isfinite(t) && t >= 0; };
   FERRY_REQUIRE(time_ok(p.forward_s) && time_ok(p.backward_s) && time_ok(p.update_s), what,
                 ": forward_s, backward_s and update_s must be finite and >= 0, got ", p.forward_s, ", ",
                 p.backward_s, ", ", p.update_s);
-  FERRY_REQUIRE(p.forward_s + p.backward_s > 0, what, ": forward_s + backward_s must be > 0");
+  FERRY_REQUIRE_OP(p.forward_s + p.backward_s, >, 0, what, ": forward_s + backward_s");
   for (std::size_t i = 0; i < p.tensors.size(); ++i) {
     const auto& t = p.tensors[i];
     FERRY_REQUIRE(t.numel > 0, what, ": tensor ", i, " (", t.name, ") has numel 0");

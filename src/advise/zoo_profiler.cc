@@ -45,8 +45,10 @@ Feed token_feed(std::int64_t batch) {
 }  // namespace
 
 ModelProfile profile_zoo_model(const std::string& name, const ZooProfileOptions& o) {
-  FERRY_REQUIRE(o.batch >= 1, "--batch must be >= 1, got ", o.batch);
-  FERRY_REQUIRE(o.iterations >= 1 && o.rounds >= 1 && o.warmup >= 0, "profile: rounds and iterations must be >= 1");
+  FERRY_REQUIRE_OP(o.batch, >=, 1, "--batch");
+  FERRY_REQUIRE_OP(o.rounds, >=, 1, "profile: rounds");
+  FERRY_REQUIRE_OP(o.iterations, >=, 1, "profile: iterations");
+  FERRY_REQUIRE_OP(o.warmup, >=, 0, "profile: warmup");
   auto model = train::make_model(name, o.seed);  // InvalidArgument for an unknown name
   torch::manual_seed(static_cast<std::int64_t>(o.seed));
   const int threads_before = at::get_num_threads();

@@ -25,8 +25,7 @@ DgcCodec::DgcCodec(DgcOptions options, TensorInfo info)
       velocity_(info_.numel, 0.0f) {
   FERRY_REQUIRE_IN(options_.ratio, 0, 1, "(]", "dgc: ratio");
   FERRY_REQUIRE_IN(options_.momentum, 0, 1, "[)", "dgc: momentum");
-  FERRY_REQUIRE(options_.clip_norm >= 0.0, "dgc: clip must be >= 0 (0 = off), got ",
-                options_.clip_norm);
+  FERRY_REQUIRE_OP(options_.clip_norm, >=, 0, "dgc: clip");
   require_sparse_numel(info_.numel, "dgc");
 }
 

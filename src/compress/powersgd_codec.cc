@@ -30,9 +30,8 @@ PowersgdOptions parse_powersgd_options(SpecReader& spec) {
 
 PowersgdCodec::PowersgdCodec(PowersgdOptions options, TensorInfo info)
     : Codec(std::move(info)), options_(options) {
-  FERRY_REQUIRE(options_.rank >= 1, "powersgd: rank must be >= 1, got ", options_.rank);
-  FERRY_REQUIRE(options_.min_compression_rate >= 1.0,
-                "powersgd: min_rate must be >= 1, got ", options_.min_compression_rate);
+  FERRY_REQUIRE_OP(options_.rank, >=, 1, "powersgd: rank");
+  FERRY_REQUIRE_OP(options_.min_compression_rate, >=, 1, "powersgd: min_rate");
   if (info_.shape.size() >= 2) {
     rows_ = static_cast<std::size_t>(info_.shape[0]);
     cols_ = info_.numel / rows_;
@@ -103,7 +102,7 @@ bool PowersgdCodec::custom_allreduce(std::span<float> grad_inout,
                                      const AllreduceSumFn& allreduce_sum,
                                      std::size_t world_size) {
   check_numel(grad_inout.size(), "gradient");
-  FERRY_REQUIRE(world_size >= 1, "powersgd: world_size must be >= 1");
+  FERRY_REQUIRE_OP(world_size, >=, 1, "powersgd: world_size");
   if (send_raw()) {
     allreduce_sum(grad_inout);
     ++step_;

@@ -38,7 +38,7 @@ QsgdCodec::QsgdCodec(QsgdOptions options, TensorInfo info)
       rng_(combine_seed(combine_seed(options.seed, info_.tensor_id),
                         static_cast<std::uint64_t>(info_.rank))) {
   FERRY_REQUIRE_IN(options_.levels, 1, kMaxLevels, "[]", "qsgd: levels");
-  FERRY_REQUIRE(options_.bucket_size >= 1, "qsgd: bucket must be >= 1");
+  FERRY_REQUIRE_OP(options_.bucket_size, >=, 1, "qsgd: bucket");
 }
 
 std::size_t QsgdCodec::size_bytes(std::size_t numel, std::uint32_t levels, std::uint32_t bucket) {

@@ -194,8 +194,7 @@ TwobitOptions parse_twobit_options(SpecReader& spec) {
 
 TwobitCodec::TwobitCodec(TwobitOptions options, TensorInfo info)
     : Codec(std::move(info)), options_(options), residual_(info_.numel, 0.0f) {
-  FERRY_REQUIRE(options_.threshold > 0.0f && std::isfinite(options_.threshold),
-                "twobit: threshold must be a finite number > 0, got ", options_.threshold);
+  FERRY_REQUIRE_FINITE(options_.threshold, >, 0, "twobit: threshold");
   FERRY_REQUIRE(twobit_kernel_supported(options_.kernel),
                 "twobit: this CPU or build lacks the requested encoder kernel");
   if (options_.kernel == TwobitKernel::kAuto)

@@ -1,9 +1,11 @@
 // Typed errors and FERRY_CHECK: every failure carries the offending values in its message.
 #pragma once
 
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -96,6 +98,23 @@ constexpr bool in_range(const V& v, const L& lo, const H& hi, const char (&ends)
 constexpr bool valid_ends(const char (&ends)[3]) {
   return (ends[0] == '[' || ends[0] == '(') && (ends[1] == ']' || ends[1] == ')');
 }
+// The operator of FERRY_REQUIRE_OP and FERRY_REQUIRE_FINITE, as written at the call site.
+constexpr bool valid_operator(std::string_view op) {
+  return op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=";
+}
+constexpr Relation relation_of(std::string_view op) {
+  if (op == "==") return Relation::kEq;
+  if (op == "!=") return Relation::kNe;
+  if (op == "<") return Relation::kLt;
+  if (op == "<=") return Relation::kLe;
+  if (op == ">") return Relation::kGt;
+  return Relation::kGe;
+}
+template <typename V>
+bool is_finite(const V& v) {
+  if constexpr (std::is_floating_point_v<V>) return std::isfinite(v);
+  return true;
+}
 constexpr const char* relation_symbol(Relation r) {
   switch (r) {
     case Relation::kEq: return " == ";
@@ -149,6 +168,37 @@ constexpr const char* relation_symbol(Relation r) {
 #define FERRY_REQUIRE_LE(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kLe, value, bound, __VA_ARGS__)
 #define FERRY_REQUIRE_GT(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kGt, value, bound, __VA_ARGS__)
 #define FERRY_REQUIRE_GE(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kGe, value, bound, __VA_ARGS__)
+
+// The same with the relation written as its operator, in the message too; a value that is not
+// finite (a NaN or an infinity) fails them all:
+// FERRY_REQUIRE_OP(o.eval_every, >=, 0, "--eval-every") throws
+//   InvalidArgument("--eval-every must be >= 0, got -1"), and for an infinity
+//   InvalidArgument("--latency must be a finite number >= 0, got inf");
+// FERRY_REQUIRE_FINITE(o.lr, >, 0, "--lr") says "a finite number" whatever the value:
+//   InvalidArgument("--lr must be a finite number > 0, got -1");
+// FERRY_REQUIRE_POSITIVE(o.threshold, "--threshold") reads "--threshold must be positive, got -1".
+#define FERRY_REQUIRE_OP_(say_finite, value, op, bound, ...)                                              \
+  do {                                                                                                    \
+    static_assert(::ferry::detail::valid_operator(#op), "FERRY_REQUIRE_OP: op must be ==, !=, <, <=, > or >="); \
+    const auto& ferry_value_ = (value);                                                                   \
+    const auto& ferry_bound_ = (bound);                                                                   \
+    const bool ferry_finite_ = ::ferry::detail::is_finite(ferry_value_);                                  \
+    if (!(ferry_finite_ && ::ferry::detail::holds(::ferry::detail::relation_of(#op), ferry_value_, ferry_bound_))) \
+      throw ::ferry::InvalidArgument(::ferry::detail::concat(                                             \
+          __VA_ARGS__, (say_finite) || !ferry_finite_ ? " must be a finite number " : " must be ", #op " ",   \
+          ferry_bound_, ", got ", ferry_value_));                                                         \
+  } while (0)
+#define FERRY_REQUIRE_OP(value, op, bound, ...) FERRY_REQUIRE_OP_(false, value, op, bound, __VA_ARGS__)
+#define FERRY_REQUIRE_FINITE(value, op, bound, ...) FERRY_REQUIRE_OP_(true, value, op, bound, __VA_ARGS__)
+#define FERRY_REQUIRE_POSITIVE(value, ...)                                                                \
+  do {                                                                                                    \
+    const auto& ferry_value_ = (value);                                                                   \
+    const bool ferry_finite_ = ::ferry::detail::is_finite(ferry_value_);                                  \
+    if (!(ferry_finite_ && ::ferry::detail::holds(::ferry::detail::Relation::kGt, ferry_value_, 0)))      \
+      throw ::ferry::InvalidArgument(::ferry::detail::concat(                                             \
+          __VA_ARGS__, ferry_finite_ ? " must be positive, got " : " must be a finite positive number, got ", \
+          ferry_value_));                                                                                 \
+  } while (0)
 
 // A range: FERRY_REQUIRE_IN(o.momentum, 0, 1, "[)", "--momentum") throws
 //   InvalidArgument("--momentum must be in [0, 1), got 1.5")

@@ -5,7 +5,7 @@
 namespace ferry::ps {
 
 SgdOptimizer::SgdOptimizer(std::size_t numel, SgdOptions options) : options_(options) {
-  FERRY_REQUIRE(options.lr >= 0, "learning rate must be non-negative, got ", options.lr);
+  FERRY_REQUIRE_OP(options.lr, >=, 0, "learning rate");
   FERRY_REQUIRE_IN(options.momentum, 0, 1, "[)", "momentum");
   FERRY_REQUIRE(!options.integrate || (options.momentum == 0 && options.weight_decay == 0),
                 "an integrating optimizer (EF21's aggregate) takes no momentum or weight decay of its own, got momentum ",

@@ -8,12 +8,11 @@
 namespace ferry::train {
 
 AdamWOptimizer::AdamWOptimizer(std::size_t numel, AdamWOptions o) : options_(o), m_(numel, 0.0f), v_(numel, 0.0f) {
-  FERRY_REQUIRE(o.lr >= 0 && std::isfinite(o.lr), "AdamW: lr must be a finite number >= 0, got ", o.lr);
+  FERRY_REQUIRE_FINITE(o.lr, >=, 0, "AdamW: lr");
   FERRY_REQUIRE_IN(o.beta1, 0, 1, "[)", "AdamW: beta1");
   FERRY_REQUIRE_IN(o.beta2, 0, 1, "[)", "AdamW: beta2");
-  FERRY_REQUIRE(o.eps > 0 && std::isfinite(o.eps), "AdamW: eps must be > 0, got ", o.eps);
-  FERRY_REQUIRE(o.weight_decay >= 0 && std::isfinite(o.weight_decay), "AdamW: weight decay must be >= 0, got ",
-                o.weight_decay);
+  FERRY_REQUIRE_OP(o.eps, >, 0, "AdamW: eps");
+  FERRY_REQUIRE_OP(o.weight_decay, >=, 0, "AdamW: weight decay");
 }
 
 void AdamWOptimizer::step(std::span<float> w, std::span<const float> g) {

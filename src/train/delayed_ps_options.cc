@@ -1,6 +1,5 @@
 #include "train/delayed_ps_options.h"
 
-#include <cmath>
 #include <sstream>
 
 #include "core/error.h"
@@ -11,13 +10,11 @@ namespace ferry::train {
 DelayedPsOptions DelayedPsOptions::read(SpecReader& r) {
   DelayedPsOptions o;
   o.warmup_steps = r.get_int("warmup_steps", o.warmup_steps);
-  FERRY_REQUIRE(o.warmup_steps >= 0, "--algo ", r.name(), ": warmup_steps must be >= 0, got ", o.warmup_steps);
+  FERRY_REQUIRE_OP(o.warmup_steps, >=, 0, "--algo ", r.name(), ": warmup_steps");
   o.lr_local = static_cast<float>(r.get_double("lr_local", o.lr_local));
-  FERRY_REQUIRE(o.lr_local >= 0 && std::isfinite(o.lr_local), "--algo ", r.name(),
-                ": lr_local must be >= 0 (0: the global --lr), got ", o.lr_local);
+  FERRY_REQUIRE_OP(o.lr_local, >=, 0, "--algo ", r.name(), ": lr_local (0: the global --lr)");
   o.lr_warmup_steps = r.get_int("lr_warmup_steps", o.lr_warmup_steps);
-  FERRY_REQUIRE(o.lr_warmup_steps >= 0, "--algo ", r.name(), ": lr_warmup_steps must be >= 0, got ",
-                o.lr_warmup_steps);
+  FERRY_REQUIRE_OP(o.lr_warmup_steps, >=, 0, "--algo ", r.name(), ": lr_warmup_steps");
   return o;
 }
 
@@ -33,8 +30,7 @@ SsdSgdOptions SsdSgdOptions::read(SpecReader& r) {
                 update, "'");
   o.glu = update == "glu";
   o.glu_coef = static_cast<float>(r.get_double("glu_coef", o.glu_coef));
-  FERRY_REQUIRE(o.glu_coef >= 0 && std::isfinite(o.glu_coef), "--algo ", r.name(), ": glu_coef must be >= 0, got ",
-                o.glu_coef);
+  FERRY_REQUIRE_OP(o.glu_coef, >=, 0, "--algo ", r.name(), ": glu_coef");
   return o;
 }
 
@@ -46,8 +42,7 @@ CdSgdOptions CdSgdOptions::read(SpecReader& r) {
   o.correction_steps = r.get_int("correction_steps", o.correction_steps);
   FERRY_REQUIRE_GE(o.correction_steps, 1, "--algo ", r.name(), ": correction_steps");
   o.threshold = static_cast<float>(r.get_double("threshold", 0.005));  // the double, printed as 0.005
-  FERRY_REQUIRE(o.threshold > 0 && std::isfinite(o.threshold), "--algo ", r.name(),
-                ": threshold must be positive, got ", o.threshold);
+  FERRY_REQUIRE_POSITIVE(o.threshold, "--algo ", r.name(), ": threshold");
   return o;
 }
 

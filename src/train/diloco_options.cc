@@ -1,6 +1,5 @@
 #include "train/diloco_options.h"
 
-#include <cmath>
 
 #include "core/error.h"
 #include "train/algo_spec.h"
@@ -12,8 +11,7 @@ DilocoOptions DilocoOptions::read(SpecReader& r, bool streaming) {
   o.inner_steps = r.get_int("inner_steps", o.inner_steps);
   FERRY_REQUIRE_GE(o.inner_steps, 1, "--algo ", r.name(), ": inner_steps");
   o.outer_lr = r.get_double("outer_lr", o.outer_lr);
-  FERRY_REQUIRE(o.outer_lr > 0 && std::isfinite(o.outer_lr), "--algo ", r.name(),
-                ": outer_lr must be a finite number > 0, got ", o.outer_lr);
+  FERRY_REQUIRE_FINITE(o.outer_lr, >, 0, "--algo ", r.name(), ": outer_lr");
   o.outer_momentum = r.get_double("outer_momentum", o.outer_momentum);
   FERRY_REQUIRE_IN(o.outer_momentum, 0, 1, "[)", "--algo ", r.name(), ": outer_momentum");
   o.nesterov = r.get_bool("nesterov", o.nesterov);
@@ -24,7 +22,7 @@ DilocoOptions DilocoOptions::read(SpecReader& r, bool streaming) {
     o.eps = r.get_double("eps", o.eps);
     FERRY_REQUIRE_IN(o.beta1, 0, 1, "[)", "--algo ", r.name(), ": beta1");
     FERRY_REQUIRE_IN(o.beta2, 0, 1, "[)", "--algo ", r.name(), ": beta2");
-    FERRY_REQUIRE(o.eps > 0 && std::isfinite(o.eps), "--algo ", r.name(), ": eps must be > 0, got ", o.eps);
+    FERRY_REQUIRE_OP(o.eps, >, 0, "--algo ", r.name(), ": eps");
   }
   if (streaming) {
     o.fragments = r.get_int("fragments", 4);

@@ -10,7 +10,7 @@ LocalSgdOptions LocalSgdOptions::read(SpecReader& r) {
   o.sync_every = r.get_int("sync_every", o.sync_every);
   FERRY_REQUIRE_GE(o.sync_every, 1, "--algo ", r.name(), ": sync_every");
   o.post_local = r.get_int("post_local", o.post_local);
-  FERRY_REQUIRE(o.post_local >= 0, "--algo ", r.name(), ": post_local must be >= 0, got ", o.post_local);
+  FERRY_REQUIRE_OP(o.post_local, >=, 0, "--algo ", r.name(), ": post_local");
   return o;
 }
 

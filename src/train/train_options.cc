@@ -1,6 +1,5 @@
 #include "train/train_options.h"
 
-#include <cmath>
 #include <string>
 
 #include "compress/codec_registry.h"
@@ -36,11 +35,10 @@ void validate(const TrainOptions& o) {
   }
   FERRY_REQUIRE_GE(o.epochs, 1, "--epochs");
   FERRY_REQUIRE_GE(o.batch, 1, "--batch");
-  FERRY_REQUIRE(o.lr > 0 && std::isfinite(o.lr), "--lr must be a finite number > 0, got ", o.lr);
+  FERRY_REQUIRE_FINITE(o.lr, >, 0, "--lr");
   FERRY_REQUIRE_IN(o.momentum, 0, 1, "[)", "--momentum");
-  FERRY_REQUIRE(o.weight_decay >= 0 && std::isfinite(o.weight_decay), "--wd must be a finite number >= 0, got ",
-                o.weight_decay);
-  FERRY_REQUIRE(o.threads_per_rank >= 0, "--threads must be >= 0 (0: cores / ranks), got ", o.threads_per_rank);
+  FERRY_REQUIRE_FINITE(o.weight_decay, >=, 0, "--wd");
+  FERRY_REQUIRE_OP(o.threads_per_rank, >=, 0, "--threads");
   // Far more ranks or threads than cores looks like a hang and loads the machine: ask for it.
   const int ranks = o.num_workers + (topology == Topology::kAllreduce ? 0 : o.num_servers);
   require_ranks_fit(ranks,
@@ -49,13 +47,13 @@ void validate(const TrainOptions& o) {
   FERRY_REQUIRE(o.oversubscribe || o.threads_per_rank <= kMaxThreadsPerCore * machine_cores(), "--threads ",
                 o.threads_per_rank, " on ", machine_cores(), " cores is more than ", kMaxThreadsPerCore,
                 " per core: give --oversubscribe to run it anyway");
-  FERRY_REQUIRE(o.train_limit >= 0, "--train-limit must be >= 0 (0: all), got ", o.train_limit);
-  FERRY_REQUIRE(o.test_limit >= 0, "--test-limit must be >= 0 (0: all), got ", o.test_limit);
-  FERRY_REQUIRE(o.max_steps >= 0, "--max-steps must be >= 0, got ", o.max_steps);
-  FERRY_REQUIRE(o.eval_every >= 0, "--eval-every must be >= 0 (0: off), got ", o.eval_every);
-  FERRY_REQUIRE(o.checkpoint_every >= 0, "--checkpoint-every must be >= 0, got ", o.checkpoint_every);
+  FERRY_REQUIRE_OP(o.train_limit, >=, 0, "--train-limit");
+  FERRY_REQUIRE_OP(o.test_limit, >=, 0, "--test-limit");
+  FERRY_REQUIRE_OP(o.max_steps, >=, 0, "--max-steps");
+  FERRY_REQUIRE_OP(o.eval_every, >=, 0, "--eval-every");
+  FERRY_REQUIRE_OP(o.checkpoint_every, >=, 0, "--checkpoint-every");
   FERRY_REQUIRE_GE(o.keep_checkpoints, 1, "--keep-checkpoints");
-  FERRY_REQUIRE(o.stall_timeout_s >= 0, "--stall-timeout must be >= 0, got ", o.stall_timeout_s);
+  FERRY_REQUIRE_OP(o.stall_timeout_s, >=, 0, "--stall-timeout");
   FERRY_REQUIRE_GE(o.max_bad_steps, 1, "--max-bad-steps");
   if (o.checkpoint_every > 0)
     FERRY_REQUIRE(!o.checkpoint_dir.empty() || !o.out_dir.empty(),

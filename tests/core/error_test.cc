@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <string>
 
 #include "core/error.h"
@@ -40,6 +41,39 @@ TEST(Require, RangesNameTheirEnds) {
   int calls = 0;
   FERRY_REQUIRE_IN(++calls, 0, 9, "[]", "n");
   EXPECT_EQ(calls, 1);
+}
+
+TEST(Require, OperatorFormsWriteTheirOperator) {
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(-1, >=, 0, "--eval-every"); }), "--eval-every must be >= 0, got -1");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(0.0, >, 0, "--algo x: ", "eps"); }), "--algo x: eps must be > 0, got 0");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(5, <, 5, "k"); }), "k must be < 5, got 5");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(3, ==, 4, "n"); }), "n must be == 4, got 3");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_FINITE(-1.0, >, 0, "--lr"); }), "--lr must be a finite number > 0, got -1");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_POSITIVE(-1, "--threshold"); }), "--threshold must be positive, got -1");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_POSITIVE(0.0f, "bucket_mb"); }), "bucket_mb must be positive, got 0");
+  EXPECT_NO_THROW(FERRY_REQUIRE_OP(0, >=, 0, "x"));
+  EXPECT_NO_THROW(FERRY_REQUIRE_OP(1.5, >, 0, "x"));
+  EXPECT_NO_THROW(FERRY_REQUIRE_OP(4, <=, 4, "x"));
+  EXPECT_NO_THROW(FERRY_REQUIRE_OP(4, !=, 5, "x"));
+  EXPECT_NO_THROW(FERRY_REQUIRE_FINITE(0.0, >=, 0, "x"));
+  EXPECT_NO_THROW(FERRY_REQUIRE_POSITIVE(std::size_t{1}, "x"));
+  // By value across signedness, as the word forms.
+  EXPECT_THROW(FERRY_REQUIRE_OP(-1, >=, std::size_t{0}, "x"), InvalidArgument);
+  int calls = 0;
+  FERRY_REQUIRE_OP(++calls, >, 0, "n");
+  FERRY_REQUIRE_POSITIVE(++calls, "n");
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(Require, OperatorFormsRefuseWhatIsNotFinite) {
+  // An infinity passes ">= 0" as a number but is no setting: every form refuses it and says why.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(inf, >=, 0, "--latency"); }), "--latency must be a finite number >= 0, got inf");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_FINITE(inf, >, 0, "--lr"); }), "--lr must be a finite number > 0, got inf");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_POSITIVE(inf, "t"); }), "t must be a finite positive number, got inf");
+  EXPECT_THROW(FERRY_REQUIRE_OP(nan, <=, 1, "x"), InvalidArgument);
+  EXPECT_THROW(FERRY_REQUIRE_OP(-inf, <, 0, "x"), InvalidArgument);
+  EXPECT_THROW(FERRY_REQUIRE_POSITIVE(nan, "x"), InvalidArgument);
 }
 
 TEST(Require, PassingChecksThrowNothing) {

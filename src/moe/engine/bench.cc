@@ -106,7 +106,7 @@ std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, cons
 
 std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& progress, std::string* engine) {
   FERRY_REQUIRE(!o.policies.empty() && !o.batches.empty() && !o.budgets.empty(), "bench needs policies, batches and budgets");
-  for (int b : o.batches) FERRY_REQUIRE(b >= 1, "--batch values must be positive, got ", b);
+  for (int b : o.batches) FERRY_REQUIRE_POSITIVE(b, "--batch values");
   FERRY_REQUIRE(o.new_tokens >= 2, "--tokens must be at least 2 (one prefill, one decode step)");
   std::vector<BenchRow> rows;
   const std::vector<std::string> policies = join_spec_items(o.policies);  // a spec's keys were split off on ','

@@ -11,8 +11,7 @@ CooccurrencePredictor::CooccurrencePredictor(int num_layers, int num_experts, in
   FERRY_REQUIRE(num_layers > 0 && num_experts > 0 && top_k > 0 && top_k <= num_experts,
                 "co-occurrence predictor: invalid shape ", num_layers, " layers, ", num_experts, " experts, top-",
                 top_k);
-  FERRY_REQUIRE(options_.max_lookahead >= 1, "co-occurrence predictor: max_lookahead must be >= 1, got ",
-                options_.max_lookahead);
+  FERRY_REQUIRE_OP(options_.max_lookahead, >=, 1, "co-occurrence predictor: max_lookahead");
   pair_.assign(static_cast<std::size_t>(num_layers) * options_.max_lookahead * E_ * E_, 0.0);
   count_.assign(static_cast<std::size_t>(num_layers) * E_, 0.0);
   if (options_.cross_token) {

@@ -153,7 +153,7 @@ LlaporModel fit_llapor(const PredictorTrace& t, const LlaporFitOptions& o,
   FERRY_REQUIRE_GE(o.epochs, 1, "--epochs");
   FERRY_REQUIRE_GE(o.batch, 1, "--batch");
   FERRY_REQUIRE_GE(o.max_rows, 1, "--max-rows");
-  FERRY_REQUIRE(o.lr > 0 && std::isfinite(o.lr), "--lr must be a finite number > 0, got ", o.lr);
+  FERRY_REQUIRE_FINITE(o.lr, >, 0, "--lr");
   FERRY_REQUIRE_IN(o.dropout, 0, 1, "[)", "--dropout");
   std::string mode = o.mode;
   if (mode == "auto") mode = t.has_hidden() ? "hidden" : "history";
@@ -171,13 +171,13 @@ LlaporModel fit_llapor(const PredictorTrace& t, const LlaporFitOptions& o,
   s.lookahead = D;
   s.width = o.width;
   if (s.mode == LlaporMode::kHidden) {
-    FERRY_REQUIRE(o.pca_dims >= 1, "--pca-dims must be >= 1, got ", o.pca_dims);
+    FERRY_REQUIRE_OP(o.pca_dims, >=, 1, "--pca-dims");
     s.hidden_size = t.hidden_size;
     s.pca_dims = std::min(o.pca_dims, t.hidden_size);
     s.routing_features = o.routing_features;
   } else {
-    FERRY_REQUIRE(o.context_layers >= 1 && o.previous_tokens >= 0, "--context-layers must be >= 1 and "
-                  "--previous-tokens >= 0");
+    FERRY_REQUIRE_OP(o.context_layers, >=, 1, "--context-layers");
+    FERRY_REQUIRE_OP(o.previous_tokens, >=, 0, "--previous-tokens");
     s.context_layers = o.context_layers;
     s.previous_tokens = o.previous_tokens;
   }

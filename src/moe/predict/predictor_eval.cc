@@ -35,7 +35,7 @@ double PredictorScore::recall(int d) const {
 
 PredictorScore evaluate_predictor(Predictor& p, const PredictorTrace& t, const std::vector<int>& sequences,
                                   int lookahead, int k) {
-  FERRY_REQUIRE(lookahead >= 1, "lookahead must be >= 1, got ", lookahead);
+  FERRY_REQUIRE_OP(lookahead, >=, 1, "lookahead");
   const RoutingTrace& tr = t.trace;
   const int L = tr.num_layers, E = tr.num_experts, D = lookahead;
   if (k <= 0) k = tr.top_k;

@@ -24,7 +24,7 @@ std::string find_batch(const fs::path& dir, const std::string& stem) {
 }  // namespace
 
 Dataset load_cifar10(const Cifar10Options& options) {
-  FERRY_REQUIRE(options.limit >= 0, "CIFAR-10 limit must be >= 0, got ", options.limit);
+  FERRY_REQUIRE_OP(options.limit, >=, 0, "CIFAR-10 limit");
   fs::path dir = options.dir;
   std::error_code ec;
   if (!fs::is_directory(dir, ec))

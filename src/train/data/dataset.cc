@@ -50,7 +50,7 @@ Dataset make_dataset_from_bytes(std::string name, const std::vector<std::uint8_t
   for (std::int64_t c = 0; c < channels; ++c) {
     const float mean = norm.mean.size() == 1 ? norm.mean[0] : norm.mean[c];
     const float sd = norm.stddev.size() == 1 ? norm.stddev[0] : norm.stddev[c];
-    FERRY_REQUIRE(sd > 0, out.name, ": normalization stddev must be > 0, got ", sd);
+    FERRY_REQUIRE_OP(sd, >, 0, out.name, ": normalization stddev");
     // Lookup table: 256 possible pixel values.
     float table[256];
     for (int v = 0; v < 256; ++v) table[v] = (static_cast<float>(v) / 255.0f - mean) / sd;

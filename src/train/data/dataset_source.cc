@@ -35,7 +35,7 @@ ItemShape image_item_shape(const std::string& source) {
 }
 
 Dataset load_dataset(const DatasetSourceOptions& o) {
-  FERRY_REQUIRE(o.limit >= 0, "data set limit must be >= 0, got ", o.limit);
+  FERRY_REQUIRE_OP(o.limit, >=, 0, "data set limit");
   if (o.source == "synthetic") {
     SyntheticOptions so;
     so.size = o.synthetic_size > 0 ? o.synthetic_size : (o.split == Split::kTrain ? 60000 : 10000);

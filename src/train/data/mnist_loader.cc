@@ -40,8 +40,7 @@ std::pair<std::string, std::string> find_mnist_files(const std::string& dir, Spl
 }
 
 Dataset load_mnist(const MnistOptions& options) {
-  FERRY_REQUIRE(options.limit >= 0, options.split == Split::kTrain ? "--train-limit" : "--test-limit",
-                " must be >= 0 (0: all), got ", options.limit);
+  FERRY_REQUIRE_OP(options.limit, >=, 0, options.split == Split::kTrain ? "--train-limit" : "--test-limit");
   const auto [image_path, label_path] = find_mnist_files(options.dir, options.split);
   IdxArray images = read_idx_file(image_path, kIdxImagesMagic);
   IdxArray labels = read_idx_file(label_path, kIdxLabelsMagic);

@@ -8,12 +8,9 @@
 namespace ferry::train {
 
 ShardedSampler::ShardedSampler(ShardedSamplerOptions options) : options_(options) {
-  FERRY_REQUIRE(options_.dataset_size > 0, "sampler: dataset size must be > 0, got ",
-                options_.dataset_size);
-  FERRY_REQUIRE(options_.world_size > 0, "sampler: world size must be > 0, got ",
-                options_.world_size);
-  FERRY_REQUIRE(options_.batch_size > 0, "sampler: batch size must be > 0, got ",
-                options_.batch_size);
+  FERRY_REQUIRE_OP(options_.dataset_size, >, 0, "sampler: dataset size");
+  FERRY_REQUIRE_OP(options_.world_size, >, 0, "sampler: world size");
+  FERRY_REQUIRE_OP(options_.batch_size, >, 0, "sampler: batch size");
   steps_ = options_.dataset_size / global_batch_size();
   FERRY_REQUIRE(steps_ > 0, "sampler: a global batch of ", global_batch_size(), " items (",
                 options_.world_size, " workers x batch ", options_.batch_size,
@@ -34,13 +31,13 @@ const std::vector<std::int64_t>& ShardedSampler::permutation_locked(std::int64_t
 }
 
 void ShardedSampler::check_step(std::int64_t epoch, std::int64_t step) const {
-  FERRY_REQUIRE(epoch >= 0, "sampler: epoch must be >= 0, got ", epoch);
+  FERRY_REQUIRE_OP(epoch, >=, 0, "sampler: epoch");
   FERRY_REQUIRE(step >= 0 && step < steps_, "sampler: step ", step, " outside [0, ", steps_,
                 ")");
 }
 
 std::vector<std::int64_t> ShardedSampler::permutation(std::int64_t epoch) const {
-  FERRY_REQUIRE(epoch >= 0, "sampler: epoch must be >= 0, got ", epoch);
+  FERRY_REQUIRE_OP(epoch, >=, 0, "sampler: epoch");
   std::lock_guard lock(mutex_);
   return permutation_locked(epoch);
 }

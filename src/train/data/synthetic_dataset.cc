@@ -8,8 +8,8 @@
 namespace ferry::train {
 
 Dataset make_synthetic_dataset(const SyntheticOptions& o) {
-  FERRY_REQUIRE(o.size >= 0, "synthetic size must be >= 0, got ", o.size);
-  FERRY_REQUIRE(o.num_classes > 0, "synthetic num_classes must be > 0, got ", o.num_classes);
+  FERRY_REQUIRE_OP(o.size, >=, 0, "synthetic size");
+  FERRY_REQUIRE_OP(o.num_classes, >, 0, "synthetic num_classes");
   FERRY_REQUIRE(o.channels > 0 && o.height > 0 && o.width > 0, "synthetic image shape must be "
                 "positive, got ", o.channels, "x", o.height, "x", o.width);
   const std::int64_t item = o.channels * o.height * o.width;

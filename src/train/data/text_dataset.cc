@@ -10,8 +10,8 @@
 namespace ferry::train {
 
 Dataset load_text(const TextDataOptions& o) {
-  FERRY_REQUIRE(o.context >= 1, "text data: context must be >= 1, got ", o.context);
-  FERRY_REQUIRE(o.limit >= 0, "text data: limit must be >= 0, got ", o.limit);
+  FERRY_REQUIRE_OP(o.context, >=, 1, "text data: context");
+  FERRY_REQUIRE_OP(o.limit, >=, 0, "text data: limit");
   const bool stdlib = o.path.empty() || o.path == "python-stdlib";
   const std::string path = stdlib ? default_corpus_path() : o.path;
   if (path.empty()) FERRY_THROW(IoError, "text data: no Python standard library found on this machine; give --data FILE|DIR");

@@ -10,8 +10,7 @@
 namespace ferry::train {
 
 EvalResult evaluate(Model& model, const Dataset& data, const EvalOptions& options) {
-  FERRY_REQUIRE(options.batch_size > 0, "evaluate: batch size must be > 0, got ",
-                options.batch_size);
+  FERRY_REQUIRE_OP(options.batch_size, >, 0, "evaluate: batch size");
   const std::int64_t n = options.limit > 0 ? std::min(options.limit, data.size()) : data.size();
   EvalResult result;
   if (n == 0) return result;
