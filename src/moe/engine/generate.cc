@@ -38,7 +38,7 @@ int sample_token(const float* logits, int vocab, const SamplingOptions& options,
 }
 
 GenerationResult generate(LanguageModel& model, const TokenBatch& prompts, const SamplingOptions& options) {
-  FERRY_REQUIRE(options.max_new_tokens >= 1, "--tokens must be at least 1");
+  FERRY_REQUIRE_GE(options.max_new_tokens, 1, "--tokens");
   const int V = model.config().vocab_size;
   const std::size_t B = prompts.size();
   GenerationResult r;

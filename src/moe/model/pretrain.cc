@@ -108,7 +108,9 @@ std::vector<NamedTensor> export_tensors(const TrainModel& m, const std::vector<N
 PretrainReport pretrain(const PretrainOptions& o, const std::function<void(int, int, double)>& on_step) {
   FERRY_REQUIRE(!o.out_dir.empty(), "pretrain needs --out");
   FERRY_REQUIRE(o.config.vocab_size == 256, "pretrain uses byte tokens: vocab_size must be 256");
-  FERRY_REQUIRE(o.steps > 0 && o.batch > 0 && o.seq_len > 1, "steps, batch and seq_len must be positive");
+  FERRY_REQUIRE_POSITIVE(o.steps, "pretrain: steps");
+  FERRY_REQUIRE_POSITIVE(o.batch, "pretrain: batch");
+  FERRY_REQUIRE_OP(o.seq_len, >, 1, "pretrain: seq_len");
   FERRY_REQUIRE(o.seq_len <= o.config.max_position_embeddings, "--seq-len exceeds max_position_embeddings");
   o.config.validate("pretrain");
   const std::string corpus = o.corpus.empty() ? default_corpus_path() : o.corpus;

@@ -18,7 +18,7 @@ class EmulatedLink : public Link {
  public:
   EmulatedLink(const LinkSpec& spec, const HostPool* pool) : spec_(spec), pool_(pool) {
     FERRY_REQUIRE(pool_ != nullptr, "the emulated link needs the host pool");
-    FERRY_REQUIRE(spec_.chunk_bytes > 0, "link chunk size must be positive");
+    FERRY_REQUIRE_POSITIVE(spec_.chunk_bytes, "link chunk size");
   }
 
   // A resumed transfer pays the latency again (a new copy is started).

@@ -119,8 +119,8 @@ class GptModel final : public Model {
 }  // namespace
 
 std::unique_ptr<Model> make_gpt(const ModelOptions& options) {
-  FERRY_REQUIRE(options.vocab >= 2 && options.context >= 1,
-                "model gpt: vocabulary (", options.vocab, ") must be >= 2 and context (", options.context, ") >= 1");
+  FERRY_REQUIRE_OP(options.vocab, >=, 2, "model gpt: vocabulary");
+  FERRY_REQUIRE_OP(options.context, >=, 1, "model gpt: context");
   return std::make_unique<GptModel>(std::make_shared<GptNet>(options), options);
 }
 
