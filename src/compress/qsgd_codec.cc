@@ -24,8 +24,7 @@ QsgdOptions parse_qsgd_options(SpecReader& spec) {
   std::int64_t levels = spec.get_int("levels", o.levels);
   std::int64_t bucket = spec.get_int("bucket", o.bucket_size);
   FERRY_REQUIRE_IN(levels, 1, kMaxLevels, "[]", "qsgd: levels");
-  FERRY_REQUIRE(bucket >= 1 && bucket <= (std::int64_t{1} << 31),
-                "qsgd: bucket must be in [1, 2^31], got ", bucket);
+  FERRY_REQUIRE_IN(bucket, 1, std::int64_t{1} << 31, "[]", "qsgd: bucket");
   o.levels = static_cast<std::uint32_t>(levels);
   o.bucket_size = static_cast<std::uint32_t>(bucket);
   o.seed = spec.get_uint("seed", o.seed);

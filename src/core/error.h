@@ -98,7 +98,7 @@ constexpr bool in_range(const V& v, const L& lo, const H& hi, const char (&ends)
 constexpr bool valid_ends(const char (&ends)[3]) {
   return (ends[0] == '[' || ends[0] == '(') && (ends[1] == ']' || ends[1] == ')');
 }
-// The operator of FERRY_REQUIRE_OP and FERRY_REQUIRE_FINITE, as written at the call site.
+// The operator of FERRY_REQUIRE_OP, _FINITE and _POSITIVE, as written at the call site.
 constexpr bool valid_operator(std::string_view op) {
   return op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=";
 }
@@ -114,6 +114,16 @@ template <typename V>
 bool is_finite(const V& v) {
   if constexpr (std::is_floating_point_v<V>) return std::isfinite(v);
   return true;
+}
+// How the operator forms word their requirement: " must be >= 0", " must be a finite number > 0"
+// (always, or for a value that is not finite) or " must be positive" (" must be a finite positive
+// number" for a value that is not finite).
+enum class BoundWords { kOperator, kFiniteOperator, kPositive };
+template <typename B>
+std::string bound_words(BoundWords words, bool finite, const char* op, const B& bound) {
+  if (words == BoundWords::kPositive) return finite ? " must be positive" : " must be a finite positive number";
+  return concat(words == BoundWords::kFiniteOperator || !finite ? " must be a finite number " : " must be ", op, " ",
+                bound);
 }
 constexpr const char* relation_symbol(Relation r) {
   switch (r) {
@@ -177,7 +187,7 @@ constexpr const char* relation_symbol(Relation r) {
 // FERRY_REQUIRE_FINITE(o.lr, >, 0, "--lr") says "a finite number" whatever the value:
 //   InvalidArgument("--lr must be a finite number > 0, got -1");
 // FERRY_REQUIRE_POSITIVE(o.threshold, "--threshold") reads "--threshold must be positive, got -1".
-#define FERRY_REQUIRE_OP_(say_finite, value, op, bound, ...)                                              \
+#define FERRY_REQUIRE_OP_(words, value, op, bound, ...)                                                   \
   do {                                                                                                    \
     static_assert(::ferry::detail::valid_operator(#op), "FERRY_REQUIRE_OP: op must be ==, !=, <, <=, > or >="); \
     const auto& ferry_value_ = (value);                                                                   \
@@ -185,20 +195,14 @@ constexpr const char* relation_symbol(Relation r) {
     const bool ferry_finite_ = ::ferry::detail::is_finite(ferry_value_);                                  \
     if (!(ferry_finite_ && ::ferry::detail::holds(::ferry::detail::relation_of(#op), ferry_value_, ferry_bound_))) \
       throw ::ferry::InvalidArgument(::ferry::detail::concat(                                             \
-          __VA_ARGS__, (say_finite) || !ferry_finite_ ? " must be a finite number " : " must be ", #op " ",   \
-          ferry_bound_, ", got ", ferry_value_));                                                         \
+          __VA_ARGS__, ::ferry::detail::bound_words(words, ferry_finite_, #op, ferry_bound_), ", got ", ferry_value_)); \
   } while (0)
-#define FERRY_REQUIRE_OP(value, op, bound, ...) FERRY_REQUIRE_OP_(false, value, op, bound, __VA_ARGS__)
-#define FERRY_REQUIRE_FINITE(value, op, bound, ...) FERRY_REQUIRE_OP_(true, value, op, bound, __VA_ARGS__)
-#define FERRY_REQUIRE_POSITIVE(value, ...)                                                                \
-  do {                                                                                                    \
-    const auto& ferry_value_ = (value);                                                                   \
-    const bool ferry_finite_ = ::ferry::detail::is_finite(ferry_value_);                                  \
-    if (!(ferry_finite_ && ::ferry::detail::holds(::ferry::detail::Relation::kGt, ferry_value_, 0)))      \
-      throw ::ferry::InvalidArgument(::ferry::detail::concat(                                             \
-          __VA_ARGS__, ferry_finite_ ? " must be positive, got " : " must be a finite positive number, got ", \
-          ferry_value_));                                                                                 \
-  } while (0)
+#define FERRY_REQUIRE_OP(value, op, bound, ...) \
+  FERRY_REQUIRE_OP_(::ferry::detail::BoundWords::kOperator, value, op, bound, __VA_ARGS__)
+#define FERRY_REQUIRE_FINITE(value, op, bound, ...) \
+  FERRY_REQUIRE_OP_(::ferry::detail::BoundWords::kFiniteOperator, value, op, bound, __VA_ARGS__)
+#define FERRY_REQUIRE_POSITIVE(value, ...) \
+  FERRY_REQUIRE_OP_(::ferry::detail::BoundWords::kPositive, value, >, 0, __VA_ARGS__)
 
 // A range: FERRY_REQUIRE_IN(o.momentum, 0, 1, "[)", "--momentum") throws
 //   InvalidArgument("--momentum must be in [0, 1), got 1.5")

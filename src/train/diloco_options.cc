@@ -1,6 +1,5 @@
 #include "train/diloco_options.h"
 
-
 #include "core/error.h"
 #include "train/algo_spec.h"
 

@@ -40,7 +40,7 @@ struct ContinuousBatcher::Running {
 
 ContinuousBatcher::ContinuousBatcher(MoeEngine& engine, BatcherOptions options, std::unique_ptr<StepScheduler> scheduler)
     : engine_(engine), options_(options), scheduler_(std::move(scheduler)) {
-  FERRY_REQUIRE(options_.max_queue >= 0, "--max-queue must not be negative, got ", options_.max_queue);
+  FERRY_REQUIRE_OP(options_.max_queue, >=, 0, "--max-queue");
   if (!scheduler_)
     scheduler_ = make_fcfs_scheduler({options_.max_batch, options_.prefill_chunk, options_.kv_bytes}, engine.config());
 }

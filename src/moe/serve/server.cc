@@ -369,7 +369,7 @@ MoeServer::MoeServer(MoeEngine& engine, const Tokenizer& tokenizer, ServeOptions
   const ServeOptions& o = impl_->o;
   FERRY_REQUIRE_IN(o.port, 0, 65535, "[]", "--port");
   FERRY_REQUIRE_GE(o.max_tokens, 1, "--max-tokens");
-  FERRY_REQUIRE(o.drain_s >= 0, "--drain must not be negative");
+  FERRY_REQUIRE_GE(o.drain_s, 0, "--drain");  // an infinite drain waits for every request
   chat_template(o.chat_template);  // an unknown name fails here, listing the known ones
   impl_->batcher.set_step_observer([m = &impl_->metrics](const StepInfo& s) { m->step(s); });
   impl_->routes();
