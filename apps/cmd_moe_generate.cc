@@ -28,8 +28,8 @@ struct GenerateFlags {
   std::string model, prompt = "def ";
   EngineOptions engine = [] {
     EngineOptions e;
-    e.policy = "lru";
-    e.device_mem = "50%";
+    e.policy = "auto";      // lru when every expert is resident, else prescope
+    e.device_mem = "auto";  // every expert resident when the model fits in memory, else what fits
     e.link = "auto";     // a GGUF file's experts stream from disk; a directory's cross an emulated link
     e.compute = "auto";  // a100 under an emulated link, as in `ferry moe bench` (docs/moe.md, "Compute profile")
     return e;

@@ -23,6 +23,7 @@
 #include "core/corpus.h"
 #include "moe/model/tokenizer.h"
 #include "moe/serve/chat_template.h"
+#include "moe/sched/policy.h"
 #include "moe/serve/server.h"
 
 namespace ferry::apps {
@@ -34,21 +35,29 @@ struct ServeFlags {
   std::string model;
   EngineOptions engine = [] {
     EngineOptions e;
-    e.policy = "prescope";
-    e.device_mem = "50%";
+    e.policy = "auto";      // lru when every expert is resident, else prescope
+    e.device_mem = "auto";  // every expert resident when the model fits in memory, else what fits
     e.link = "auto";
     e.compute = "auto";
     return e;
   }();
   std::string calibration = "default";  // corpus of the static placements' routing counts
   std::string chat_template;            // "" = the family's
-  std::string kv_mem = "0";             // KV cache bound of the running sequences (bytes; 0: none)
-  ServeOptions serve;
+  std::string kv_mem = "auto";          // KV cache bound of the running sequences (bytes; 0: none; auto: EngineOptions::kv_mem)
+  ServeOptions serve = [] {
+    ServeOptions o;
+    o.batcher.prefix_cache = 32;  // on by default, as llama.cpp's cache_prompt
+    return o;
+  }();
   int threads = 1;
 };
 
 int run_serve(ServeFlags& f) {
-  prefer_passive_wait(streams_from_disk(f.model, f.engine));
+  EngineOptions& eo = f.engine;
+  eo.kv_mem = f.kv_mem;
+  eo.max_sequences = f.serve.batcher.max_batch;
+  eo.max_step_tokens = f.serve.batcher.prefill_chunk + f.serve.batcher.max_batch;
+  prefer_passive_wait(streams_from_disk(f.model, eo));
   at::set_num_threads(f.threads);
   // Signals go to one thread that waits for them, so that the server's threads never see one.
   sigset_t stop_signals;
@@ -57,11 +66,12 @@ int run_serve(ServeFlags& f) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  f.serve.batcher.kv_bytes = parse_bytes(f.kv_mem);
-  EngineOptions& eo = f.engine;
-  const std::string corpus = f.calibration == "default" ? default_corpus_path() : f.calibration;
-  eo.policy_options.expert_counts = calibration_counts(f.model, corpus, 512, 99, eo);
+  if (eo.policy != "auto" && policy_entry(eo.policy).uses_counts) {
+    const std::string corpus = f.calibration == "default" ? default_corpus_path() : f.calibration;
+    eo.policy_options.expert_counts = calibration_counts(f.model, corpus, 512, 99, eo);
+  }
   auto engine = MoeEngine::open(f.model, eo);
+  f.serve.batcher.kv_bytes = engine->kv_reserve_bytes();
   const MoeConfig& c = engine->config();
   auto tokenizer = load_tokenizer(f.model, c.tokenizer, c.vocab_size);
   ServeOptions& o = f.serve;
@@ -77,9 +87,12 @@ int run_serve(ServeFlags& f) {
     std::fprintf(stderr, "ferry moe serve: signal %d, draining (up to %gs)\n", sig, o.drain_s);
     server.shutdown();
   });
-  std::printf("%s\nchat template %s, max batch %d, queue %d, prefill chunk %d, max tokens %d\nlistening on http://%s:%d\n",
+  std::printf("%s\nchat template %s, max batch %d, queue %d, prefill chunk %d, max tokens %d, KV bound %s, prefix cache %d\n"
+              "listening on http://%s:%d\n",
               engine->describe().c_str(), o.chat_template.c_str(), o.batcher.max_batch, o.batcher.max_queue,
-              o.batcher.prefill_chunk, o.max_tokens, o.host.c_str(), port);
+              o.batcher.prefill_chunk, o.max_tokens,
+              o.batcher.kv_bytes ? format_bytes(static_cast<double>(o.batcher.kv_bytes)).c_str() : "none",
+              o.batcher.prefix_cache, o.host.c_str(), port);
   std::fflush(stdout);
   server.run();
   pthread_kill(signals.native_handle(), SIGTERM);  // ends the signal thread when run() ended otherwise
@@ -106,17 +119,22 @@ MoeSubcommand add_serve_command(CLI::App& moe) {
       ->check(CLI::Range(0, 1 << 16))->capture_default_str();
   c->add_option("--prefill-chunk", f.serve.batcher.prefill_chunk, "prompt tokens per step (bounds a decode's stall)")
       ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  c->add_option("--kv-mem", f.kv_mem, "KV cache memory of the running sequences together (512MiB; 0: no bound); "
+  c->add_option("--kv-mem", f.kv_mem, "KV cache memory of the running sequences together (512MiB; 0: no bound; auto: "
+                                      "--max-batch full contexts, at most 1/8 of the memory this process may use); "
                                       "a request waits until its cache fits, one larger alone gets 400")
       ->check([](const std::string& text) -> std::string {
         try {
-          parse_bytes(text);
+          if (text != "auto") parse_bytes(text);
           return "";
         } catch (const std::exception& e) {
           return e.what();
         }
       })
       ->capture_default_str();
+  c->add_option("--prefix-cache", f.serve.batcher.prefix_cache,
+                "finished sequences whose KV caches are kept so that a prompt sharing a prefix with one prefills only "
+                "the rest (a request's cache_prompt: false opts out; 0: off)")
+      ->check(CLI::Range(0, 1 << 16))->capture_default_str();
   c->add_option("--max-tokens", f.serve.max_tokens, "most tokens a request may ask for")->check(CLI::Range(1, 1 << 24))
       ->capture_default_str();
   c->add_option("--max-body", f.serve.max_body_bytes, "largest request body in bytes (413 above)")

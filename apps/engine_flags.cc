@@ -23,11 +23,15 @@ namespace {
 std::string policy_help() {
   std::vector<std::string> engine, simulator;
   for (const auto& name : moe::policy_names()) (moe::find_policy(name)->needs_future ? simulator : engine).push_back(name);
-  std::string help = "offloading policy NAME[:ARGS]: " + choices(engine);
+  std::string help = "offloading policy NAME[:ARGS]: auto (lru with every expert loaded at start when they all fit "
+                     "the budget, else prescope), " + choices(engine);
   if (!simulator.empty()) help += " (in the simulator and on --routing only: " + choices(simulator) + ")";
   return help;
 }
-constexpr const char* kDeviceMemHelp = "device budget for routed experts: bytes (256MiB) or % of all experts";
+constexpr const char* kDeviceMemHelp =
+    "device budget for routed experts: auto (every expert resident when the model fits in the memory this process may "
+    "use, else what fits beside the dense weights, the KV cache and the workspace), bytes (256MiB) or % of all experts; "
+    "a budget that cannot fit is refused before loading";
 constexpr const char* kLinkHelp =
     "host-to-device link: pcie3, pcie4, BW,LAT (12GBps,10us), mixtral-a100 (the Mixtral/A100 transfer:compute "
     "ratio), file (experts read from disk), none, or auto (file for a GGUF model, else mixtral-a100)";
@@ -47,6 +51,7 @@ void add_hardware_flags(CLI::App& app, std::string& link, std::string& compute, 
 // future_known: the routing is a trace's (ferry moe bench --routing), so the policies that read the
 // recorded future can run.
 void check_policy(const char* flag, const std::string& spec, bool future_known = false) {
+  if (spec == "auto") return;
   // Capabilities are data: a policy that reads the recorded future says so in its entry.
   FERRY_REQUIRE(future_known || !moe::policy_entry(spec).needs_future, flag, " ", spec,
                 " needs the recorded future routing: it runs in the simulator (ferry moe simulate) and in ferry moe "
@@ -61,7 +66,9 @@ void check_hardware(const std::string& link, const std::string& compute, const s
 }
 
 // The budget's form only: a percentage of one byte parses as a percentage of any model.
-void check_device_mem(const std::string& text) { moe::parse_device_mem(text, /*total_expert_bytes=*/1); }
+void check_device_mem(const std::string& text) {
+  if (text != "auto") moe::parse_device_mem(text, /*total_expert_bytes=*/1);
+}
 
 }  // namespace
 

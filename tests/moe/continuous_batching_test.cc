@@ -353,5 +353,152 @@ TEST_F(ContinuousBatching, KvBoundQueuesOrRefusesRequests) {
   EXPECT_EQ(b.snapshot().kv_reserved_bytes, 0u);
 }
 
+
+// Prefix caching at the engine: a sequence rewound to a prefix of its tokens continues as a fresh
+// sequence with that prefix would (the reference forward, 1e-4); a windowed layer that dropped a key
+// the rewound position needs refuses, changing nothing.
+TEST_F(ContinuousBatching, RewoundSequenceContinuesAsAFreshOne) {
+  const auto x = testing::random_tokens(1, 20, 31)[0], y = testing::random_tokens(1, 6, 32)[0];
+  auto eng = open("lru", "50%");
+  const int V = 256;
+  auto check = [&](const std::vector<std::int32_t>& seq, const std::vector<float>& got, const char* what) {
+    const auto ref = reference_logits(dir_->path(), seq);
+    double worst = 0;
+    for (int v = 0; v < V; ++v)
+      worst = std::max<double>(worst, std::abs(got[v] - ref[(seq.size() - 1) * V + v]));
+    EXPECT_LT(worst, kLogitTol) << what;
+  };
+  // Short (within the window of 7): rewinding into the middle works.
+  const int a = eng->open_sequence();
+  eng->step({{a, std::vector<std::int32_t>(x.begin(), x.begin() + 5)}});
+  ASSERT_TRUE(eng->rewind_sequence(a, 3, 0));
+  EXPECT_EQ(eng->sequence_position(a), 3);
+  std::vector<std::int32_t> seq(x.begin(), x.begin() + 3);
+  seq.insert(seq.end(), y.begin(), y.end());
+  check(seq, eng->step({{a, y}}), "rewound to 3 of 5");
+  // Long: once a later step slid the windowed layers past their early keys, position 5 cannot be
+  // resumed; the end can.
+  const int b = eng->open_sequence();
+  eng->step({{b, x}});
+  eng->step({{b, {y[0]}}});
+  EXPECT_FALSE(eng->rewind_sequence(b, 5, 0));
+  EXPECT_EQ(eng->sequence_position(b), 21);
+  ASSERT_TRUE(eng->rewind_sequence(b, 21, 40));
+  seq = x;
+  seq.insert(seq.end(), y.begin(), y.end());
+  check(seq, eng->step({{b, std::vector<std::int32_t>(y.begin() + 1, y.end())}}), "rewound to its end");
+  EXPECT_THROW(eng->rewind_sequence(99, 1, 0), InvalidArgument);
+}
+
+// The batcher's prefix cache: a chat's second turn (the first turn's prompt and answer, then more)
+// reuses the first turn's KV cache and answers as a batcher without the cache does, token for
+// token but at a near tie; a request that opts out reuses nothing.
+TEST_F(ContinuousBatching, PrefixCacheAnswersAsWithoutIt) {
+  const auto p = testing::random_tokens(1, 12, 41)[0], more = testing::random_tokens(1, 5, 42)[0];
+  auto eng = open("lru", "50%");
+  BatcherOptions cached_opts{4, 16, 5};
+  cached_opts.prefix_cache = 2;
+  ContinuousBatcher batcher(*eng, cached_opts);
+  batcher.start();
+  auto run = [&](const std::vector<std::int32_t>& prompt, bool cache) {
+    auto sink = std::make_shared<Collect>();
+    GenerationJob j = job(prompt, 8, sink);
+    j.cache_prompt = cache;
+    EXPECT_EQ(batcher.submit(std::move(j)), ContinuousBatcher::Admit::kQueued);
+    sink->wait();
+    EXPECT_EQ(sink->reason, FinishReason::kLength) << sink->error;
+    return sink->tokens;
+  };
+  const auto first = run(p, true);
+  std::vector<std::int32_t> turn2 = p;
+  turn2.insert(turn2.end(), first.begin(), first.end());
+  turn2.insert(turn2.end(), more.begin(), more.end());
+  const auto second = run(turn2, true);
+  // The first turn's cache held its prompt and all but its last generated token.
+  EXPECT_EQ(batcher.snapshot().prompt_tokens_cached, p.size() + first.size() - 1);
+  const auto opted_out = run(turn2, false);
+  EXPECT_EQ(batcher.snapshot().prompt_tokens_cached, p.size() + first.size() - 1);
+  batcher.stop(0);
+  EXPECT_EQ(eng->kv_cached_positions(), 0);  // the kept caches went with the batcher
+
+  auto plain_eng = open("lru", "50%");
+  const auto plain = serve(*plain_eng, BatcherOptions{4, 16, 5}, {turn2}, {8})[0];
+  for (const auto* got : {&second, &opted_out}) {
+    std::size_t d = 0;
+    while (d < plain.size() && (*got)[d] == plain[d]) ++d;
+    if (d == plain.size()) continue;
+    std::vector<std::int32_t> seq = turn2;
+    seq.insert(seq.end(), plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(d));
+    const auto ref = reference_logits(dir_->path(), seq);
+    const float* last = ref.data() + (seq.size() - 1) * 256;
+    EXPECT_LE(std::abs(last[(*got)[d]] - last[plain[d]]), 2 * kLogitTol) << "differs at token " << d << " without a near tie";
+  }
+}
+
+// Sampling (sampler.h): the knobs do what their definitions say.
+TEST(Sampler, MinPLogitBiasAndPenaltiesFollowTheirDefinitions) {
+  std::vector<float> logits = {2.0f, 1.0f, 0.5f, -1.0f, 1.9f};
+  std::uint64_t rng = 7;
+  SamplingOptions o;
+  o.temperature = 1.0;
+  // min_p 1: only the most likely token survives, whatever the draw.
+  o.min_p = 1.0;
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(sample_token(logits.data(), 5, o, rng), 0);
+  // min_p 0.8 at temperature 1: p_i / p_max = exp(l_i - 2) >= 0.8 keeps tokens 0 and 4 (e^-0.1 = 0.905) only.
+  o.min_p = 0.8;
+  std::vector<int> seen(5, 0);
+  for (int i = 0; i < 400; ++i) ++seen[static_cast<std::size_t>(sample_token(logits.data(), 5, o, rng))];
+  EXPECT_EQ(seen[1] + seen[2] + seen[3], 0);
+  EXPECT_GT(seen[0], 0);
+  EXPECT_GT(seen[4], 0);
+  // ... and the same with the sorted path (top_k): the same set.
+  o.top_k = 5;
+  seen.assign(5, 0);
+  for (int i = 0; i < 400; ++i) ++seen[static_cast<std::size_t>(sample_token(logits.data(), 5, o, rng))];
+  EXPECT_EQ(seen[1] + seen[2] + seen[3], 0);
+  // Greedy with a logit bias: +3 on token 3 makes it the most likely (2.0 vs -1 + 3.5).
+  SamplingOptions g;
+  g.logit_bias = {{3, 3.5f}};
+  EXPECT_EQ(sample_token(logits.data(), 5, g, rng), 3);
+  // Repeat penalty 4 over the last 2 tokens {0, 2}: token 0 falls to 0.5, so 4 (1.9) wins; token 0
+  // outside the window is not penalised.
+  SamplingOptions r;
+  r.repeat_penalty = 4;
+  r.penalty_last_n = 2;
+  const std::vector<std::int32_t> hist = {4, 0, 2};
+  EXPECT_EQ(sample_token(logits.data(), 5, r, rng, hist), 4);
+  r.penalty_last_n = 1;
+  EXPECT_EQ(sample_token(logits.data(), 5, r, rng, hist), 0);
+  // Presence and frequency (OpenAI): token 0 seen twice: 2 - 0.1 - 2 * 0.1 = 1.7 < 1.9.
+  SamplingOptions f;
+  f.presence_penalty = 0.1;
+  f.frequency_penalty = 0.1;
+  f.penalty_last_n = -1;
+  const std::vector<std::int32_t> twice = {0, 0};
+  EXPECT_EQ(sample_token(logits.data(), 5, f, rng, twice), 4);
+  f.frequency_penalty = 0.0;  // presence only: 2 - 0.05 = 1.95 > 1.9
+  f.presence_penalty = 0.05;
+  EXPECT_EQ(sample_token(logits.data(), 5, f, rng, twice), 0);
+}
+
+// One pass without top-k/top-p samples each token with its softmax probability: over 20,000 draws
+// each frequency is within 5 standard deviations of p_i (sqrt(p (1 - p) / n) <= 0.0036).
+TEST(Sampler, UnsortedPathDrawsTheSoftmax) {
+  std::vector<float> logits = {0.3f, -0.2f, 1.1f, 0.0f};
+  SamplingOptions o;
+  o.temperature = 0.7;
+  std::vector<double> p(4);
+  double sum = 0;
+  for (int i = 0; i < 4; ++i) sum += p[i] = std::exp(logits[i] / 0.7);
+  std::vector<int> seen(4, 0);
+  std::uint64_t rng = 3;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) ++seen[static_cast<std::size_t>(sample_token(logits.data(), 4, o, rng))];
+  for (int i = 0; i < 4; ++i) {
+    const double pi = p[i] / sum;
+    EXPECT_NEAR(static_cast<double>(seen[i]) / n, pi, 5 * std::sqrt(pi * (1 - pi) / n)) << i;
+  }
+}
+
 }  // namespace
 }  // namespace ferry::moe

@@ -9,7 +9,10 @@ runs differ by at most 2e-4 and a greedy choice can flip only where the top two 
 that close; the one-at-a-time run's logprobs tell); streamed and whole responses agree; 64
 concurrent clients all complete; every bad request gets its status code and an OpenAI-style error
 while the server keeps answering /health; the API key; a full queue answers 429; a client that
-disconnects mid-stream frees its slot; SIGTERM drains and exits 0.
+disconnects mid-stream frees its slot; SIGTERM drains and exits 0. llama.cpp's server fields:
+/tokenize and /detokenize round-trip; min_p, repeat_penalty, logit_bias take effect; the prefix
+cache (cache_prompt) answers as an uncached run does and says what it reused (usage, timings,
+/metrics); every new field is refused by name when malformed.
 """
 import http.client
 import json
@@ -145,7 +148,8 @@ def test_health_models_and_metrics(server_factory):
     status, models = s.request("GET", "/v1/models")
     assert status == 200 and models["object"] == "list" and models["data"][0]["id"] == "tiny"
     status, r = s.post("/v1/completions", {"prompt": "abc", "max_tokens": 5, "temperature": 0})
-    assert status == 200 and r["usage"] == {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}
+    assert status == 200 and r["usage"] == {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8,
+                                            "prompt_tokens_details": {"cached_tokens": 0}}
     _, text = s.request("GET", "/metrics")
     for name in ["ferry_requests_total{code=\"200\"}", "ferry_generation_tokens_total 5", "ferry_queue_length 0",
                  "ferry_batch_size_bucket", "ferry_expert_hit_rate", "ferry_expert_bytes_moved_total",
@@ -188,7 +192,8 @@ def test_concurrent_greedy_equals_one_at_a_time(server_factory):
         assert status == 200, resp
         a, b = chat_tokens(alone[i]), chat_tokens(resp)
         assert len(a) == len(b) == reqs[i]["max_tokens"]
-        assert resp["usage"] == alone[i]["usage"]
+        for key in ["prompt_tokens", "completion_tokens", "total_tokens"]:  # cached_tokens may differ
+            assert resp["usage"][key] == alone[i]["usage"][key]
         for d, (x, y) in enumerate(zip(a, b)):
             if x[0] != y[0]:
                 top = x[2]
@@ -202,7 +207,9 @@ def test_concurrent_greedy_equals_one_at_a_time(server_factory):
 
 
 def test_stream_and_whole_responses_agree(server_factory):
-    s = server_factory("--policy", "next-gate", "--device-mem", "30%")
+    # Without the prefix cache: a reused prefix's logits may differ within the engine's bound, and
+    # a sampled (not greedy) token may then differ at a near tie.
+    s = server_factory("--policy", "next-gate", "--device-mem", "30%", "--prefix-cache", "0")
     body = {"prompt": "def f(x):\n    return", "max_tokens": 24, "temperature": 0.8, "top_p": 0.95, "top_k": 40,
             "seed": 7}
     status, whole = s.post("/v1/completions", body)
@@ -407,3 +414,128 @@ def test_sigterm_drains_and_exits_zero(server_factory):
     assert events[-2]["choices"][0]["finish_reason"] == "cancelled"
     with pytest.raises(OSError):
         http.client.HTTPConnection("127.0.0.1", s.port, timeout=5).request("GET", "/health")
+
+
+def greedy_tokens_equal(a, b, what):
+    """Two chat responses with logprobs generated the same tokens, but at a near tie (see the top)."""
+    x_all, y_all = chat_tokens(a), chat_tokens(b)
+    assert len(x_all) == len(y_all), what
+    for d, (x, y) in enumerate(zip(x_all, y_all)):
+        if x[0] != y[0]:
+            top = x[2]
+            assert len(top) == 2 and top[0][1] - top[1][1] <= NEAR_TIE, f"{what}: differs at token {d}: {x} vs {y}"
+            return False
+    return True
+
+
+def test_tokenize_and_detokenize_round_trip(server_factory):
+    s = server_factory()
+    for text in ["def f(x):\n    return x * 2\n", "ünïcödé ✓", "a"]:
+        status, t = s.post("/tokenize", {"content": text})
+        assert status == 200 and all(isinstance(i, int) for i in t["tokens"]) and t["tokens"], t
+        status, d = s.post("/detokenize", {"tokens": t["tokens"]})
+        assert status == 200 and d["content"] == text
+    status, t = s.post("/tokenize", {"content": "abc", "with_pieces": True})
+    assert status == 200 and "".join(p["piece"] for p in t["tokens"]) == "abc"
+    plain = s.post("/tokenize", {"content": "abc"})[1]["tokens"]
+    assert [p["id"] for p in t["tokens"]] == plain
+    # add_special prepends the BOS token exactly when the tokenizer has one.
+    special = s.post("/tokenize", {"content": "abc", "add_special": True})[1]["tokens"]
+    assert special[len(special) - len(plain):] == plain and len(special) - len(plain) in (0, 1)
+    for path, body, param in [("/tokenize", {}, "content"), ("/tokenize", {"content": 5}, "content"),
+                              ("/tokenize", {"content": "a", "bogus": 1}, "bogus"),
+                              ("/tokenize", {"content": "a", "with_pieces": "yes"}, "with_pieces"),
+                              ("/detokenize", {}, "tokens"), ("/detokenize", {"tokens": "abc"}, "tokens"),
+                              ("/detokenize", {"tokens": ["a"]}, "tokens"), ("/detokenize", {"tokens": [-1]}, "tokens"),
+                              ("/detokenize", {"tokens": [10 ** 6]}, "tokens")]:
+        status, r = s.post(path, body)
+        assert status == 400 and r["error"]["param"] == param, (path, body, r)
+    assert s.stop() == 0
+
+
+def test_new_sampling_fields_are_refused_by_name_when_malformed(server_factory):
+    s = server_factory()
+    base = {"prompt": "abc", "max_tokens": 2}
+    for field, value in [("min_p", "x"), ("min_p", 2), ("min_p", -0.1), ("repeat_penalty", 0), ("repeat_penalty", "a"),
+                         ("repeat_last_n", -2), ("repeat_last_n", 1.5), ("presence_penalty", 3),
+                         ("frequency_penalty", "x"), ("cache_prompt", "yes"), ("cache_prompt", 1), ("logit_bias", []),
+                         ("logit_bias", {"abc": 1}), ("logit_bias", {"1": 1000}), ("logit_bias", {"1": "a"}),
+                         ("logit_bias", {"-3": 1}), ("logit_bias", {"99999": 1}), ("n_probs", 99), ("n_probs", "a")]:
+        status, r = s.post("/v1/completions", dict(base, **{field: value}))
+        assert status == 400 and r["error"]["param"] == field, (field, value, r)
+    status, r = s.post("/v1/completions", dict(base, logprobs=1, n_probs=2))
+    assert status == 400 and r["error"]["param"] == "n_probs"
+    # Neutral values are taken.
+    for field, value in [("logit_bias", {}), ("min_p", 0), ("repeat_penalty", 1), ("presence_penalty", 0),
+                         ("cache_prompt", False), ("n_probs", 0)]:
+        status, r = s.post("/v1/completions", dict(base, **{field: value}))
+        assert status == 200, (field, value, r)
+    assert s.stop() == 0
+
+
+def test_sampling_fields_take_effect(server_factory):
+    s = server_factory()
+    a_id = s.post("/tokenize", {"content": "A"})[1]["tokens"]
+    assert len(a_id) == 1
+    # logit_bias +100 on one token: greedy decoding picks it every time.
+    status, r = s.post("/v1/completions", {"prompt": "def ", "max_tokens": 6, "temperature": 0, "ignore_eos": True,
+                                           "logit_bias": {str(a_id[0]): 100}})
+    assert status == 200 and r["choices"][0]["text"] == "A" * 6, r
+    # min_p 1 keeps only the most likely token: any temperature and seed give the greedy output.
+    greedy = s.post("/v1/completions", {"prompt": "x = [i", "max_tokens": 12, "temperature": 0, "ignore_eos": True})[1]
+    for seed in (1, 2):
+        r = s.post("/v1/completions", {"prompt": "x = [i", "max_tokens": 12, "temperature": 1.5, "seed": seed,
+                                       "min_p": 1.0, "ignore_eos": True})[1]
+        assert r["choices"][0]["text"] == greedy["choices"][0]["text"]
+    # An overwhelming repeat penalty over the whole sequence: no generated token repeats one before it.
+    r = s.post("/v1/completions", {"prompt": "ab", "max_tokens": 24, "temperature": 0, "ignore_eos": True,
+                                   "repeat_penalty": 1e6, "repeat_last_n": -1})[1]
+    # (Byte tokens: each ASCII character of the text is one token; other bytes of a random-weight
+    # model are often invalid UTF-8, shown as U+FFFD, so only the ASCII ones are compared.)
+    chars = [c for c in "ab" + r["choices"][0]["text"] if c.isascii()]
+    assert len(chars) > 2 and len(chars) == len(set(chars)), chars
+    assert s.stop() == 0
+
+
+def test_prefix_cache_answers_as_uncached_and_says_what_it_reused(server_factory):
+    s = server_factory("--policy", "lru", "--device-mem", "50%", "--prefill-chunk", "5")
+    turn1 = [{"role": "user", "content": "def parse_args(argv):\n"}]
+    req = {"max_tokens": 10, "temperature": 0, "ignore_eos": True, "logprobs": True, "top_logprobs": 2}
+    status, r1 = s.post("/v1/chat/completions", dict(req, messages=turn1))
+    assert status == 200 and r1["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+    assert r1["timings"]["cache_n"] == 0 and r1["timings"]["prompt_n"] == r1["usage"]["prompt_tokens"]
+    turn2 = turn1 + [{"role": "assistant", "content": r1["choices"][0]["message"]["content"]},
+                     {"role": "user", "content": "and then?"}]
+    status, cached = s.post("/v1/chat/completions", dict(req, messages=turn2))
+    assert status == 200
+    reused = cached["usage"]["prompt_tokens_details"]["cached_tokens"]
+    # At least the whole first prompt was reused, and never the last prompt token.
+    assert r1["usage"]["prompt_tokens"] <= reused < cached["usage"]["prompt_tokens"], cached["usage"]
+    assert cached["timings"]["cache_n"] == reused
+    assert cached["timings"]["prompt_n"] + reused == cached["usage"]["prompt_tokens"]
+    assert s.metric("ferry_prompt_tokens_cached_total") == reused
+    status, uncached = s.post("/v1/chat/completions", dict(req, messages=turn2, cache_prompt=False))
+    assert status == 200 and uncached["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+    if greedy_tokens_equal(uncached, cached, "cached vs uncached"):
+        assert cached["choices"][0]["message"]["content"] == uncached["choices"][0]["message"]["content"]
+    # A server without the cache answers the same.
+    plain = server_factory("--policy", "lru", "--device-mem", "50%", "--prefix-cache", "0")
+    status, r = plain.post("/v1/chat/completions", dict(req, messages=turn2))
+    assert status == 200 and r["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+    greedy_tokens_equal(r, cached, "no cache vs cached")
+    assert s.stop() == 0 and plain.stop() == 0
+
+
+def test_timings_in_whole_and_streamed_responses(server_factory):
+    s = server_factory()
+    body = {"prompt": "import os\n", "max_tokens": 7, "temperature": 0, "ignore_eos": True}
+    status, r = s.post("/v1/completions", body)
+    assert status == 200
+    t = r["timings"]
+    assert t["predicted_n"] == r["usage"]["completion_tokens"] == 7
+    assert t["prompt_n"] + t["cache_n"] == r["usage"]["prompt_tokens"]
+    assert t["prompt_ms"] > 0 and t["predicted_ms"] > 0 and t["predicted_per_second"] > 0
+    events = s.stream("/v1/completions", dict(body, cache_prompt=False))
+    last = [e for e in events if e != "[DONE]" and e["choices"] and e["choices"][0]["finish_reason"]][-1]
+    assert last["timings"]["predicted_n"] == 7 and last["timings"]["cache_n"] == 0
+    assert s.stop() == 0

@@ -77,7 +77,7 @@ TEST(OpenAiRequest, EveryBadFieldIsA400NamingIt) {
       {R"({"prompt": "x", "stop": ["a","b","c","d","e"]})", false, "stop"},
       {R"({"prompt": "x", "stream": "yes"})", false, "stream"},
       {R"({"prompt": "x", "stream_options": {"include_usage": true}})", false, "stream_options"},
-      {R"({"prompt": "x", "presence_penalty": 0.5})", false, "presence_penalty"},
+      {R"({"prompt": "x", "presence_penalty": 2.5})", false, "presence_penalty"},  // outside OpenAI's -2..2
       {R"({"prompt": "x", "echo": true})", false, "echo"},
       {R"({"prompt": "x", "logprobs": 9})", false, "logprobs"},
       {R"({"prompt": "x", "logprobs": 1, "stream": true})", false, "logprobs"},

@@ -20,7 +20,7 @@ struct BenchOptions {
   // "prescope:PREDICTOR" (a make_predictor() spec such as llapor:DIR) is reported as "prescope+NAME".
   std::vector<std::string> policies = {"ondemand", "lru", "static-hot", "next-gate", "fiddler"};
   std::vector<int> batches = {1, 4, 16};     // sequences decoded together
-  std::vector<std::string> budgets = {"25%", "50%"};  // --device-mem values
+  std::vector<std::string> budgets = {"auto"};  // --device-mem values
   int prompt_tokens = 32;                    // prompt length per sequence
   int new_tokens = 64;                       // generated tokens per sequence
   std::string link = "auto";                 // see parse_link_spec(), resolve_auto_link()

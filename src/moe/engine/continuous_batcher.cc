@@ -5,6 +5,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "moe/engine/kv_cache.h"
 
 namespace ferry::moe {
 
@@ -33,6 +34,7 @@ struct ContinuousBatcher::Running {
   std::size_t prompt_done = 0;  // prompt tokens already through the engine
   int generated = 0;
   std::int32_t last = 0;        // the token the next decode step feeds
+  std::vector<std::int32_t> tokens;  // prompt and generated tokens (penalties; the cache's key), room reserved at admission
   std::uint64_t rng = 0;
   bool prefilling() const { return prompt_done < job.prompt.size(); }
   RequestShape shape() const { return request_shape(job); }
@@ -92,7 +94,16 @@ BatcherSnapshot ContinuousBatcher::snapshot() const {
 
 void ContinuousBatcher::finish(Running& r, FinishReason why, const std::string& error) {
   if (r.sequence >= 0) {
-    engine_.close_sequence(r.sequence);
+    if (options_.prefix_cache > 0 && r.job.cache_prompt && why != FinishReason::kError) {
+      // Its cache holds the tokens fed so far: the prompt and every generated token but the last.
+      const auto held = static_cast<std::size_t>(engine_.sequence_position(r.sequence));
+      Cached c{r.sequence, std::vector<std::int32_t>(r.tokens.begin(), r.tokens.begin() + static_cast<std::ptrdiff_t>(std::min(held, r.tokens.size()))),
+               kv_cache_bytes(engine_.config(), scheduler_->max_positions(r.shape()))};
+      cache_.push_back(std::move(c));
+      trim_cache(static_cast<std::size_t>(options_.prefix_cache));
+    } else {
+      engine_.close_sequence(r.sequence);
+    }
     scheduler_->release(r.shape());
     // Its slot is free before its client hears the end: a request sent right after the answer
     // finds room (submit() counts snapshot_.running).
@@ -103,10 +114,57 @@ void ContinuousBatcher::finish(Running& r, FinishReason why, const std::string& 
   r.job.sink->on_finish(why, error);
 }
 
+void ContinuousBatcher::open(Running& r) {
+  const std::int64_t limit = scheduler_->max_positions(r.shape());
+  r.tokens.reserve(r.job.prompt.size() + static_cast<std::size_t>(r.job.sampling.max_new_tokens));
+  r.tokens = r.job.prompt;
+  std::size_t best = 0, at = cache_.size();
+  if (r.job.cache_prompt)
+    for (std::size_t i = 0; i < cache_.size(); ++i) {
+      const auto& t = cache_[i].tokens;
+      // At most all but the prompt's last token: the step that feeds it gives the first logits.
+      const std::size_t most = std::min(t.size(), r.job.prompt.size() - 1);
+      const std::size_t n = static_cast<std::size_t>(
+          std::mismatch(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(most), r.job.prompt.begin()).first - t.begin());
+      if (n > best) best = n, at = i;
+    }
+  if (at < cache_.size()) {
+    const int seq = cache_[at].sequence;
+    cache_.erase(cache_.begin() + static_cast<std::ptrdiff_t>(at));
+    if (engine_.rewind_sequence(seq, static_cast<std::int64_t>(best), limit)) {
+      r.sequence = seq;
+      r.prompt_done = best;
+      std::lock_guard lock(mu_);
+      snapshot_.prompt_tokens_cached += best;
+    } else {
+      engine_.close_sequence(seq);
+      best = 0;
+    }
+  }
+  if (r.sequence < 0) r.sequence = engine_.open_sequence({limit, 0});
+  r.job.sink->on_admitted(static_cast<int>(r.prompt_done));
+}
+
+void ContinuousBatcher::trim_cache(std::size_t keep) {
+  auto held = [&] {
+    std::uint64_t b = 0;
+    for (const auto& c : cache_) b += c.bytes;
+    return b;
+  };
+  while (!cache_.empty() &&
+         (cache_.size() > keep ||
+          (options_.kv_bytes > 0 && scheduler_->kv_reserved_bytes() + held() > options_.kv_bytes))) {
+    engine_.close_sequence(cache_.front().sequence);
+    cache_.pop_front();
+  }
+}
+
 void ContinuousBatcher::loop() {
   std::vector<Running> running;
+  std::vector<std::size_t> joined;  // the running indices that joined at this step boundary
   for (;;) {
     bool past_deadline = false;
+    joined.clear();
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running.empty(); });
@@ -119,8 +177,8 @@ void ContinuousBatcher::loop() {
         r.job = std::move(queue_.front());
         queue_.pop_front();
         r.rng = r.job.sampling.seed;
-        r.sequence = engine_.open_sequence({scheduler_->max_positions(r.shape()), 0});
         running.push_back(std::move(r));
+        joined.push_back(running.size() - 1);
       }
       if (past_deadline) {  // what still waits is cancelled, outside the lock
         for (auto& job : queue_) {
@@ -134,6 +192,10 @@ void ContinuousBatcher::loop() {
       snapshot_.running = static_cast<int>(std::count_if(running.begin(), running.end(),
                                                          [](const Running& r) { return r.sequence >= 0; }));
     }
+    // The joiners' sequences, outside the lock (a cached prefix is found, its cache rewound), then
+    // the cached sequences the joiners' reservations leave no room for.
+    for (std::size_t i : joined) open(running[i]);
+    if (!joined.empty()) trim_cache(static_cast<std::size_t>(options_.prefix_cache));
     // Leaves: gone clients, and everything once the drain time is over.
     for (auto& r : running)
       if (past_deadline || r.job.sink->cancelled()) finish(r, FinishReason::kCancelled, "");
@@ -151,10 +213,14 @@ void ContinuousBatcher::loop() {
     }
     std::lock_guard lock(mu_);
     if (stepped) ++snapshot_.steps;
+    snapshot_.cached = static_cast<int>(cache_.size());
     snapshot_.running = static_cast<int>(running.size());
     snapshot_.kv_reserved_bytes = scheduler_->kv_reserved_bytes();
     snapshot_.engine = engine_.stats();
   }
+  trim_cache(0);  // the kept caches go with the batcher
+  std::lock_guard lock(mu_);
+  snapshot_.cached = 0;
 }
 
 void ContinuousBatcher::run_step(std::vector<Running>& running) {
@@ -194,7 +260,7 @@ void ContinuousBatcher::run_step(std::vector<Running>& running) {
       if (r.prefilling()) continue;  // the logits of a prompt chunk before the last are not needed
     }
     const float* row = logits.data() + k * V;
-    const std::int32_t tok = sample_token(row, V, r.job.sampling, r.rng);
+    const std::int32_t tok = sample_token(row, V, r.job.sampling, r.rng, r.tokens);
     const auto& stops = r.job.stop_tokens;
     if (std::find(stops.begin(), stops.end(), tok) != stops.end()) {
       finish(r, FinishReason::kStop, "");
@@ -202,6 +268,7 @@ void ContinuousBatcher::run_step(std::vector<Running>& running) {
     }
     ++r.generated;
     r.last = tok;
+    r.tokens.push_back(tok);
     const bool more = r.job.sink->on_token(tok, std::span<const float>(row, static_cast<std::size_t>(V)));
     const bool full = r.generated >= r.job.sampling.max_new_tokens || engine_.sequence_position(r.sequence) >= max_pos;
     if (!more || full) finish(r, more ? FinishReason::kLength : FinishReason::kStop, "");

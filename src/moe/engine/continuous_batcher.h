@@ -43,6 +43,9 @@ class GenerationSink {
   virtual void on_finish(FinishReason reason, const std::string& error) = 0;
   // Polled before every step: true when the client has gone; the slot is freed at that step.
   virtual bool cancelled() const = 0;
+  // When the job joins the batch: `cached_tokens` of its prompt are reused from a finished
+  // sequence's KV cache (prefix caching) and will not be prefilled again.
+  virtual void on_admitted(int cached_tokens) { (void)cached_tokens; }
 };
 
 struct GenerationJob {
@@ -50,6 +53,7 @@ struct GenerationJob {
   SamplingOptions sampling;               // max_new_tokens, temperature, top_k, top_p, seed
   std::vector<std::int32_t> stop_tokens;  // end-of-sequence ids: finish with kStop, not sent to the sink
   std::shared_ptr<GenerationSink> sink;   // shared with the submitter (an HTTP handler), which may outlive the job or not
+  bool cache_prompt = true;               // reuse a cached prefix of the prompt, and leave this sequence's cache for later ones
 };
 
 struct BatcherOptions {
@@ -57,6 +61,10 @@ struct BatcherOptions {
   int max_queue = 64;          // jobs waiting for a slot; submit() refuses more
   int prefill_chunk = 32;      // prompt tokens per step, over every sequence still in prefill
   std::uint64_t kv_bytes = 0;  // KV cache memory of the running sequences together; 0: unbounded
+  // Prefix caching: finished sequences whose KV caches are kept (least recently used leaves first),
+  // so that a prompt sharing a prefix with one (a chat resending its conversation) prefills only
+  // the rest; kept caches count against kv_bytes and leave when a running request needs it. 0: off.
+  int prefix_cache = 0;
 };
 
 // One step, for metrics (on the batcher's thread).
@@ -69,6 +77,8 @@ struct StepInfo {
 
 struct BatcherSnapshot {
   int queued = 0, running = 0;
+  int cached = 0;                         // finished sequences kept for prefix caching
+  std::uint64_t prompt_tokens_cached = 0;  // prompt tokens reused from them, in all
   std::uint64_t steps = 0;
   std::uint64_t kv_reserved_bytes = 0;  // the scheduler's reservations for the running sequences
   EngineStats engine;  // after the last step
@@ -99,7 +109,18 @@ class ContinuousBatcher {
 
  private:
   struct Running;
+  // A finished sequence kept for prefix caching: the tokens its KV cache holds.
+  struct Cached {
+    int sequence = -1;
+    std::vector<std::int32_t> tokens;
+    std::uint64_t bytes = 0;  // its KV reservation when it ran (an upper bound of what it holds)
+  };
   void loop();
+  // Opens the job's sequence, reusing the cached one that shares the longest prefix with its prompt.
+  void open(Running& r);
+  // Closes cached sequences, oldest first, until at most `keep` remain and, under a KV bound, they
+  // fit beside the running sequences' reservations.
+  void trim_cache(std::size_t keep);
   void run_step(std::vector<Running>& running);
   // Closes the job's sequence (if open) and tells its sink; the loop drops it before the next step.
   void finish(Running& r, FinishReason why, const std::string& error);
@@ -111,6 +132,7 @@ class ContinuousBatcher {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<GenerationJob> queue_;
+  std::deque<Cached> cache_;  // the batcher's thread's only; oldest first
   bool stopping_ = false;
   double deadline_s_ = 0;  // steady clock: cancel what still runs after this, once stopping
   BatcherSnapshot snapshot_;

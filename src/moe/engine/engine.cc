@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/memory_room.h"
 #include "core/units.h"
 #include "moe/engine/expert_call.h"
 #include "moe/engine/kv_cache.h"
@@ -39,6 +40,8 @@ struct MoeEngine::Impl {
   ComputeProfile profile;
   EngineOptions options;
   std::uint64_t budget = 0;
+  MemoryPlan plan;
+  std::uint64_t kv_reserve = 0;
   torch::Tensor rope_cos, rope_sin;           // [max_pos, D]
   std::map<int, Sequence> sequences;          // every open sequence, step()'s and forward()'s
   std::vector<int> lockstep;                  // forward()'s batch, row b = sequences[lockstep[b]]
@@ -74,9 +77,64 @@ std::string resolved_link(const std::string& model_dir, const EngineOptions& opt
   return resolve_auto_link(options.link, std::filesystem::is_regular_file(model_dir) && options.weights.empty());
 }
 
+namespace {
+
+// The bytes of the checkpoint's files: the GGUF file, or the directory's safetensors shards.
+std::uint64_t checkpoint_file_bytes(const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_regular_file(model_dir, ec)) return fs::file_size(model_dir, ec);
+  std::uint64_t total = 0;
+  for (const auto& e : fs::directory_iterator(model_dir, ec))
+    if (e.path().extension() == ".safetensors" && e.is_regular_file(ec)) total += e.file_size(ec);
+  return total;
+}
+
+// What the budget must leave room for (memory_plan.h), the dense weights estimated as the
+// checkpoint's bytes less its experts' as stored.
+MemoryNeeds memory_needs(const Checkpoint& ck, const HostPool& pool, const EngineOptions& o, bool from_disk) {
+  const MoeConfig& c = ck.config();
+  const MemoryRoom room = memory_room();
+  MemoryNeeds n;
+  n.total_expert_bytes = pool.total_bytes();
+  n.expert_bytes = pool.layout().bytes();
+  n.min_budget_bytes = static_cast<std::uint64_t>(c.top_k) * n.expert_bytes;
+  n.host_copy_bytes = from_disk ? 0 : pool.total_bytes();
+  FERRY_REQUIRE_POSITIVE(o.max_sequences, "max_sequences");
+  if (o.kv_mem == "auto") {
+    const std::uint64_t contexts = kv_cache_bytes(c, c.max_position_embeddings) * static_cast<std::uint64_t>(o.max_sequences);
+    n.kv_bytes = std::min(contexts, room.bytes / 8);
+  } else {
+    n.kv_bytes = parse_bytes(o.kv_mem);
+  }
+  n.workspace_bytes = step_workspace_bytes(o.max_step_tokens, c.max_position_embeddings, c.hidden_size,
+                                           c.intermediate_size, c.top_k, c.num_heads, c.vocab_size);
+  // The experts' bytes in the file (their stored format may be one --weights converts from).
+  std::uint64_t stored = pool.total_bytes();
+  try {
+    stored = HostPool::load(ck, /*with_data=*/false)->total_bytes();
+  } catch (const std::exception&) {
+  }
+  const std::uint64_t files = checkpoint_file_bytes(ck.dir());
+  n.dense_bytes = files > stored ? files - stored : 0;
+  return n;
+}
+
+}  // namespace
+
 bool streams_from_disk(const std::string& model_dir, const EngineOptions& options) {
   register_builtin_links();
-  return !link_entry(parse_link_spec(resolved_link(model_dir, options)).kind).keeps_host_copy;
+  if (link_entry(parse_link_spec(resolved_link(model_dir, options)).kind).keeps_host_copy) return false;
+  if (options.device_mem != "auto") return true;
+  // auto: streams unless every expert is expected to be resident (the estimate before loading).
+  try {
+    const auto ck = Checkpoint::open(model_dir);
+    const auto format = options.weights.empty() ? std::nullopt : std::optional(quant::parse_weight_format(options.weights));
+    const auto pool = HostPool::load(*ck, /*with_data=*/false, format);
+    return !plan_memory("auto", memory_needs(*ck, *pool, options, true), memory_room()).resident;
+  } catch (const std::exception&) {
+    return true;  // MoeEngine::open() reports what is wrong
+  }
 }
 
 std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const EngineOptions& options) {
@@ -95,7 +153,8 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
       return std::make_unique<TimedPredictor>(std::move(p), total);
     };
   }
-  m.policy = make_policy(options.policy, po);  // early: a bad spec fails before loading
+  const bool auto_policy = options.policy == "auto";
+  if (!auto_policy) m.policy = make_policy(options.policy, po);  // early: a bad spec fails before loading
   m.ck = Checkpoint::open(model_dir);
   const std::string link_text = resolved_link(model_dir, options);
   const std::string link_kind = parse_link_spec(link_text).kind;
@@ -121,24 +180,34 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
     }
     FERRY_REQUIRE(!m.forced.empty(), "routing trace '", t->path, "' has no decode tokens");
   }
-  m.w = load_dense_weights(*m.ck, options.dense_as_stored);
   // A link that reads the checkpoint itself (file) leaves no host copy: the experts stream from
   // disk into the device budget (the whole point when they do not fit in memory), and none can
   // run on the host, whatever the policy would choose.
   const bool from_disk = !link_entry(link_kind).keeps_host_copy;
-  m.pool = HostPool::load(*m.ck, !from_disk,
-                          options.weights.empty() ? std::nullopt
-                                                  : std::optional(quant::parse_weight_format(options.weights)));
+  const auto format = options.weights.empty() ? std::nullopt : std::optional(quant::parse_weight_format(options.weights));
+  m.pool = HostPool::load(*m.ck, /*with_data=*/false, format);  // the layout: what the budget is made of
+  // The budget, checked before anything is read against an estimate of the dense weights, then
+  // against what the process may use once they are in (memory_plan.h).
+  MemoryNeeds needs = memory_needs(*m.ck, *m.pool, options, from_disk);
+  m.kv_reserve = needs.kv_bytes;
+  plan_memory(options.device_mem, needs, memory_room());
+  m.w = load_dense_weights(*m.ck, options.dense_as_stored);
   // Streaming from disk: the dense weights are copied out, so the mapping of a file that may be
   // larger than memory keeps none of its pages (the experts bypass the page cache: O_DIRECT).
   if (from_disk) m.ck->release_pages();
+  needs.dense_bytes = 0;  // in the room now
+  m.plan = plan_memory(options.device_mem, needs, memory_room());
+  m.budget = m.plan.budget_bytes;
+  if (!from_disk) m.pool = HostPool::load(*m.ck, /*with_data=*/true, format);
   const std::uint64_t eb = m.pool->layout().bytes();
-  m.budget = parse_device_mem(options.device_mem, m.pool->total_bytes());
   const std::uint64_t need = static_cast<std::uint64_t>(c.top_k) * eb;
   if (m.budget < need)
     FERRY_THROW(InvalidArgument, "--device-mem ", options.device_mem, " (", format_bytes(static_cast<double>(m.budget)),
                 ") is smaller than one layer's active experts: top_k ", c.top_k, " x ",
                 format_bytes(static_cast<double>(eb)), " = ", format_bytes(static_cast<double>(need)));
+  // auto: a resident model needs no prefetching (lru, every expert loaded now); else PreScope.
+  if (auto_policy) m.policy = make_policy(m.plan.resident ? "lru" : "prescope", po);
+  const bool preload = options.preload || (auto_policy && m.plan.resident);
 
   // Batch-1 compute time of one expert on this CPU: the cost model when no profile is given.
   const double measured = measure_expert_call_s(m.pool->layout(), c.hidden_act);
@@ -155,7 +224,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   m.store->set_advisor(m.advisor.get());
 
   m.routers = router_view(m.w);
-  if (options.preload) {
+  if (preload) {
     std::vector<ExpertId> all;
     for (int l = 0; l < c.num_moe_layers(); ++l)
       for (int e = 0; e < c.num_experts; ++e) all.push_back({l, e});
@@ -194,6 +263,10 @@ void MoeEngine::close_sequence(int sequence) {
   FERRY_REQUIRE(impl_->sequences.erase(sequence) == 1, "close_sequence: unknown sequence ", sequence);
 }
 
+bool MoeEngine::rewind_sequence(int sequence, std::int64_t positions, std::int64_t max_positions) {
+  return impl_->sequence(sequence).kv.rewind(positions, max_positions);
+}
+
 MoeEngine::Impl::Sequence& MoeEngine::Impl::sequence(int id) {
   auto it = sequences.find(id);
   FERRY_REQUIRE(it != sequences.end(), "unknown sequence ", id);
@@ -205,6 +278,8 @@ std::int64_t MoeEngine::sequence_position(int sequence) const { return impl_->se
 const MoeConfig& MoeEngine::config() const { return impl_->w.config; }
 std::uint64_t MoeEngine::expert_bytes() const { return impl_->pool->layout().bytes(); }
 std::uint64_t MoeEngine::total_expert_bytes() const { return impl_->pool->total_bytes(); }
+const MemoryPlan& MoeEngine::memory_plan() const { return impl_->plan; }
+std::uint64_t MoeEngine::kv_reserve_bytes() const { return impl_->kv_reserve; }
 std::int64_t MoeEngine::kv_cached_positions() const {
   std::int64_t n = 0;
   for (const auto& [id, seq] : impl_->sequences) n += seq.kv.cached_positions();
@@ -240,7 +315,8 @@ void MoeEngine::reset_stats() {
 std::string MoeEngine::describe() const {
   std::ostringstream s;
   const auto& m = *impl_;
-  s << "policy " << m.policy->name() << ", device budget " << format_bytes(static_cast<double>(m.budget)) << " ("
+  s << "policy " << m.policy->name() << ", device budget " << format_bytes(static_cast<double>(m.budget)) << " ["
+    << m.plan.summary << "] ("
     << m.budget / m.pool->layout().bytes() << " of " << m.pool->num_layers() * m.pool->num_experts()
     << " experts), link " << m.store->link().describe() << ", compute " << m.profile.name << " (device expert "
     << format_duration(m.cost.device_expert_s) << ", host "

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "moe/engine/engine_specs.h"
+#include "moe/engine/memory_plan.h"
 #include "moe/model/language_model.h"
 #include "moe/sched/policy.h"
 #include "moe/trace/routing_trace.h"
@@ -19,9 +20,19 @@
 namespace ferry::moe {
 
 struct EngineOptions {
-  std::string policy = "lru";      // a policy spec (make_policy(): "lru", "prescope:window=2", ...)
+  // A policy spec (make_policy(): "lru", "prescope:window=2", ...), or "auto": lru with every
+  // expert loaded at start when the budget holds them all (nothing to prefetch), else prescope.
+  std::string policy = "lru";
   PolicyOptions policy_options;    // passed to the policy factory
-  std::string device_mem = "50%";  // device budget for routed experts (bytes or % of all experts)
+  // Device budget for routed experts: bytes, % of all experts, or "auto" (memory_plan.h: every
+  // expert resident when the model fits in what this process may use, else what fits). Every
+  // budget is checked against that memory before the experts load (InvalidArgument when it cannot fit).
+  std::string device_mem = "50%";
+  // KV cache memory the caller's sequences may hold together, which the budget leaves room for:
+  // bytes, or "auto": max_sequences full contexts, at most 1/8 of the memory this process may use.
+  std::string kv_mem = "auto";
+  int max_sequences = 1;           // sequences open at once (the server's --max-batch)
+  std::int64_t max_step_tokens = 256;  // tokens of the largest step (sizes the workspace reserve)
   std::string link = "pcie4";      // see parse_link_spec(); "mixtral-a100" scales to the compute profile
   std::string compute = "none";    // see parse_compute_profile()
   // The routed experts' weight format in the host pool, on the link and in the device budget:
@@ -80,7 +91,8 @@ struct SequenceOptions {
 // a GGUF file, the model a file path opens, computed as stored streams from it), else as given.
 std::string resolved_link(const std::string& model_dir, const EngineOptions& options);
 // True when the engine `options` open for `model_dir` reads its experts from the model's file on
-// every miss (a link that keeps no host copy: `file`, or `auto` on a GGUF file computed as stored).
+// every miss (a link that keeps no host copy: `file`, or `auto` on a GGUF file computed as stored)
+// and, under --device-mem auto, the experts are not all expected to be resident.
 bool streams_from_disk(const std::string& model_dir, const EngineOptions& options);
 
 class MoeEngine : public LanguageModel {
@@ -104,6 +116,11 @@ class MoeEngine : public LanguageModel {
   int open_sequence(const SequenceOptions& options = {});
   // Frees the sequence's KV cache. InvalidArgument for an unknown id.
   void close_sequence(int sequence);
+  // Keeps the first `positions` positions of an open sequence and gives it a new limit (0:
+  // max_position_embeddings), so that a new prompt that shares them continues from there (prefix
+  // caching; KvCache::rewind). False, with nothing changed, when its cache cannot (a sliding
+  // window dropped what the next position needs). InvalidArgument for an unknown id.
+  bool rewind_sequence(int sequence, std::int64_t positions, std::int64_t max_positions);
   // One forward over every input; returns the logits of each input's last position, [inputs x V].
   // InvalidArgument for an unknown or repeated sequence, an empty input, a token outside the
   // vocabulary or a sequence past its limit or max_position_embeddings (nothing is changed then).
@@ -125,6 +142,10 @@ class MoeEngine : public LanguageModel {
   std::string describe() const;
   std::uint64_t expert_bytes() const;
   std::uint64_t total_expert_bytes() const;
+  // The budget's plan: its bytes, whether every expert is resident, and why (memory_plan.h).
+  const MemoryPlan& memory_plan() const;
+  // The KV cache memory the budget left room for (EngineOptions::kv_mem resolved).
+  std::uint64_t kv_reserve_bytes() const;
   // Positions the KV caches of every open sequence hold now, summed over layers (a windowed layer
   // keeps at most W - 1 + T).
   std::int64_t kv_cached_positions() const;

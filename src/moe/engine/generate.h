@@ -4,17 +4,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "moe/engine/sampler.h"
 #include "moe/model/language_model.h"
 
 namespace ferry::moe {
-
-struct SamplingOptions {
-  int max_new_tokens = 64;   // tokens generated per sequence (the first comes from the prefill)
-  double temperature = 0.0;  // 0: greedy
-  int top_k = 0;             // >0: sample among the k most likely tokens
-  double top_p = 1.0;        // <1: nucleus sampling, among the most likely tokens whose probability sums to top_p
-  std::uint64_t seed = 1;    // sampling seed
-};
 
 struct GenerationResult {
   TokenBatch new_tokens;      // [B][max_new_tokens]
@@ -30,8 +23,5 @@ struct GenerationResult {
 
 // Resets the model, runs the prompts (equal lengths) and generates.
 GenerationResult generate(LanguageModel& model, const TokenBatch& prompts, const SamplingOptions& options);
-
-// Index of the next token drawn from `logits` (V values).
-int sample_token(const float* logits, int vocab, const SamplingOptions& options, std::uint64_t& rng_state);
 
 }  // namespace ferry::moe

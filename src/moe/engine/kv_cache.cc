@@ -63,6 +63,22 @@ std::pair<torch::Tensor, torch::Tensor> KvCache::append(int l, const torch::Tens
   return {k_[l].slice(2, 0, at + T), v_[l].slice(2, 0, at + T)};
 }
 
+bool KvCache::rewind(std::int64_t positions, std::int64_t max_positions) {
+  const MoeConfig& c = *config_;
+  const std::int64_t limit = max_positions > 0 ? max_positions : c.max_position_embeddings;
+  if (positions < 0 || positions > pos_ || positions > limit || limit > c.max_position_embeddings) return false;
+  for (int l = 0; l < c.num_layers; ++l)
+    if (start_[l] > (c.windowed(l) ? std::max<std::int64_t>(0, positions - c.sliding_window + 1) : 0)) return false;
+  for (int l = 0; l < c.num_layers; ++l) {
+    if (!k_[l].defined() || k_[l].size(2) <= limit) continue;
+    k_[l] = k_[l].slice(2, 0, limit).clone();  // never more than the new limit's bytes
+    v_[l] = v_[l].slice(2, 0, limit).clone();
+  }
+  pos_ = positions;
+  limit_ = limit;
+  return true;
+}
+
 std::int64_t KvCache::cached_positions() const {
   std::int64_t n = 0;
   for (std::size_t l = 0; l < k_.size(); ++l)

@@ -32,6 +32,11 @@ class KvCache {
   // returns the views of every position the layer holds, [1, kv, S, D], with S = pos() + T - start(l).
   // Slides a windowed layer's keys to index 0 first. Needs reserve(T).
   std::pair<torch::Tensor, torch::Tensor> append(int l, const torch::Tensor& k, const torch::Tensor& v);
+  // Keeps positions 0 .. positions - 1 only and sets the limit to `max_positions` (0:
+  // max_position_embeddings; the cache shrinks to it), so that a prompt sharing those positions
+  // continues from there (prefix caching). False, with nothing changed, when a windowed layer has
+  // already dropped a key the next position would attend to, or positions exceed pos() or the limit.
+  bool rewind(std::int64_t positions, std::int64_t max_positions);
   // After every layer has appended T tokens.
   void advance(std::int64_t T) { pos_ += T; }
 

@@ -1,5 +1,6 @@
 #include "moe/serve/openai_api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -89,8 +90,9 @@ CompletionRequest parse_completion_request(const std::string& text, bool chat) {
   if (!body.is_object()) throw ApiError(400, "request body must be a JSON object, got " + type_name(body));
   static const std::set<std::string> common = {
       "model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
-      "ignore_eos", "user", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs"};
-  static const std::set<std::string> completion_only = {"prompt", "echo", "best_of", "suffix"};
+      "ignore_eos", "user", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "min_p",
+      "repeat_penalty", "repeat_last_n", "cache_prompt"};
+  static const std::set<std::string> completion_only = {"prompt", "echo", "best_of", "suffix", "n_probs"};
   static const std::set<std::string> chat_only = {"messages", "max_completion_tokens", "top_logprobs", "tools",
                                                   "tool_choice", "response_format"};
   for (const auto& [key, value] : body.items())
@@ -127,6 +129,10 @@ CompletionRequest parse_completion_request(const std::string& text, bool chat) {
     neutral_only(body, "best_of", 1);
     neutral_only(body, "suffix", nullptr);
     if (auto lp = integer(body, "logprobs", 0, 5)) r.logprobs = static_cast<int>(*lp);
+    if (auto np = integer(body, "n_probs", 0, 20)) {
+      if (r.logprobs >= 0) bad("n_probs", "give 'logprobs' or 'n_probs', not both");
+      if (*np > 0) r.logprobs = static_cast<int>(*np);
+    }
   } else {
     if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty())
       bad("messages", "'messages' must be a non-empty array of {role, content}");
@@ -147,9 +153,32 @@ CompletionRequest parse_completion_request(const std::string& text, bool chat) {
     neutral_only(body, "tool_choice", nullptr);
     neutral_only(body, "response_format", nullptr);
   }
-  neutral_only(body, "presence_penalty", 0);
-  neutral_only(body, "frequency_penalty", 0);
-  neutral_only(body, "logit_bias", nullptr);
+  r.presence_penalty = number_in(body, "presence_penalty", -2, 2, 0);
+  r.frequency_penalty = number_in(body, "frequency_penalty", -2, 2, 0);
+  r.min_p = number_in(body, "min_p", 0, 1, 0);
+  r.repeat_penalty = number_in(body, "repeat_penalty", 0, 1e6, 1);
+  if (r.repeat_penalty <= 0) bad("repeat_penalty", "'repeat_penalty' must be greater than 0");
+  r.repeat_last_n = static_cast<int>(integer(body, "repeat_last_n", -1, INT32_MAX).value_or(64));
+  if (body.contains("cache_prompt") && !body["cache_prompt"].is_null()) r.cache_prompt = boolean(body, "cache_prompt");
+  if (body.contains("logit_bias") && !body["logit_bias"].is_null()) {
+    const json& b = body["logit_bias"];
+    if (!b.is_object()) bad("logit_bias", "'logit_bias' must be an object of token id -> bias, got " + type_name(b));
+    for (const auto& [k, v] : b.items()) {
+      std::int64_t id = -1;
+      std::size_t used = 0;
+      try {
+        id = std::stoll(k, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != k.size() || id < 0 || id > INT32_MAX)
+        bad("logit_bias", "'logit_bias' keys must be token ids (non-negative integers as strings), got \"" +
+                              k.substr(0, 40) + "\"");
+      if (!v.is_number() || !(v.get<double>() >= -100 && v.get<double>() <= 100))
+        bad("logit_bias", "'logit_bias' values must be numbers in [-100, 100], got " + v.dump().substr(0, 40));
+      r.logit_bias.emplace_back(static_cast<std::int32_t>(id), v.get<float>());
+    }
+  }
   if (auto v = integer(body, "n", 1, 128); v && *v != 1) bad("n", "'n' must be 1 (one choice per request), got " + std::to_string(*v));
   auto max_tokens = integer(body, "max_tokens", 1, INT32_MAX);
   if (chat) {
@@ -195,7 +224,65 @@ CompletionRequest parse_completion_request(const std::string& text, bool chat) {
 json usage_json(const CompletionResult& r) {
   return {{"prompt_tokens", r.prompt_tokens},
           {"completion_tokens", r.completion_tokens},
-          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
+          {"total_tokens", r.prompt_tokens + r.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}}};
+}
+
+namespace {
+
+json object_body(const std::string& text, const char* route, const std::set<std::string>& fields) {
+  json body;
+  try {
+    body = json::parse(text);
+  } catch (const json::exception& e) {
+    throw ApiError(400, std::string("request body is not valid JSON: ") + e.what());
+  }
+  if (!body.is_object()) throw ApiError(400, "request body must be a JSON object, got " + type_name(body));
+  for (const auto& [key, value] : body.items())
+    if (!fields.count(key)) bad(key, "unknown field '" + key + "' for " + route);
+  return body;
+}
+
+}  // namespace
+
+TokenizeRequest parse_tokenize_request(const std::string& text) {
+  const json body = object_body(text, "/tokenize", {"content", "add_special", "with_pieces", "parse_special"});
+  TokenizeRequest r;
+  if (!body.contains("content") || !body["content"].is_string())
+    bad("content", "'content' must be a string" + (body.contains("content") ? ", got " + type_name(body["content"]) : std::string(" (required)")));
+  r.content = body["content"].get<std::string>();
+  r.add_special = boolean(body, "add_special");
+  r.with_pieces = boolean(body, "with_pieces");
+  neutral_only(body, "parse_special", true);
+  return r;
+}
+
+std::vector<std::int32_t> parse_detokenize_request(const std::string& text) {
+  const json body = object_body(text, "/detokenize", {"tokens"});
+  if (!body.contains("tokens") || !body["tokens"].is_array())
+    bad("tokens", "'tokens' must be an array of token ids" + (body.contains("tokens") ? ", got " + type_name(body["tokens"]) : std::string(" (required)")));
+  std::vector<std::int32_t> ids;
+  for (const auto& t : body["tokens"]) {
+    if (!t.is_number_integer() || t.get<std::int64_t>() < 0 || t.get<std::int64_t>() > INT32_MAX)
+      bad("tokens", "'tokens' must hold non-negative integers, got " + t.dump().substr(0, 40));
+    ids.push_back(static_cast<std::int32_t>(t.get<std::int64_t>()));
+  }
+  return ids;
+}
+
+json timings_json(const RequestTimings& t) {
+  auto per_token = [](double ms, int n) { return n > 0 ? ms / n : 0.0; };
+  auto per_second = [](double ms, int n) { return ms > 0 ? 1e3 * n / ms : 0.0; };
+  const int decoded = std::max(t.predicted_n - 1, 0);  // the first token comes with the prompt
+  return {{"cache_n", t.cache_n},
+          {"prompt_n", t.prompt_n},
+          {"prompt_ms", t.prompt_ms},
+          {"prompt_per_token_ms", per_token(t.prompt_ms, t.prompt_n)},
+          {"prompt_per_second", per_second(t.prompt_ms, t.prompt_n)},
+          {"predicted_n", t.predicted_n},
+          {"predicted_ms", t.predicted_ms},
+          {"predicted_per_token_ms", per_token(t.predicted_ms, decoded)},
+          {"predicted_per_second", per_second(t.predicted_ms, decoded)}};
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -50,8 +51,37 @@ struct CompletionRequest {
   bool include_usage = false;          // stream_options.include_usage: a last chunk with usage
   bool ignore_eos = false;             // an extension (vLLM): generate past end-of-sequence tokens
   int logprobs = -1;                   // -1: none; else the log-probability of each token and this many alternatives
-                                       // (completions: logprobs 0..5; chat: logprobs true, top_logprobs 0..20)
+                                       // (completions: logprobs 0..5 or llama.cpp's n_probs 0..20; chat: logprobs
+                                       // true, top_logprobs 0..20)
+  // Sampling beyond OpenAI's (as llama.cpp's server and vLLM take them; moe/engine/sampler.h).
+  double min_p = 0;                    // 0..1
+  double repeat_penalty = 1;           // > 0; 1: off
+  int repeat_last_n = 64;              // tokens the penalties look back; -1: the whole context (llama.cpp)
+  double presence_penalty = 0;         // -2..2 (OpenAI)
+  double frequency_penalty = 0;        // -2..2 (OpenAI)
+  std::vector<std::pair<std::int32_t, float>> logit_bias;  // token id -> -100..100 (OpenAI)
+  bool cache_prompt = true;            // llama.cpp's: reuse the KV cache of a previous request's common prefix
 };
+
+// POST /tokenize ({"content": text, "add_special": bool, "with_pieces": bool}) and POST /detokenize
+// ({"tokens": [ids]}), as llama.cpp's server takes them.
+struct TokenizeRequest {
+  std::string content;
+  bool add_special = false;  // prepend the beginning-of-sequence token when the tokenizer has one
+  bool with_pieces = false;  // answer [{"id", "piece"}] instead of [ids]
+};
+TokenizeRequest parse_tokenize_request(const std::string& body);
+std::vector<std::int32_t> parse_detokenize_request(const std::string& body);
+
+// What a request cost, in llama.cpp's `timings` shape.
+struct RequestTimings {
+  int cache_n = 0;           // prompt tokens reused from the prefix cache
+  int prompt_n = 0;          // prompt tokens prefilled
+  double prompt_ms = 0;      // from joining the batch to the first token
+  int predicted_n = 0;       // tokens generated
+  double predicted_ms = 0;   // from the first token to the last
+};
+nlohmann::json timings_json(const RequestTimings& t);
 
 // Parses and checks the body of POST /v1/completions (chat = false) or /v1/chat/completions.
 CompletionRequest parse_completion_request(const std::string& body, bool chat);
@@ -68,6 +98,7 @@ struct CompletionResult {
   std::string id, model, text, finish_reason;
   std::int64_t created = 0;
   int prompt_tokens = 0, completion_tokens = 0;
+  int cached_tokens = 0;  // usage.prompt_tokens_details.cached_tokens
   bool with_logprobs = false;
   std::vector<TokenLogprob> logprobs;  // per generated token, when with_logprobs
 };

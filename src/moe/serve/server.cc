@@ -55,86 +55,152 @@ std::vector<std::int32_t> read_eos_ids(const std::string& model_dir) {
 
 namespace {
 
-// One request's side of a job: the text so far, handed from the batcher's thread to the HTTP
-// handler's, and the timings for the metrics.
+// One request's side of a job. The batcher's thread only appends token ids (and, when asked, their
+// log-probabilities) under a lock; the request's HTTP thread turns them into text (TextStream:
+// detokenisation and stop strings), so the decode loop never waits on text or on a client. A stop
+// string found here ends the sequence at the batcher's next step (cancelled() turns true).
 class RequestState : public GenerationSink {
  public:
   // `logprobs`: -1 none, else the alternatives per token (CompletionRequest::logprobs).
-  RequestState(const Tokenizer& tok, std::vector<std::string> stops, int logprobs, ServerMetrics* metrics)
-      : tokenizer_(tok), text_(tok, std::move(stops)), logprobs_(logprobs), metrics_(metrics), t_submit_(now_s()) {}
+  RequestState(const Tokenizer& tok, std::vector<std::string> stops, int logprobs, int max_tokens, ServerMetrics* metrics)
+      : tokenizer_(tok), text_(tok, std::move(stops)), logprobs_(logprobs), metrics_(metrics), t_submit_(now_s()) {
+    ids_.reserve(static_cast<std::size_t>(max_tokens));
+    if (logprobs_ >= 0) logprob_ids_.reserve(static_cast<std::size_t>(max_tokens));
+  }
 
+  // --- the batcher's thread ---
+  void on_admitted(int cached_tokens) override {
+    std::lock_guard lock(mu_);
+    cached_ = cached_tokens;
+    t_admit_ = now_s();
+  }
   bool on_token(std::int32_t token, std::span<const float> logits) override {
+    const double t = now_s();
     std::lock_guard lock(mu_);
     if (logprobs_ >= 0) record_logprob(token, logits);
-    const bool more = text_.push(token);
-    pending_ += text_.take();
-    const double t = now_s();
-    if (tokens_++ == 0) {
+    ids_.push_back(token);
+    if (ids_.size() == 1) {
       t_first_ = t;
       metrics_->first_token(t - t_submit_);
     }
     t_last_ = t;
     cv_.notify_all();
-    return more;
+    return !stopped_;
   }
   void on_finish(FinishReason reason, const std::string& error) override {
     std::lock_guard lock(mu_);
-    pending_ += text_.finish();
     done_ = true;
     reason_ = reason;
     error_ = error;
-    if (tokens_ > 1) metrics_->finished((t_last_ - t_first_) / (tokens_ - 1));
+    if (ids_.size() > 1) metrics_->finished((t_last_ - t_first_) / static_cast<double>(ids_.size() - 1));
     cv_.notify_all();
   }
-  bool cancelled() const override { return gone_.load(); }
-  void client_gone() { gone_ = true; }
-
-  // Waits for new text or the end; returns the new text. `done` tells whether it ended.
-  std::string next(bool& done) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return done_ || !pending_.empty(); });
-    done = done_;
-    return std::exchange(pending_, {});
+  bool cancelled() const override {
+    std::lock_guard lock(mu_);
+    return gone_ || stopped_;
   }
-  FinishReason reason() const { std::lock_guard lock(mu_); return reason_; }
+
+  // --- the request's HTTP thread ---
+  void client_gone() {
+    std::lock_guard lock(mu_);
+    gone_ = true;
+  }
+  // Waits for new tokens or the end; returns the text that became safe to send. `done` tells
+  // whether the request is over (the batcher finished it, or a stop string ended it).
+  std::string next(bool& done) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return done_ || taken_ < ids_.size(); });
+      batch_.assign(ids_.begin() + static_cast<std::ptrdiff_t>(taken_), ids_.end());
+      taken_ = ids_.size();
+      done = done_;
+    }
+    bool stop = false;
+    for (std::int32_t id : batch_)
+      if (!text_.push(id)) {
+        stop = true;
+        break;
+      }
+    if (stop) {
+      std::lock_guard lock(mu_);
+      stopped_ = true;
+      done = true;
+    }
+    std::string out = text_.take();
+    if (done) out += text_.finish();
+    return out;
+  }
+  // After next() said done.
+  FinishReason reason() const {
+    std::lock_guard lock(mu_);
+    return stopped_ ? FinishReason::kStop : reason_;
+  }
   std::string error() const { std::lock_guard lock(mu_); return error_; }
-  int tokens() const { std::lock_guard lock(mu_); return tokens_; }
-  std::string text() const { std::lock_guard lock(mu_); return text_.text(); }
-  std::vector<TokenLogprob> logprobs() const { std::lock_guard lock(mu_); return logprobs_of_tokens_; }
+  int tokens() const { return text_.tokens(); }  // those the text holds: up to the stop string
+  const std::string& text() const { return text_.text(); }
+  int cached_tokens() const { std::lock_guard lock(mu_); return cached_; }
+  RequestTimings timings(int prompt_tokens) const {
+    std::lock_guard lock(mu_);
+    RequestTimings t;
+    t.cache_n = cached_;
+    t.prompt_n = prompt_tokens - cached_;
+    t.prompt_ms = ids_.empty() ? 0 : (t_first_ - t_admit_) * 1e3;
+    t.predicted_n = text_.tokens();
+    t.predicted_ms = (t_last_ - t_first_) * 1e3;
+    return t;
+  }
+  std::vector<TokenLogprob> logprobs() const {
+    std::lock_guard lock(mu_);
+    std::vector<TokenLogprob> out;
+    const std::size_t n = std::min(logprob_ids_.size(), static_cast<std::size_t>(text_.tokens()));
+    for (std::size_t i = 0; i < n; ++i) {
+      const RawLogprob& r = logprob_ids_[i];
+      TokenLogprob t{tokenizer_.decode({r.token}), r.logprob, {}};
+      for (const auto& [id, lp] : r.top) t.top.emplace_back(tokenizer_.decode({id}), lp);
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
 
  private:
+  struct RawLogprob {
+    std::int32_t token;
+    double logprob;
+    std::vector<std::pair<std::int32_t, double>> top;
+  };
   // log softmax in double: logprob_i = l_i - max - log sum_j exp(l_j - max).
   void record_logprob(std::int32_t token, std::span<const float> logits) {
     const double mx = *std::max_element(logits.begin(), logits.end());
     double sum = 0;
     for (float l : logits) sum += std::exp(static_cast<double>(l) - mx);
     const double norm = mx + std::log(sum);
-    TokenLogprob t;
-    t.token = tokenizer_.decode({token});
-    t.logprob = logits[static_cast<std::size_t>(token)] - norm;
+    RawLogprob r{token, logits[static_cast<std::size_t>(token)] - norm, {}};
     std::vector<int> idx(logits.size());
     std::iota(idx.begin(), idx.end(), 0);
     const auto k = std::min<std::size_t>(static_cast<std::size_t>(logprobs_), idx.size());
     std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
                       [&](int a, int b) { return logits[a] > logits[b]; });
-    for (std::size_t i = 0; i < k; ++i) t.top.emplace_back(tokenizer_.decode({idx[i]}), logits[idx[i]] - norm);
-    logprobs_of_tokens_.push_back(std::move(t));
+    for (std::size_t i = 0; i < k; ++i) r.top.emplace_back(idx[i], logits[idx[i]] - norm);
+    logprob_ids_.push_back(std::move(r));
   }
 
   const Tokenizer& tokenizer_;  // the server's, which outlives every request
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  // The HTTP thread's only:
   TextStream text_;
+  std::vector<std::int32_t> batch_;
+  // Shared, under mu_:
   int logprobs_;
-  std::vector<TokenLogprob> logprobs_of_tokens_;
+  std::vector<RawLogprob> logprob_ids_;
   ServerMetrics* metrics_;  // the server's, which outlives every request
-  std::string pending_;
-  bool done_ = false;
+  std::vector<std::int32_t> ids_;
+  std::size_t taken_ = 0;
+  bool done_ = false, stopped_ = false, gone_ = false;
   FinishReason reason_ = FinishReason::kLength;
   std::string error_;
-  int tokens_ = 0;
-  double t_submit_, t_first_ = 0, t_last_ = 0;
-  std::atomic<bool> gone_{false};
+  int cached_ = 0;
+  double t_submit_, t_admit_ = 0, t_first_ = 0, t_last_ = 0;
 };
 
 // cpp-httplib 0.11 listens with a backlog of 5: a burst of concurrent clients overflows it, and the
@@ -235,14 +301,25 @@ void MoeServer::Impl::generate(const httplib::Request& req, httplib::Response& r
                             " in the prompt, " + std::to_string(std::max(max_tokens, 1)) + " for the completion)",
                    chat ? "messages" : "prompt", "context_length_exceeded");
 
-  auto state = std::make_shared<RequestState>(tokenizer, r.stop, r.logprobs, &metrics);
+  for (const auto& [id, bias] : r.logit_bias)
+    if (id >= c.vocab_size)
+      throw ApiError(400, "'logit_bias' names token " + std::to_string(id) + ", outside the vocabulary of " +
+                              std::to_string(c.vocab_size), "logit_bias");
+  auto state = std::make_shared<RequestState>(tokenizer, r.stop, r.logprobs, max_tokens, &metrics);
   GenerationJob job;
   job.prompt = ids;
   job.sampling.max_new_tokens = max_tokens;
   job.sampling.temperature = r.temperature;
   job.sampling.top_p = r.top_p;
   job.sampling.top_k = r.top_k;
+  job.sampling.min_p = r.min_p;
+  job.sampling.repeat_penalty = r.repeat_penalty;
+  job.sampling.presence_penalty = r.presence_penalty;
+  job.sampling.frequency_penalty = r.frequency_penalty;
+  job.sampling.penalty_last_n = r.repeat_last_n;
+  job.sampling.logit_bias = r.logit_bias;
   job.sampling.seed = r.seed.value_or(seeds++);
+  job.cache_prompt = r.cache_prompt;
   if (!r.ignore_eos) job.stop_tokens = o.eos_ids;
   job.sink = state;
   switch (batcher.submit(std::move(job))) {
@@ -264,6 +341,7 @@ void MoeServer::Impl::generate(const httplib::Request& req, httplib::Response& r
     while (!done) state->next(done);
     base.text = state->text();
     base.completion_tokens = state->tokens();
+    base.cached_tokens = state->cached_tokens();
     base.finish_reason = finish_name(state->reason());
     base.with_logprobs = r.logprobs >= 0;
     base.logprobs = state->logprobs();
@@ -272,7 +350,9 @@ void MoeServer::Impl::generate(const httplib::Request& req, httplib::Response& r
     if (state->reason() == FinishReason::kCancelled)
       throw ApiError(503, "the server shut down before the request finished (" + std::to_string(base.completion_tokens) +
                               " tokens generated)");
-    res.set_content(dump_json(completion_response(base, chat)), "application/json");
+    json answer = completion_response(base, chat);
+    answer["timings"] = timings_json(state->timings(prompt_tokens));
+    res.set_content(dump_json(answer), "application/json");
     return;
   }
   res.set_header("Cache-Control", "no-cache");
@@ -296,11 +376,14 @@ void MoeServer::Impl::generate(const httplib::Request& req, httplib::Response& r
           }
         }
         base.completion_tokens = state->tokens();
+        base.cached_tokens = state->cached_tokens();
         m->request_tokens(base.prompt_tokens, base.completion_tokens);
         if (state->reason() == FinishReason::kError) {
           send(ApiError(500, "generation failed: " + state->error()).body());
         } else {
-          send(dump_json(completion_chunk(base, chat, "", finish_name(state->reason()))));
+          json last = completion_chunk(base, chat, "", finish_name(state->reason()));
+          last["timings"] = timings_json(state->timings(base.prompt_tokens));  // as llama.cpp's last chunk
+          send(dump_json(last));
           if (usage) send(dump_json(usage_chunk(base, chat)));
         }
         send("[DONE]");
@@ -334,6 +417,26 @@ void MoeServer::Impl::routes() {
                   {"max_model_len", engine.config().max_position_embeddings}};
     res.set_content(dump_json(json{{"object", "list"}, {"data", json::array({model})}}), "application/json");
   }));
+  // llama.cpp's /tokenize and /detokenize.
+  http.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    check_auth(req);
+    const TokenizeRequest t = parse_tokenize_request(req.body);
+    std::vector<std::int32_t> ids = tokenizer.encode(t.content);
+    if (t.add_special && tokenizer.bos_id() >= 0) ids.insert(ids.begin(), tokenizer.bos_id());
+    json tokens = json::array();
+    for (std::int32_t id : ids)
+      tokens.push_back(t.with_pieces ? json{{"id", id}, {"piece", tokenizer.decode({id})}} : json(id));
+    res.set_content(dump_json(json{{"tokens", tokens}}), "application/json");
+  }));
+  http.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    check_auth(req);
+    const std::vector<std::int32_t> ids = parse_detokenize_request(req.body);
+    for (std::int32_t id : ids)
+      if (id >= engine.config().vocab_size)
+        throw ApiError(400, "token id " + std::to_string(id) + " is outside the vocabulary of " +
+                                std::to_string(engine.config().vocab_size), "tokens");
+    res.set_content(dump_json(json{{"content", tokenizer.decode(ids)}}), "application/json");
+  }));
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (draining) {
       res.status = 503;
@@ -343,7 +446,7 @@ void MoeServer::Impl::routes() {
     }
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics.render(batcher.snapshot(), o.batcher.max_batch), "text/plain; version=0.0.4");
+    res.set_content(metrics.render(batcher.snapshot(), o.batcher), "text/plain; version=0.0.4");
   });
   // Every other error (no such route, a body over the limit, a malformed request line) in the API's shape.
   http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {

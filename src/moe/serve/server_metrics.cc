@@ -77,7 +77,8 @@ void ServerMetrics::step(const StepInfo& info) {
   decode_tokens_ += static_cast<std::uint64_t>(info.decode_tokens);
 }
 
-std::string ServerMetrics::render(const BatcherSnapshot& b, int max_batch) const {
+std::string ServerMetrics::render(const BatcherSnapshot& b, const BatcherOptions& o) const {
+  const int max_batch = o.max_batch;
   std::lock_guard lock(mu_);
   std::ostringstream s;
   s << "# HELP ferry_requests_total HTTP requests answered, by status code\n# TYPE ferry_requests_total counter\n";
@@ -91,6 +92,17 @@ std::string ServerMetrics::render(const BatcherSnapshot& b, int max_batch) const
   metric(s, "ferry_running_sequences", "gauge", "sequences in the running batch", b.running);
   metric(s, "ferry_max_batch", "gauge", "batch slots (--max-batch)", max_batch);
   metric(s, "ferry_steps_total", "counter", "engine steps", static_cast<double>(b.steps));
+  // Slots, as llama.cpp's server counts them: busy ones run a request; idle ones may hold a kept cache.
+  metric(s, "ferry_slots_busy", "gauge", "batch slots running a request", b.running);
+  metric(s, "ferry_slots_idle", "gauge", "batch slots free", std::max(0, max_batch - b.running));
+  metric(s, "ferry_prefix_cache_sequences", "gauge", "finished sequences whose KV cache is kept for prefix reuse", b.cached);
+  metric(s, "ferry_prefix_cache_capacity", "gauge", "most sequences kept for prefix reuse (--prefix-cache)", o.prefix_cache);
+  metric(s, "ferry_prompt_tokens_cached_total", "counter", "prompt tokens reused from the prefix cache, not prefilled",
+         static_cast<double>(b.prompt_tokens_cached));
+  metric(s, "ferry_kv_cache_reserved_bytes", "gauge", "KV cache memory reserved by the running requests",
+         static_cast<double>(b.kv_reserved_bytes));
+  metric(s, "ferry_kv_cache_usage_ratio", "gauge", "reserved / bound (--kv-mem; 0 without a bound)",
+         o.kv_bytes ? static_cast<double>(b.kv_reserved_bytes) / static_cast<double>(o.kv_bytes) : 0.0);
   const EngineStats& e = b.engine;
   metric(s, "ferry_expert_accesses_total", "counter", "routed expert activations (layer, expert, step)",
          static_cast<double>(e.expert_accesses));

@@ -38,8 +38,9 @@ class ServerMetrics {
   void first_token(double ttft_s);
   void finished(double tpot_s);                     // mean time per output token after the first
   void step(const StepInfo& info);
-  // The exposition text; `batcher` gives the queue, running sequences and engine counters.
-  std::string render(const BatcherSnapshot& batcher, int max_batch) const;
+  // The exposition text; `batcher` gives the queue, running sequences, prefix cache and engine
+  // counters, `options` the slots and bounds.
+  std::string render(const BatcherSnapshot& batcher, const BatcherOptions& options) const;
 
  private:
   mutable std::mutex mu_;
