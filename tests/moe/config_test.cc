@@ -40,6 +40,18 @@ std::string error_of(const nlohmann::json& j) {
   }
 }
 
+// A config.json nested 100,000 levels deep (a hostile file) is refused before it is parsed.
+TEST(Config, DeepNestingIsRefusedBeforeParsing) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/config.json") << "{\"a\": " << std::string(100000, '[') << std::string(100000, ']') << "}";
+  try {
+    load_config(dir.path());
+    FAIL() << "loaded";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("deeper than 256 levels"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Config, KeysThatChangeTheMathAreRefusedByName) {
   struct Case {
     const char* family;

@@ -539,3 +539,33 @@ def test_timings_in_whole_and_streamed_responses(server_factory):
     last = [e for e in events if e != "[DONE]" and e["choices"] and e["choices"][0]["finish_reason"]][-1]
     assert last["timings"]["predicted_n"] == 7 and last["timings"]["cache_n"] == 0
     assert s.stop() == 0
+
+
+def test_deep_nesting_and_chunked_bodies_are_refused_before_they_cost(server_factory):
+    s = server_factory()  # --max-body 1 MiB
+    for depth in (65, 50_000, 100_000):  # 200 KB at the deepest: under --max-body
+        body = '{"prompt": ' + "[" * depth + "]" * depth + "}"
+        status, r = s.post("/v1/completions", body)
+        assert status == 400 and "deeper than 64 levels" in r["error"]["message"], (depth, str(r)[:200])
+        assert len(json.dumps(r)) < 400  # no echo of the body
+        assert s.healthy()
+    status, r = s.post("/v1/completions", '{"prompt": [' + "[" * 60 + "]" * 60 + "]}")  # under the bound
+    assert status == 400 and r["error"]["param"] == "prompt" and len(r["error"]["message"]) < 200, r
+    # A chunked body, bounded by nothing cpp-httplib checks: refused before it is read.
+    # (The server answers after the headers and closes: the client sends its first chunk, then reads.)
+    import socket
+    with socket.create_connection(("127.0.0.1", s.port), timeout=30) as sock:
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n10000\r\n" + b"x" * 65536 + b"\r\n")
+        reply = b""
+        while b"}}" not in reply:
+            part = sock.recv(4096)
+            if not part:
+                break
+            reply += part
+    head, _, payload = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 411"), reply[:200]
+    assert "Content-Length" in json.loads(payload)["error"]["message"]
+    assert s.healthy()
+    assert s.post("/v1/completions", {"prompt": "ok", "max_tokens": 2})[0] == 200
+    assert s.stop() == 0

@@ -1,3 +1,4 @@
+#include "core/json_depth.h"
 #include "moe/model/bpe_tokenizer.h"
 
 #include <algorithm>
@@ -285,6 +286,7 @@ void parse_decoder(const json* j, const JsonPlace& at) {
 
 std::unique_ptr<Tokenizer> parse_bpe_tokenizer_json(std::string_view text, const std::string& origin,
                                                     const BpeTokenizerOptions& options) {
+  require_json_depth(text, kMaxJsonDepthFile, "tokenizer '" + origin + "'");
   json root;
   try {
     root = json::parse(text.begin(), text.end());

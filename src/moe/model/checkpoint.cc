@@ -1,3 +1,4 @@
+#include "core/json_depth.h"
 #include "moe/model/checkpoint.h"
 
 #include <cmath>
@@ -18,6 +19,7 @@ namespace fs = std::filesystem;
 
 std::vector<std::pair<std::string, std::string>> parse_safetensors_index(const std::string& text,
                                                                          const std::string& origin) {
+  require_json_depth(text, kMaxJsonDepthFile, "'" + origin + "'");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

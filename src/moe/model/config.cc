@@ -1,3 +1,4 @@
+#include "core/json_depth.h"
 #include "moe/model/config.h"
 
 #include <algorithm>
@@ -204,9 +205,11 @@ MoeConfig load_config(const std::string& dir_or_file) {
   }
   std::ifstream in(path);
   if (!in) FERRY_THROW(IoError, "cannot open model config '", path, "'");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  require_json_depth(text, kMaxJsonDepthFile, "config '" + path + "'");
   nlohmann::json j;
   try {
-    in >> j;
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     FERRY_THROW(FormatError, "config '", path, "' is not valid JSON: ", e.what());
   }

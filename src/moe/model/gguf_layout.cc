@@ -1,3 +1,4 @@
+#include "core/json_depth.h"
 #include "moe/model/gguf_layout.h"
 
 #include <algorithm>
@@ -312,8 +313,10 @@ nlohmann::json read_json_if_present(const std::string& dir, const char* name) {
   if (!std::filesystem::is_regular_file(path)) return nlohmann::json();
   std::ifstream in(path);
   if (!in) FERRY_THROW(IoError, "cannot open '", path.string(), "'");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  require_json_depth(text, kMaxJsonDepthFile, "'" + path.string() + "'");
   try {
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     FERRY_THROW(FormatError, "'", path.string(), "' is not valid JSON: ", e.what());
   }

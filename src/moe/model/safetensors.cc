@@ -1,3 +1,4 @@
+#include "core/json_depth.h"
 #include "moe/model/safetensors.h"
 
 #include <algorithm>
@@ -49,6 +50,7 @@ SafetensorsHeader parse_safetensors_header(const std::byte* data, std::uint64_t 
   h.data_offset = 8 + header_len;
   const std::uint64_t data_size = size - h.data_offset;
   const char* header = reinterpret_cast<const char*>(data + 8);
+  require_json_depth(std::string_view(header, header_len), kMaxJsonDepthFile, "safetensors '" + path + "': header");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(header, header + header_len);

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_depth.h"
+
 namespace ferry::moe {
 
 using nlohmann::json;
@@ -32,6 +34,24 @@ std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error
 namespace {
 
 [[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
+
+// A value as an error message shows it: at most 40 characters of its JSON.
+std::string excerpt(const json& v) {
+  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return text.size() > 40 ? text.substr(0, 40) + "..." : text;
+}
+
+// The body as JSON, its nesting bounded before it is parsed (core/json_depth.h).
+json parse_body(const std::string& text) {
+  if (json_nesting_depth(text, kMaxJsonDepthRequest) > kMaxJsonDepthRequest)
+    throw ApiError(400, "request body nests arrays or objects deeper than " + std::to_string(kMaxJsonDepthRequest) +
+                            " levels");
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw ApiError(400, std::string("request body is not valid JSON: ") + e.what());
+  }
+}
 
 std::string type_name(const json& v) {
   if (v.is_null()) return "null";
@@ -81,12 +101,7 @@ void neutral_only(const json& body, const char* key, const json& neutral) {
 }  // namespace
 
 CompletionRequest parse_completion_request(const std::string& text, bool chat) {
-  json body;
-  try {
-    body = json::parse(text);
-  } catch (const json::exception& e) {
-    throw ApiError(400, std::string("request body is not valid JSON: ") + e.what());
-  }
+  json body = parse_body(text);
   if (!body.is_object()) throw ApiError(400, "request body must be a JSON object, got " + type_name(body));
   static const std::set<std::string> common = {
       "model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
@@ -118,7 +133,7 @@ CompletionRequest parse_completion_request(const std::string& text, bool chat) {
     } else if (one->is_array()) {
       for (const auto& t : *one) {
         if (!t.is_number_integer() || t.get<std::int64_t>() < 0 || t.get<std::int64_t>() > INT32_MAX)
-          bad("prompt", "'prompt' as token ids must hold non-negative integers, got " + t.dump());
+          bad("prompt", "'prompt' as token ids must hold non-negative integers, got " + excerpt(t));
         r.prompt_ids.push_back(static_cast<std::int32_t>(t.get<std::int64_t>()));
       }
       if (r.prompt_ids.empty()) bad("prompt", "'prompt' is empty");
@@ -175,7 +190,7 @@ CompletionRequest parse_completion_request(const std::string& text, bool chat) {
         bad("logit_bias", "'logit_bias' keys must be token ids (non-negative integers as strings), got \"" +
                               k.substr(0, 40) + "\"");
       if (!v.is_number() || !(v.get<double>() >= -100 && v.get<double>() <= 100))
-        bad("logit_bias", "'logit_bias' values must be numbers in [-100, 100], got " + v.dump().substr(0, 40));
+        bad("logit_bias", "'logit_bias' values must be numbers in [-100, 100], got " + excerpt(v));
       r.logit_bias.emplace_back(static_cast<std::int32_t>(id), v.get<float>());
     }
   }
@@ -231,12 +246,7 @@ json usage_json(const CompletionResult& r) {
 namespace {
 
 json object_body(const std::string& text, const char* route, const std::set<std::string>& fields) {
-  json body;
-  try {
-    body = json::parse(text);
-  } catch (const json::exception& e) {
-    throw ApiError(400, std::string("request body is not valid JSON: ") + e.what());
-  }
+  const json body = parse_body(text);
   if (!body.is_object()) throw ApiError(400, "request body must be a JSON object, got " + type_name(body));
   for (const auto& [key, value] : body.items())
     if (!fields.count(key)) bad(key, "unknown field '" + key + "' for " + route);
@@ -264,7 +274,7 @@ std::vector<std::int32_t> parse_detokenize_request(const std::string& text) {
   std::vector<std::int32_t> ids;
   for (const auto& t : body["tokens"]) {
     if (!t.is_number_integer() || t.get<std::int64_t>() < 0 || t.get<std::int64_t>() > INT32_MAX)
-      bad("tokens", "'tokens' must hold non-negative integers, got " + t.dump().substr(0, 40));
+      bad("tokens", "'tokens' must hold non-negative integers, got " + excerpt(t));
     ids.push_back(static_cast<std::int32_t>(t.get<std::int64_t>()));
   }
   return ids;

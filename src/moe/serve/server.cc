@@ -460,6 +460,20 @@ void MoeServer::Impl::routes() {
   }));
   http.set_logger([this](const httplib::Request&, const httplib::Response& res) { metrics.request_done(res.status); });
   http.set_payload_max_length(o.max_body_bytes);
+  // cpp-httplib bounds a body by its Content-Length only: a chunked body would be read whole, however
+  // large. It is refused before its body is read (as nginx did before it read chunked bodies).
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const std::string te = req.get_header_value("Transfer-Encoding");
+    if (te.empty() || te == "identity") return httplib::Server::HandlerResponse::Unhandled;
+    res.status = 411;
+    res.set_header("Connection", "close");
+    res.set_content(ApiError(411, "request bodies with Transfer-Encoding '" + te.substr(0, 40) +
+                                      "' are not accepted: send Content-Length (at most " +
+                                      std::to_string(o.max_body_bytes) + " bytes, --max-body)")
+                        .body(),
+                    "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   http.set_keep_alive_timeout(1);  // bounds how long an idle connection delays shutdown
   // A thread per connection that can be waiting: every batch slot and queue place, plus room for
   // /health, /metrics and the requests that are refused.
