@@ -13,9 +13,7 @@
 #   bench/peers/run.sh [ferry binary] [output dir]
 #   SHAPES=a FORMATS=Q4_0 REPS=1 bench/peers/run.sh        (a shorter run)
 #   TESTS=decode REPS=5 bench/peers/run.sh                   (only some tests: decode, prefill, batched)
-# Shapes: a = the Mixtral-architecture model of 4 layers, hidden 2048, 8 experts of width 5632,
-# top-2, 16 heads, 4 KV heads (1.15 B parameters); b = wider experts: 2 layers, hidden 4096,
-# 4 experts of Mixtral-8x7B's width 14336, top-2, 32 heads, 8 KV heads (1.5 B parameters).
+# Shapes a and b: bench/peers/models.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FERRY="$(realpath "${1:-build/default/apps/ferry}")"
@@ -31,25 +29,15 @@ mkdir -p "$OUT"
 OUT="$(realpath "$OUT")"
 
 # --- the peer: prebuilt libraries + tools built from the matching source -----------------------
-# shellcheck source=llama_cpp.sh
+# shellcheck source=bench/peers/llama_cpp.sh
 source bench/peers/llama_cpp.sh
 
 # --- models ------------------------------------------------------------------------------------
-shape_flags() {
-  case "$1" in
-    a) echo "--layers 4 --experts 8 --top-k 2 --hidden 2048 --intermediate 5632 --heads 16 --kv-heads 4 --head-dim 128" ;;
-    b) echo "--layers 2 --experts 4 --top-k 2 --hidden 4096 --intermediate 14336 --heads 32 --kv-heads 8 --head-dim 128" ;;
-    *) echo "unknown shape '$1' (a, b)" >&2; exit 2 ;;
-  esac
-}
+# shellcheck source=bench/peers/models.sh
+source bench/peers/models.sh
 for shape in ${SHAPES//,/ }; do
-  dir="$PEERS/models/$shape"
-  if [ ! -f "$dir/config.json" ]; then
-    # shellcheck disable=SC2046
-    "$FERRY" moe make-tiny --out "$dir" $(shape_flags "$shape") >/dev/null
-  fi
   for f in ${FORMATS//,/ }; do
-    [ -f "$dir/$f.gguf" ] || "$FERRY" moe quantize --model "$dir" --out "$dir/$f.gguf" --type "$f" >/dev/null
+    peer_model "$FERRY" "$shape" "$f"
   done
 done
 
