@@ -46,7 +46,11 @@ struct ServeFlags {
   std::string kv_mem = "auto";          // KV cache bound of the running sequences (bytes; 0: none; auto: EngineOptions::kv_mem)
   ServeOptions serve = [] {
     ServeOptions o;
-    o.batcher.prefix_cache = 32;  // on by default, as llama.cpp's cache_prompt
+    o.batcher.prefix_cache = 32;    // on by default, as llama.cpp's cache_prompt
+    // A CPU step reads every weight it touches once, whatever its tokens: big steps amortise that.
+    // 64 sequences, and prompts in chunks of 512 tokens (llama.cpp's default micro-batch).
+    o.batcher.max_batch = 64;
+    o.batcher.prefill_chunk = 512;
     return o;
   }();
   int threads = 1;
@@ -58,7 +62,10 @@ int run_serve(ServeFlags& f) {
   eo.max_sequences = f.serve.batcher.max_batch;
   eo.max_step_tokens = f.serve.batcher.prefill_chunk + f.serve.batcher.max_batch;
   prefer_passive_wait(streams_from_disk(f.model, eo));
-  at::set_num_threads(f.threads);
+  // Steps run on the batcher's thread with --threads; loading here computes on one thread, so that
+  // only the batcher's thread keeps a team of OpenMP workers (BatcherOptions::threads).
+  at::set_num_threads(1);
+  f.serve.batcher.threads = f.threads;
   // Signals go to one thread that waits for them, so that the server's threads never see one.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <exception>
 
+#include <ATen/Parallel.h>
+
 #include "core/clock.h"
 #include "core/error.h"
 #include "moe/engine/kv_cache.h"
@@ -96,10 +98,9 @@ void ContinuousBatcher::finish(Running& r, FinishReason why, const std::string& 
   if (r.sequence >= 0) {
     if (options_.prefix_cache > 0 && r.job.cache_prompt && why != FinishReason::kError) {
       // Its cache holds the tokens fed so far: the prompt and every generated token but the last.
-      const auto held = static_cast<std::size_t>(engine_.sequence_position(r.sequence));
-      Cached c{r.sequence, std::vector<std::int32_t>(r.tokens.begin(), r.tokens.begin() + static_cast<std::ptrdiff_t>(std::min(held, r.tokens.size()))),
-               kv_cache_bytes(engine_.config(), scheduler_->max_positions(r.shape()))};
-      cache_.push_back(std::move(c));
+      const auto held = std::min(static_cast<std::size_t>(engine_.sequence_position(r.sequence)), r.tokens.size());
+      r.tokens.resize(held);
+      cache_.push_back({r.sequence, std::move(r.tokens), kv_cache_bytes(engine_.config(), scheduler_->max_positions(r.shape()))});
       trim_cache(static_cast<std::size_t>(options_.prefix_cache));
     } else {
       engine_.close_sequence(r.sequence);
@@ -160,6 +161,7 @@ void ContinuousBatcher::trim_cache(std::size_t keep) {
 }
 
 void ContinuousBatcher::loop() {
+  if (options_.threads > 0) at::set_num_threads(options_.threads);
   std::vector<Running> running;
   std::vector<std::size_t> joined;  // the running indices that joined at this step boundary
   for (;;) {
@@ -224,28 +226,36 @@ void ContinuousBatcher::loop() {
 }
 
 void ContinuousBatcher::run_step(std::vector<Running>& running) {
-  std::vector<RunningSequence> states;
+  // The step's inputs reuse the buffers of the last step (no allocation per token once they have grown).
+  std::vector<RunningSequence>& states = step_states_;
+  states.clear();
   for (const auto& r : running) states.push_back({static_cast<std::int64_t>(r.job.prompt.size() - r.prompt_done)});
   const std::vector<std::int64_t> plan = scheduler_->plan(states);
-  std::vector<MoeEngine::SequenceInput> inputs;
-  std::vector<std::size_t> who;  // running index of each input
+  std::vector<MoeEngine::SequenceInput>& inputs = step_inputs_;
+  std::vector<std::size_t>& who = step_who_;  // running index of each input
+  std::size_t n_inputs = 0;
+  who.clear();
   StepInfo info;
   for (std::size_t i = 0; i < running.size(); ++i) {
     Running& r = running[i];
     const auto n = static_cast<std::size_t>(plan[i]);
     if (n == 0) continue;  // sits this step out (waits for the next step's prefill share)
+    if (n_inputs == inputs.size()) inputs.emplace_back();
+    MoeEngine::SequenceInput& in = inputs[n_inputs++];
+    in.sequence = r.sequence;
     if (!r.prefilling()) {
       FERRY_CHECK_EQ(n, 1, "tokens the scheduler gave a decoding sequence");
-      inputs.push_back({r.sequence, {r.last}});
+      in.tokens.assign(1, r.last);
       ++info.decode_tokens;
     } else {
       FERRY_CHECK(n <= r.job.prompt.size() - r.prompt_done, "the scheduler gave a sequence more than its prompt");
-      inputs.push_back({r.sequence, std::vector<std::int32_t>(r.job.prompt.begin() + r.prompt_done,
-                                                              r.job.prompt.begin() + r.prompt_done + n)});
+      in.tokens.assign(r.job.prompt.begin() + static_cast<std::ptrdiff_t>(r.prompt_done),
+                       r.job.prompt.begin() + static_cast<std::ptrdiff_t>(r.prompt_done + n));
       info.prefill_tokens += static_cast<int>(n);
     }
     who.push_back(i);
   }
+  inputs.resize(n_inputs);  // the engine takes the whole vector
   FERRY_CHECK(!inputs.empty(), "the scheduler planned a step without tokens");
   info.sequences = static_cast<int>(inputs.size());
   const double t0 = now_s();

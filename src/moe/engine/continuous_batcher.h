@@ -65,6 +65,11 @@ struct BatcherOptions {
   // so that a prompt sharing a prefix with one (a chat resending its conversation) prefills only
   // the rest; kept caches count against kv_bytes and leave when a running request needs it. 0: off.
   int prefix_cache = 0;
+  // libtorch threads of the batcher's thread, which runs every step (0: libtorch's setting). With
+  // OpenMP each thread that computes keeps its own team of workers: a caller that computed before
+  // (loading the model) should compute on one thread only, so that the two teams do not oversubscribe
+  // the cores (libgomp then stops spinning between parallel regions, and every region waits for a wake-up).
+  int threads = 0;
 };
 
 // One step, for metrics (on the batcher's thread).
@@ -133,6 +138,10 @@ class ContinuousBatcher {
   std::condition_variable cv_;
   std::deque<GenerationJob> queue_;
   std::deque<Cached> cache_;  // the batcher's thread's only; oldest first
+  // run_step()'s buffers, kept from step to step (the batcher's thread's only).
+  std::vector<RunningSequence> step_states_;
+  std::vector<MoeEngine::SequenceInput> step_inputs_;
+  std::vector<std::size_t> step_who_;
   bool stopping_ = false;
   double deadline_s_ = 0;  // steady clock: cancel what still runs after this, once stopping
   BatcherSnapshot snapshot_;

@@ -459,6 +459,13 @@ void MoeServer::Impl::routes() {
     return httplib::Server::HandlerResponse::Handled;
   }));
   http.set_logger([this](const httplib::Request&, const httplib::Response& res) { metrics.request_done(res.status); });
+  // SO_REUSEADDR only (cpp-httplib 0.11 sets SO_REUSEPORT, not SO_REUSEADDR, on Linux): a server
+  // restarted on its port binds at once despite the last one's connections in TIME_WAIT, and a
+  // second server on a port in use is refused instead of sharing it.
+  http.set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   http.set_payload_max_length(o.max_body_bytes);
   // cpp-httplib bounds a body by its Content-Length only: a chunked body would be read whole, however
   // large. It is refused before its body is read (as nginx did before it read chunked bodies).
