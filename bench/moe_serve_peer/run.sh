@@ -81,9 +81,9 @@ stop_server() {
 }
 trap stop_server EXIT
 # start_server ENGINE GGUF SLOTS CTX LOG: one server on $PORT_NOW, in the background. Each start
-# takes a fresh port: the connections a stopped server closed linger in TIME_WAIT on its port, and
-# a server whose listening socket sets SO_REUSEPORT but not SO_REUSEADDR (cpp-httplib 0.11, which
-# ferry links) cannot bind it again for a minute.
+# takes a fresh port: the connections a stopped server closed linger in TIME_WAIT on its port, and a
+# server whose listening socket lacks SO_REUSEADDR (ferry before 2026-12-06, on cpp-httplib 0.11)
+# cannot bind it again for a minute.
 start_server() {
   PORT_NOW=$(( PORT + STARTS % 100 ))
   STARTS=$(( STARTS + 1 ))
