@@ -59,8 +59,8 @@ TEST(MemoryPlan, RefusesWhatCannotFitNamingWhatWould) {
 }
 
 TEST(MemoryPlan, WorkspaceGrowsWithTheStep) {
-  const std::uint64_t one = step_workspace_bytes(1, 4096, 4096, 14336, 2, 32, 32000);
-  const std::uint64_t chunk = step_workspace_bytes(512, 4096, 4096, 14336, 2, 32, 32000);
+  const std::uint64_t one = step_workspace_bytes(1, 4096, 4096, 14336, 32, 32000);
+  const std::uint64_t chunk = step_workspace_bytes(512, 4096, 4096, 14336, 32, 32000);
   EXPECT_EQ(one, 4ull * (8 * 4096 + 3 * 14336 + 32 + 32000) + 32 * kMiB);
   // 512 tokens: 4 bytes x (511 x (8 x 4096 + 3 x 14336 + 32000) + 32 x (512 x 512 - 1)) more.
   EXPECT_EQ(chunk - one, 4ull * 511 * (8 * 4096 + 3 * 14336 + 32000) + 4ull * 32 * (512 * 512 - 1));

@@ -108,7 +108,7 @@ MemoryNeeds memory_needs(const Checkpoint& ck, const HostPool& pool, const Engin
     n.kv_bytes = parse_bytes(o.kv_mem);
   }
   n.workspace_bytes = step_workspace_bytes(o.max_step_tokens, c.max_position_embeddings, c.hidden_size,
-                                           c.intermediate_size, c.top_k, c.num_heads, c.vocab_size);
+                                           c.intermediate_size, c.num_heads, c.vocab_size);
   // The experts' bytes in the file (their stored format may be one --weights converts from).
   std::uint64_t stored = pool.total_bytes();
   try {

@@ -28,11 +28,9 @@ std::string accounting(const MemoryNeeds& n, const MemoryRoom& room) {
 }  // namespace
 
 std::uint64_t step_workspace_bytes(std::int64_t tokens, std::int64_t context, std::int64_t hidden,
-                                   std::int64_t intermediate, std::int64_t top_k, std::int64_t heads,
-                                   std::int64_t vocab) {
+                                   std::int64_t intermediate, std::int64_t heads, std::int64_t vocab) {
   const auto T = static_cast<std::uint64_t>(std::max<std::int64_t>(tokens, 1));
   const auto S = static_cast<std::uint64_t>(std::max<std::int64_t>(std::min(tokens, context), 1));
-  (void)top_k;  // the experts run one at a time: one expert's intermediates over at most T tokens
   const std::uint64_t floats = T * (8 * static_cast<std::uint64_t>(hidden) + 3 * static_cast<std::uint64_t>(intermediate) +
                                     static_cast<std::uint64_t>(heads) * S + static_cast<std::uint64_t>(vocab));
   return 4 * floats + (std::uint64_t{32} << 20);

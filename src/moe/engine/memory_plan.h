@@ -53,7 +53,6 @@ MemoryPlan plan_memory(const std::string& device_mem, const MemoryNeeds& needs, 
 // hidden-1024 Q8_0 model decoding held 41 MiB beyond its experts, dense weights and the process
 // at start.)
 std::uint64_t step_workspace_bytes(std::int64_t tokens, std::int64_t context, std::int64_t hidden,
-                                   std::int64_t intermediate, std::int64_t top_k, std::int64_t heads,
-                                   std::int64_t vocab);
+                                   std::int64_t intermediate, std::int64_t heads, std::int64_t vocab);
 
 }  // namespace ferry::moe
