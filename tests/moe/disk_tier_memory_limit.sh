@@ -6,14 +6,11 @@
 # Needs root and a writable cgroup v1 memory controller; skipped (exit 77) otherwise.
 set -u
 ferry="$1"
-root=/sys/fs/cgroup/memory
-if [ "$(id -u)" != 0 ] || [ ! -w "$root" ]; then
-  echo "skipped: needs root and a writable cgroup v1 memory controller ($root)"
-  exit 77
-fi
+# shellcheck source=memory_cgroup.sh
+source "$(dirname "$0")/memory_cgroup.sh"
+memory_cgroup_or_skip
 tmp=$(mktemp -d)
-cg="$root/ferry-disk-tier-test-$$"
-trap 'rmdir "$cg" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'memory_cgroup_cleanup; rm -rf "$tmp"' EXIT
 # 4 layers x 8 experts of 3 x 1024 x 3072 (Q8_0: 10 MB each, 320 MB of experts); dense ~12 MB.
 "$ferry" moe make-tiny --out "$tmp/m.gguf" --gguf Q8_0 --layers 4 --experts 8 --top-k 2 --hidden 1024 \
   --intermediate 3072 --heads 8 --kv-heads 2 --head-dim 128 --seed 3 >/dev/null || { echo "FAIL: make-tiny"; exit 1; }
@@ -25,16 +22,10 @@ echo '[[1, 7, 42, 99, 3, 250, 17, 64, 8, 120]]' >"$tmp/tokens.json"
 limit=$((size * 3 / 4))
 failures=0
 for policy in ondemand lru static-hot next-gate fiddler moe-infinity prescope; do
-  mkdir "$cg"
-  echo "$limit" >"$cg/memory.limit_in_bytes"
   sync
   echo 3 >/proc/sys/vm/drop_caches
-  rc=0
-  (echo "$BASHPID" >"$cg/cgroup.procs"
-   exec "$ferry" moe logits --model "$tmp/m.gguf" --tokens "$tmp/tokens.json" --prompt 4 --link file --policy "$policy" \
-     --device-mem 42MB --out "$tmp/$policy.npy" >/dev/null 2>"$tmp/$policy.err") || rc=$?
-  peak=$(cat "$cg/memory.max_usage_in_bytes")
-  rmdir "$cg"
+  in_memory_cgroup "$limit" "$ferry" moe logits --model "$tmp/m.gguf" --tokens "$tmp/tokens.json" --prompt 4 \
+    --link file --policy "$policy" --device-mem 42MB --out "$tmp/$policy.npy" >/dev/null 2>"$tmp/$policy.err"
   if [ "$rc" -ne 0 ]; then
     echo "FAIL: $policy exited $rc under a limit of $limit bytes (file $size)"; tail -3 "$tmp/$policy.err"
     failures=$((failures + 1))

@@ -6,14 +6,11 @@
 # cgroup v1 memory controller; skipped (exit 77) otherwise.
 set -u
 ferry="$1"
-root=/sys/fs/cgroup/memory
-if [ "$(id -u)" != 0 ] || [ ! -w "$root" ]; then
-  echo "skipped: needs root and a writable cgroup v1 memory controller ($root)"
-  exit 77
-fi
+# shellcheck source=memory_cgroup.sh
+source "$(dirname "$0")/memory_cgroup.sh"
+memory_cgroup_or_skip
 tmp=$(mktemp -d)
-cg="$root/ferry-memory-budget-test-$$"
-trap 'rmdir "$cg" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'memory_cgroup_cleanup; rm -rf "$tmp"' EXIT
 # 4 layers x 8 experts of 3 x 1024 x 3072 in Q8_0 (9.6 MiB each, 306 MiB of experts); dense ~11 MiB.
 "$ferry" moe make-tiny --out "$tmp/m.gguf" --gguf Q8_0 --layers 4 --experts 8 --top-k 2 --hidden 1024 \
   --intermediate 3072 --heads 8 --kv-heads 2 --head-dim 128 --seed 3 >/dev/null || { echo "FAIL: make-tiny"; exit 1; }
@@ -23,13 +20,8 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 run() {
   local limit=$1 name=$2
   shift 2
-  mkdir "$cg"
-  echo "$limit" >"$cg/memory.limit_in_bytes"
-  rc=0
-  (echo "$BASHPID" >"$cg/cgroup.procs"
-   exec "$ferry" moe generate --model "$tmp/m.gguf" --prompt "def " --tokens 4 "$@" >/dev/null 2>"$tmp/$name.err") || rc=$?
-  peak=$(cat "$cg/memory.max_usage_in_bytes")
-  rmdir "$cg"
+  in_memory_cgroup "$limit" "$ferry" moe generate --model "$tmp/m.gguf" --prompt "def " --tokens 4 "$@" \
+    >/dev/null 2>"$tmp/$name.err"
   err=$(cat "$tmp/$name.err")
 }
 

@@ -91,10 +91,10 @@ std::uint64_t checkpoint_file_bytes(const std::string& model_dir) {
 }
 
 // What the budget must leave room for (memory_plan.h), the dense weights estimated as the
-// checkpoint's bytes less its experts' as stored.
-MemoryNeeds memory_needs(const Checkpoint& ck, const HostPool& pool, const EngineOptions& o, bool from_disk) {
+// checkpoint's bytes less its experts' as stored; `room` sizes the auto KV reserve.
+MemoryNeeds memory_needs(const Checkpoint& ck, const HostPool& pool, const EngineOptions& o, bool from_disk,
+                         const MemoryRoom& room) {
   const MoeConfig& c = ck.config();
-  const MemoryRoom room = memory_room();
   MemoryNeeds n;
   n.total_expert_bytes = pool.total_bytes();
   n.expert_bytes = pool.layout().bytes();
@@ -131,7 +131,8 @@ bool streams_from_disk(const std::string& model_dir, const EngineOptions& option
     const auto ck = Checkpoint::open(model_dir);
     const auto format = options.weights.empty() ? std::nullopt : std::optional(quant::parse_weight_format(options.weights));
     const auto pool = HostPool::load(*ck, /*with_data=*/false, format);
-    return !plan_memory("auto", memory_needs(*ck, *pool, options, true), memory_room()).resident;
+    const MemoryRoom room = memory_room();
+    return !plan_memory("auto", memory_needs(*ck, *pool, options, true, room), room).resident;
   } catch (const std::exception&) {
     return true;  // MoeEngine::open() reports what is wrong
   }
@@ -188,9 +189,10 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   m.pool = HostPool::load(*m.ck, /*with_data=*/false, format);  // the layout: what the budget is made of
   // The budget, checked before anything is read against an estimate of the dense weights, then
   // against what the process may use once they are in (memory_plan.h).
-  MemoryNeeds needs = memory_needs(*m.ck, *m.pool, options, from_disk);
+  const MemoryRoom room_at_start = memory_room();
+  MemoryNeeds needs = memory_needs(*m.ck, *m.pool, options, from_disk, room_at_start);
   m.kv_reserve = needs.kv_bytes;
-  plan_memory(options.device_mem, needs, memory_room());
+  plan_memory(options.device_mem, needs, room_at_start);
   m.w = load_dense_weights(*m.ck, options.dense_as_stored);
   // Streaming from disk: the dense weights are copied out, so the mapping of a file that may be
   // larger than memory keeps none of its pages (the experts bypass the page cache: O_DIRECT).

@@ -222,6 +222,13 @@ void raise_listen_backlog(int port) {
   }
 }
 
+// 400 naming `param` when a token id the client sent is outside the model's vocabulary.
+void require_in_vocabulary(std::int32_t id, int vocab_size, const std::string& param) {
+  if (id >= vocab_size)
+    throw ApiError(400, "token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(vocab_size),
+                   param);
+}
+
 std::string random_id(const char* prefix) {
   static std::atomic<std::uint64_t> counter{0};
   const std::uint64_t n = counter++ ^ (static_cast<std::uint64_t>(std::time(nullptr)) << 20);
@@ -280,10 +287,7 @@ void MoeServer::Impl::generate(const httplib::Request& req, httplib::Response& r
     ids = tokenizer.encode(text);
     if (t.adds_bos && tokenizer.bos_id() >= 0) ids.insert(ids.begin(), tokenizer.bos_id());
   } else if (!r.prompt_ids.empty()) {
-    for (auto id : r.prompt_ids)
-      if (id >= c.vocab_size)
-        throw ApiError(400, "token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(c.vocab_size),
-                       "prompt");
+    for (auto id : r.prompt_ids) require_in_vocabulary(id, c.vocab_size, "prompt");
     ids = r.prompt_ids;
   } else {
     ids = tokenizer.encode(r.prompt);
@@ -301,10 +305,7 @@ void MoeServer::Impl::generate(const httplib::Request& req, httplib::Response& r
                             " in the prompt, " + std::to_string(std::max(max_tokens, 1)) + " for the completion)",
                    chat ? "messages" : "prompt", "context_length_exceeded");
 
-  for (const auto& [id, bias] : r.logit_bias)
-    if (id >= c.vocab_size)
-      throw ApiError(400, "'logit_bias' names token " + std::to_string(id) + ", outside the vocabulary of " +
-                              std::to_string(c.vocab_size), "logit_bias");
+  for (const auto& [id, bias] : r.logit_bias) require_in_vocabulary(id, c.vocab_size, "logit_bias");
   auto state = std::make_shared<RequestState>(tokenizer, r.stop, r.logprobs, max_tokens, &metrics);
   GenerationJob job;
   job.prompt = ids;
@@ -431,10 +432,7 @@ void MoeServer::Impl::routes() {
   http.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
     check_auth(req);
     const std::vector<std::int32_t> ids = parse_detokenize_request(req.body);
-    for (std::int32_t id : ids)
-      if (id >= engine.config().vocab_size)
-        throw ApiError(400, "token id " + std::to_string(id) + " is outside the vocabulary of " +
-                                std::to_string(engine.config().vocab_size), "tokens");
+    for (std::int32_t id : ids) require_in_vocabulary(id, engine.config().vocab_size, "tokens");
     res.set_content(dump_json(json{{"content", tokenizer.decode(ids)}}), "application/json");
   }));
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
