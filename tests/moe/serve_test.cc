@@ -190,7 +190,7 @@ TEST(TextStreamTest, IncompleteUtf8IsHeldUntilComplete) {
 
 TEST(ChatTemplates, RenderAsTheFamiliesPublishThem) {
   const std::vector<ChatMessage> conv = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "2+2?"}};
-  EXPECT_EQ(chat_template("mistral").render(conv), "[INST] Be brief.\n\nHi [/INST] Hello</s>[INST] 2+2? [/INST]");
+  EXPECT_EQ(chat_template("mistral").render(conv), "[INST] Be brief.\n\nHi [/INST]Hello</s>[INST] 2+2? [/INST]");
   EXPECT_TRUE(chat_template("mistral").adds_bos);
   EXPECT_EQ(chat_template("chatml").render(conv),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello"

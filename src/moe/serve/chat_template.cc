@@ -21,8 +21,10 @@ void require_role(const ChatMessage& m, std::initializer_list<const char*> roles
   FERRY_THROW(InvalidArgument, "chat template '", tmpl, "' has no place for role '", m.role, "'");
 }
 
-// Mixtral-8x7B-Instruct-v0.1's template: "[INST] user [/INST] answer</s>[INST] ...", after BOS. A
-// system message is put before the first user message, separated by a blank line (as Mistral's
+// Mixtral-8x7B-Instruct-v0.1's template: "[INST] user [/INST]answer</s>[INST] ...", after BOS: the
+// answer follows "[/INST]" exactly as the model generated it (its first SentencePiece token
+// carries its own space), so a resent conversation repeats the generated tokens and the prefix
+// cache reuses them. A system message is put before the first user message, separated by a blank line (as Mistral's
 // later templates do; v0.1's raises an error instead).
 std::string render_mistral(const std::vector<ChatMessage>& msgs) {
   std::string out, system;
@@ -34,7 +36,7 @@ std::string render_mistral(const std::vector<ChatMessage>& msgs) {
       out += "[INST] " + (system.empty() ? m.content : system + "\n\n" + m.content) + " [/INST]";
       system.clear();
     } else {
-      out += " " + m.content + "</s>";
+      out += m.content + "</s>";
     }
   }
   return out;
@@ -82,7 +84,7 @@ std::string render_deepseek(const std::vector<ChatMessage>& msgs) {
 
 void register_builtin_chat_templates() {
   auto& r = registry();
-  r.add_if_absent({"mistral", "[INST] user [/INST] answer</s> (Mixtral-8x7B-Instruct)", true, render_mistral});
+  r.add_if_absent({"mistral", "[INST] user [/INST]answer</s> (Mixtral-8x7B-Instruct)", true, render_mistral});
   r.add_if_absent({"chatml", "<|im_start|>role ... <|im_end|> (Qwen2/3-MoE)", false, render_chatml});
   r.add_if_absent({"tulu", "<|user|> ... <|assistant|> (OLMoE-Instruct)", false, render_tulu});
   r.add_if_absent({"deepseek", "User: ... Assistant: (deepseek-moe-16b-chat)", true, render_deepseek});
