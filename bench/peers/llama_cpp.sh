@@ -1,7 +1,7 @@
 # The peer, sourced by the benchmarks that run llama.cpp beside ferry: fetches the pinned release
 # (npm: node-llama-cpp's prebuilt CPU libraries, one per instruction set, and its source bundle)
-# into $PEERS (default build/peers) and builds llama-bench, llama-batched-bench and llama-server
-# against them.
+# into $PEERS (default build/peers) and builds its tools against them: PEER_TOOLS (default
+# "llama-bench batched-bench quantize server"; the test suite builds "quantize" only).
 # Defines LIB (the libraries' folder) and llama CMD... (runs a tool from LIB, where it finds the
 # CPU backend for this machine), and prints the build it uses.
 VERSION=3.21.1  # node-llama-cpp's release; its bundle is llama.cpp's source of that build
@@ -18,7 +18,9 @@ fi
 if [ ! -d "$PEERS/llama.cpp/tools" ]; then
   git -c advice.detachedHead=false clone -q "$PEERS/src/package/llama/gitRelease.bundle" "$PEERS/llama.cpp"
 fi
-for tool in llama-bench batched-bench; do
+PEER_TOOLS="${PEER_TOOLS:-llama-bench batched-bench quantize server}"
+for tool in $PEER_TOOLS; do
+  [ "$tool" = server ] && continue  # below
   bin="$PEERS/bin/llama-${tool#llama-}"
   [ -x "$bin" ] && continue
   mkdir -p "$PEERS/bin"
@@ -35,7 +37,7 @@ done
 # an asset folder, writes the empty asset table (ui.cpp/ui.h) a build without the UI gets; / then
 # answers 404. LLAMA_SUBPROCESS as the prebuilt libllama-common was built (it changes a struct in
 # common/subproc.h). About 2 minutes of compiling on 2 cores, once.
-if [ ! -x "$PEERS/bin/llama-server" ]; then
+if [[ " $PEER_TOOLS " == *" server "* ]] && [ ! -x "$PEERS/bin/llama-server" ]; then
   SB="$PEERS/server-build"
   mkdir -p "$SB/ui" "$PEERS/bin"
   (
@@ -68,4 +70,7 @@ if [ ! -x "$PEERS/bin/llama-server" ]; then
 fi
 # The tools load the CPU backend for this machine's instruction set from the library folder.
 llama() { (cd "$LIB" && "$@"); }
-echo "llama.cpp: $(cd "$PEERS/llama.cpp" && git log -1 --format=%h) ($(llama "$PEERS/bin/llama-bench" --help 2>&1 | sed -n 's/.*loaded CPU backend from .*\/\(libggml-cpu-[a-z0-9]*\)\.so.*/\1/p' | head -1))"
+backend=""  # the CPU backend llama-bench loads (llama-quantize loads none)
+[ -x "$PEERS/bin/llama-bench" ] && backend=" ($(llama "$PEERS/bin/llama-bench" --help 2>&1 |
+  sed -n 's/.*loaded CPU backend from .*\/\(libggml-cpu-[a-z0-9]*\)\.so.*/\1/p' | head -1))"
+echo "llama.cpp: $(cd "$PEERS/llama.cpp" && git log -1 --format=%h)$backend"
