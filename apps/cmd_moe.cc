@@ -16,7 +16,7 @@ namespace ferry::apps {
 int run_moe(int argc, char** argv) {
   moe::register_builtin_policies();
   moe::register_builtin_predictors();
-  CLI::App app{"MoE inference with expert offloading (Mixtral family, safetensors)", "ferry moe"};
+  CLI::App app{"MoE inference with expert offloading (Hugging Face safetensors or GGUF; moe/model/family.h lists the families)", "ferry moe"};
   init_app(app);
   app.require_subcommand(1);
   // In the order --help and the error below list them.

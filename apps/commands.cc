@@ -21,7 +21,7 @@ const std::vector<Command>& commands() {
       {"run", "start a Python training script (import ferry) on every rank under mpirun, as horovodrun", run_run},
       {"advise", "predict every training algorithm's throughput from a calibrated cost model; check it against runs", run_advise},
       {"units", "parse and print a quantity (bandwidth, duration, size)", run_units},
-      {"moe", "MoE inference with expert offloading: make-tiny, pretrain, generate, bench, trace, demo, simulate, fit-predictor", run_moe},
+      {"moe", "MoE inference with expert offloading: generate, serve, bench, quantize, simulate, ... (ferry moe --help)", run_moe},
   };
   return kCommands;
 }

@@ -62,14 +62,4 @@ class Communicator {
   virtual CommCounters counters() const = 0;
 };
 
-// Helpers for typed spans.
-template <typename T>
-std::span<const std::byte> as_bytes_span(std::span<const T> s) {
-  return std::as_bytes(s);
-}
-template <typename T>
-std::span<std::byte> as_writable_bytes_span(std::span<T> s) {
-  return std::as_writable_bytes(s);
-}
-
 }  // namespace ferry::comm

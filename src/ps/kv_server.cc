@@ -123,10 +123,7 @@ void KVServer::on_push(int worker, int key, const RequestHeader& h, std::span<co
       g.assign(k.range->length, 0.0f);
       add(g);
     }
-    if (!skip && all_finite(g))
-      k.optimizer->step(k.weights, g);
-    else
-      ++skipped_updates_;
+    if (!skip && all_finite(g)) k.optimizer->step(k.weights, g);
     ++k.version;
     answer_pulls(k);
     return;
@@ -161,10 +158,7 @@ void KVServer::apply_ready_rounds(KeyState& k) {
   for (;;) {
     auto it = k.rounds.find(k.version);
     if (it == k.rounds.end() || it->second.next < options_.num_workers) break;
-    if (!it->second.skip && all_finite(it->second.sum))
-      k.optimizer->step(k.weights, it->second.sum);
-    else
-      ++skipped_updates_;
+    if (!it->second.skip && all_finite(it->second.sum)) k.optimizer->step(k.weights, it->second.sum);
     k.rounds.erase(it);
     ++k.version;
   }

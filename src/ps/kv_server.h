@@ -75,7 +75,6 @@ class KVServer {
   std::uint64_t version(int key) const;
   // Updates not applied because a worker sent a skip push or the gradient sum was not finite
   // (per key: a skipped sync round of 3 keys counts 3).
-  std::uint64_t skipped_updates() const { return skipped_updates_; }
 
   // Checkpoints: the state of every key this server owns. Only at a quiet point (every worker's
   // marker received: no round half-summed); InternalError otherwise.
@@ -102,7 +101,6 @@ class KVServer {
   std::map<int, std::unique_ptr<KeyState>> keys_;
   std::deque<comm::Ticket> replies_;  // sends in flight
   bool restored_ = false;             // restore() ran: kInit is ignored
-  std::uint64_t skipped_updates_ = 0;
   std::map<std::uint64_t, std::vector<int>> checkpoint_markers_;  // iterations -> workers that sent it
 };
 

@@ -125,7 +125,8 @@ struct StrategyInfo {
 
 // Adds a strategy to the process's registry; InvalidArgument if the name is taken.
 void register_strategy(StrategyInfo info);
-// Registers ssgd, asgd, odsgd, ssdsgd, cdsgd, localsgd, wfbp and compute-only (idempotent).
+// Registers the built-in strategies, those of strategy.cc's table (idempotent); `ferry train --help`
+// lists their names.
 void register_builtin_strategies();
 // The entry of the strategy an --algo spec names ("ssgd", "diloco:inner_steps=50"): throws
 // InvalidArgument naming the known strategies for an unknown name.

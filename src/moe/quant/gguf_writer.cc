@@ -34,7 +34,6 @@ void GgufWriter::key(const std::string& key, GgufType type) {
 }
 
 void GgufWriter::add_u32(const std::string& k, std::uint32_t v) { key(k, GgufType::kU32), put(kv_, v); }
-void GgufWriter::add_i32(const std::string& k, std::int32_t v) { key(k, GgufType::kI32), put(kv_, v); }
 void GgufWriter::add_u64(const std::string& k, std::uint64_t v) { key(k, GgufType::kU64), put(kv_, v); }
 void GgufWriter::add_f32(const std::string& k, float v) { key(k, GgufType::kF32), put(kv_, v); }
 void GgufWriter::add_bool(const std::string& k, bool v) { key(k, GgufType::kBool), put<std::uint8_t>(kv_, v ? 1 : 0); }

@@ -26,7 +26,6 @@ class GgufWriter {
   explicit GgufWriter(std::uint64_t alignment = 32);
 
   void add_u32(const std::string& key, std::uint32_t value);
-  void add_i32(const std::string& key, std::int32_t value);
   void add_u64(const std::string& key, std::uint64_t value);
   void add_f32(const std::string& key, float value);
   void add_bool(const std::string& key, bool value);

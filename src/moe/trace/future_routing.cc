@@ -86,11 +86,4 @@ std::int64_t FutureRouting::next_use(ExpertId id, std::int64_t after) const {
   return it == u.end() ? kNever : *it;
 }
 
-int FutureRouting::tokens_at(std::int64_t position, int expert) const {
-  if (position < 0 || position >= positions()) return 0;
-  const LayerRoute& r = at(position);
-  auto it = std::lower_bound(r.experts.begin(), r.experts.end(), expert);
-  return it != r.experts.end() && *it == expert ? r.tokens[it - r.experts.begin()] : 0;
-}
-
 }  // namespace ferry::moe

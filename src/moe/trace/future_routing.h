@@ -32,8 +32,6 @@ struct FutureRouting {
   }
   // First position after `after` at which `id` is active; kNever when none.
   std::int64_t next_use(ExpertId id, std::int64_t after) const;
-  // Tokens routed to `id` at `position` (0 when inactive or out of range).
-  int tokens_at(std::int64_t position, int expert) const;
 
  private:
   std::vector<std::vector<std::int64_t>> uses_;  // [layer * E + e] -> ascending positions

@@ -26,10 +26,6 @@ Batch DataLoader::batch(std::int64_t epoch, std::int64_t step) const {
   return gather(data_, sampler_.indices(epoch, step, options_.rank));
 }
 
-Batch DataLoader::batch_of(std::int64_t epoch, std::int64_t step, int rank) const {
-  return gather(data_, sampler_.indices(epoch, step, rank));
-}
-
 Batch DataLoader::global_batch(std::int64_t epoch, std::int64_t step) const {
   return gather(data_, sampler_.global_indices(epoch, step));
 }

@@ -27,8 +27,6 @@ class DataLoader {
   std::int64_t steps_per_epoch() const { return sampler_.steps_per_epoch(); }
   // This worker's batch at (`epoch`, `step`): batch_size items.
   Batch batch(std::int64_t epoch, std::int64_t step) const;
-  // Worker `rank`'s batch at (`epoch`, `step`).
-  Batch batch_of(std::int64_t epoch, std::int64_t step, int rank) const;
   // All workers' batches at (`epoch`, `step`) concatenated in rank order.
   Batch global_batch(std::int64_t epoch, std::int64_t step) const;
 
