@@ -1,7 +1,7 @@
 #include "moe/engine/engine_specs.h"
 
+#include <charconv>
 #include <cmath>
-#include <stdexcept>
 
 #include "core/error.h"
 #include "core/hardware.h"
@@ -34,19 +34,13 @@ ComputeProfile parse_compute_profile(const std::string& text) {
 }
 
 std::uint64_t parse_device_mem(const std::string& text, std::uint64_t total_expert_bytes) {
-  if (!text.empty() && text.back() == '%') {
-    double pct = 0;
-    try {
-      std::size_t used = 0;
-      pct = std::stod(text.substr(0, text.size() - 1), &used);
-      if (used != text.size() - 1) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      FERRY_THROW(InvalidArgument, "invalid --device-mem '", text, "': expected a percentage such as 30%");
-    }
-    FERRY_REQUIRE(pct > 0 && pct <= 100, "invalid --device-mem '", text, "': percentage must be in (0, 100]");
-    return static_cast<std::uint64_t>(std::llround(pct / 100.0 * static_cast<double>(total_expert_bytes)));
-  }
-  return parse_bytes(text);
+  if (text.empty() || text.back() != '%') return parse_bytes(text);
+  double pct = 0;
+  const char* end = text.data() + text.size() - 1;
+  const auto [stop, ec] = std::from_chars(text.data(), end, pct);
+  FERRY_REQUIRE(ec == std::errc() && stop == end && pct > 0 && pct <= 100, "invalid --device-mem '", text,
+                "': expected a percentage in (0, 100] such as 30%");
+  return static_cast<std::uint64_t>(std::llround(pct / 100.0 * static_cast<double>(total_expert_bytes)));
 }
 
 }  // namespace ferry::moe
