@@ -20,6 +20,7 @@
 #include "apps/moe_subcommands.h"
 #include "core/atomic_write.h"
 #include "core/error.h"
+#include "core/path_checks.h"
 #include "moe/engine/engine.h"
 
 namespace ferry::apps {
@@ -88,6 +89,9 @@ std::string npy_bytes(const std::vector<float>& data, std::size_t b, std::size_t
 }
 
 int run_logits(const LogitsFlags& f) {
+  std::vector<std::string> inputs = input_files(f.model);
+  inputs.push_back(f.tokens);
+  require_output_not_input(f.out, "--out", inputs, "--model or --tokens");
   at::set_num_threads(f.threads);
   auto eng = MoeEngine::open(f.model, f.engine);
   const int V = eng->config().vocab_size;

@@ -16,6 +16,7 @@
 #include "apps/cli.h"
 #include "apps/moe_subcommands.h"
 #include "core/error.h"
+#include "core/path_checks.h"
 #include "core/metrics.h"
 #include "core/progress.h"
 #include "moe/model/checkpoint.h"
@@ -61,6 +62,11 @@ nlohmann::json score_json(const PredictorScore& s) {
 }
 
 int run_fit_predictor(FitPredictorFlags& f) {
+  std::vector<std::string> inputs = {f.trace, f.trace + ".hidden.bin"};
+  if (!f.model.empty())
+    for (const std::string& m : input_files(f.model)) inputs.push_back(m);
+  for (const char* name : {"llapor.json", "llapor.safetensors", "eval.csv"})
+    require_output_not_input((fs::path(f.out) / name).string(), "--out", inputs, "--trace or --model");
   torch::set_num_threads(f.threads);
   auto t = read_predictor_trace(f.trace);
   LlaporFitOptions& o = f.o;

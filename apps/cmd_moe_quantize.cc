@@ -8,6 +8,7 @@
 #include "apps/gguf_flags.h"
 #include "apps/moe_subcommands.h"
 #include "core/error.h"
+#include "core/path_checks.h"
 #include "moe/model/gguf_export.h"
 #include "moe/quant/quant_mix.h"
 
@@ -25,6 +26,9 @@ struct QuantizeFlags {
 int run_quantize(const QuantizeFlags& f) {
   const quant::LlamaFileType file_type = file_type_flag("--type", f.type);
   FERRY_REQUIRE(f.threads >= 0, "--threads ", f.threads, ": expected 0 (one per core) or more");
+  // Before anything is written: --out inside the checkpoint (its model.safetensors, config.json)
+  // or the input GGUF itself would be replaced by the file made from it.
+  require_output_not_input(f.out, "--out", input_files(f.model), "--model");
   GgufExportOptions o;
   o.file_type = file_type;
   o.pure = f.pure;

@@ -11,6 +11,7 @@
 #include "apps/engine_flags.h"
 #include "apps/moe_subcommands.h"
 #include "core/corpus.h"
+#include "core/path_checks.h"
 #include "moe/engine/engine.h"
 #include "moe/engine/trace_recorder.h"
 #include "moe/trace/routing_stats.h"
@@ -29,6 +30,10 @@ struct TraceFlags {
 int run_trace(TraceFlags& f) {
   at::set_num_threads(1);
   if (f.corpus.empty()) f.corpus = default_corpus_path();
+  std::vector<std::string> inputs = input_files(f.model);
+  for (const std::string& c : input_files(f.corpus)) inputs.push_back(c);
+  require_output_not_input(f.out, "--out", inputs, "--model or --corpus");
+  require_output_not_input(f.out + ".hidden.bin", "--out", inputs, "--model or --corpus");
   auto seqs = corpus_sequences(f.model, f.corpus, f.sequences, f.tokens, true);
   if (f.no_hidden) {
     // Routing does not depend on placement: every expert resident from the start, nothing paced.

@@ -7,6 +7,7 @@
 
 #include "apps/command.h"
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace {
 
@@ -15,6 +16,10 @@ void print_usage() {
               "usage: ferry <command> [flags]   (ferry <command> --help for its flags)\n\ncommands:\n");
   for (const auto& c : ferry::apps::commands()) std::printf("  %-10s %s\n", c.name, c.summary);
 }
+
+// An error as one bounded line, whatever it echoes (the sites bound each string they echo with
+// ferry::excerpt; this holds for the rest, e.g. a library's message quoting its input).
+std::string one_line(const char* message) { return ferry::excerpt(message, 4 * ferry::kExcerptBytes + 1024); }
 
 }  // namespace
 
@@ -32,16 +37,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ferry %s: error: %s\n", argv[1], e.what());
       return 2;
     } catch (const ferry::InvalidArgument& e) {
-      std::fprintf(stderr, "ferry %s: error: %s\n", argv[1], e.what());
+      std::fprintf(stderr, "ferry %s: error: %s\n", argv[1], one_line(e.what()).c_str());
       return 2;
     } catch (const ferry::IoError& e) {
-      std::fprintf(stderr, "ferry %s: error: %s\n", argv[1], e.what());
+      std::fprintf(stderr, "ferry %s: error: %s\n", argv[1], one_line(e.what()).c_str());
       return 2;
     } catch (const ferry::FormatError& e) {
-      std::fprintf(stderr, "ferry %s: error: %s\n", argv[1], e.what());
+      std::fprintf(stderr, "ferry %s: error: %s\n", argv[1], one_line(e.what()).c_str());
       return 2;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "ferry %s: failed: %s\n", argv[1], e.what());
+      std::fprintf(stderr, "ferry %s: failed: %s\n", argv[1], one_line(e.what()).c_str());
       return 1;
     }
   }

@@ -19,11 +19,14 @@
 #include "apps/child_process.h"
 #include "apps/command.h"
 #include "core/error.h"
+#include "core/path_checks.h"
 
 namespace ferry::apps {
 
 ChildResult run_under_mpirun(int ranks, const std::vector<std::string>& command,
                              const std::vector<std::string>& export_env) {
+  FERRY_CHECK(!command.empty(), "no command to run under mpirun");
+  require_program(command[0], "program");  // before mpirun, whose answer would be a banner per rank
   std::vector<std::string> args = {"mpirun", "-np", std::to_string(ranks)};
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
   if (ranks > static_cast<int>(std::thread::hardware_concurrency())) args.push_back("--oversubscribe");

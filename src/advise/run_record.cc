@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "core/units.h"
 #include "train/strategy.h"
 
@@ -108,8 +109,12 @@ std::vector<RunRecord> read_runs(const std::vector<std::string>& roots) {
       files.emplace_back(root);
       continue;
     }
+    const std::size_t before = files.size();
     for (const auto& e : fs::recursive_directory_iterator(root))
       if (e.is_regular_file() && e.path().filename() == "summary.json") files.push_back(e.path());
+    // A folder without runs validates nothing: an empty table that exits 0 reads as a pass.
+    if (files.size() == before)
+      FERRY_THROW(InvalidArgument, "no runs found in '", excerpt(root), "' (no summary.json below it)");
   }
   std::sort(files.begin(), files.end());
   std::vector<RunRecord> runs;

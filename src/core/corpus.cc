@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/path_checks.h"
 
 namespace ferry {
 
@@ -29,6 +30,7 @@ std::string read_corpus(const std::string& path, const CorpusOptions& options) {
     }
     std::sort(files.begin(), files.end());
   } else {
+    require_regular_file(path, "corpus");  // /dev/zero would never end, a FIFO would block
     files.push_back(path);
   }
   std::string text;

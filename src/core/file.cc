@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/path_checks.h"
 
 namespace ferry {
 
@@ -46,6 +47,8 @@ void UniqueFd::close(const std::string& path) {
 }
 
 MappedFile MappedFile::open(const std::string& path) {
+  // Before open(2): a FIFO would block it until a writer comes, and a device maps as garbage.
+  require_regular_file(path, "file");
   UniqueFd fd = UniqueFd::open(path, O_RDONLY);
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0) FERRY_THROW(IoError, "cannot stat '", path, "': ", std::strerror(errno));

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/excerpt.h"
+#include "core/path_checks.h"
 #include "moe/model/added_tokens.h"
 #include "moe/model/bpe_model.h"
 #include "moe/model/byte_level.h"
@@ -282,11 +284,82 @@ void parse_decoder(const json* j, const JsonPlace& at) {
   json_known_fields(*j, {"type", "add_prefix_space", "trim_offsets", "use_regex"}, at);
 }
 
+// A tokenizer.json holding bytes that are not UTF-8: the JSON library's message says only "ill-formed
+// UTF-8 byte" at a column. The text with each such byte B replaced by the private-use code point
+// U+10FF00 + B (which the file does not hold) parses; the vocabulary entry, added token or merge
+// that holds one is the one named, its bytes shown as \xNN.
+[[noreturn]] void refuse_invalid_utf8(std::string_view text, std::size_t bad_at, const std::string& origin) {
+  constexpr char32_t kMark = 0x10FF00;
+  const auto marked_at = [](std::string_view s, std::size_t i) {  // the byte a marker at s[i] stands for, or -1
+    if (i + 4 > s.size() || s[i] != '\xF4' || s[i + 1] != '\x8F') return -1;
+    const std::size_t n = utf8_sequence_length(s, i);
+    return n == 4 && utf8_decode_at(s, i, 4) >= kMark ? static_cast<int>(utf8_decode_at(s, i, 4) - kMark) : -1;
+  };
+  const std::string where = "tokenizer '" + origin + "': byte " + std::to_string(bad_at) + " is not valid UTF-8";
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (marked_at(text, i) >= 0) FERRY_THROW(FormatError, where);
+  std::string fixed;
+  fixed.reserve(text.size() + 16);
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_sequence_length(text, i);
+    if (n) {
+      fixed.append(text.substr(i, n));
+      i += n;
+    } else {
+      utf8_append(fixed, kMark + static_cast<unsigned char>(text[i++]));
+    }
+  }
+  const json root = json::parse(fixed, nullptr, /*allow_exceptions=*/false);
+  const auto marked = [&](const std::string& s) {
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (marked_at(s, i) >= 0) return true;
+    return false;
+  };
+  const auto shown = [&](const std::string& s) {  // the original bytes, invalid ones as \xNN
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const int b = marked_at(s, i);
+      if (b < 0) {
+        out += s[i];
+        continue;
+      }
+      out += static_cast<char>(b);
+      i += 3;
+    }
+    return excerpt(out);
+  };
+  if (root.is_object()) {
+    const json* model = json_find(root, "model");
+    const json* vocab = model && model->is_object() ? json_find(*model, "vocab") : nullptr;
+    if (vocab && vocab->is_object())
+      for (auto it = vocab->begin(); it != vocab->end(); ++it)
+        if (marked(it.key()))
+          FERRY_THROW(FormatError, where, ": model.vocab token ", excerpt(it.value().dump()), " '", shown(it.key()),
+                      "' (tokens must be UTF-8 text)");
+    const json* added = json_find(root, "added_tokens");
+    if (added && added->is_array())
+      for (std::size_t i = 0; i < added->size(); ++i) {
+        const json& t = (*added)[i];
+        const json* content = t.is_object() ? json_find(t, "content") : nullptr;
+        if (content && content->is_string() && marked(content->get<std::string>()))
+          FERRY_THROW(FormatError, where, ": added_tokens[", i, "] '", shown(content->get<std::string>()),
+                      "' (tokens must be UTF-8 text)");
+      }
+    const json* merges = model && model->is_object() ? json_find(*model, "merges") : nullptr;
+    if (merges && merges->is_array())
+      for (std::size_t i = 0; i < merges->size(); ++i)
+        if (marked((*merges)[i].dump()))
+          FERRY_THROW(FormatError, where, ": model.merges[", i, "] (merges must be UTF-8 text)");
+  }
+  FERRY_THROW(FormatError, where);
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> parse_bpe_tokenizer_json(std::string_view text, const std::string& origin,
                                                     const BpeTokenizerOptions& options) {
   require_json_depth(text, kMaxJsonDepthFile, "tokenizer '" + origin + "'");
+  if (const std::size_t bad = utf8_invalid_at(text); bad < text.size()) refuse_invalid_utf8(text, bad, origin);
   json root;
   try {
     root = json::parse(text.begin(), text.end());
@@ -330,6 +403,7 @@ std::unique_ptr<Tokenizer> parse_bpe_tokenizer_json(std::string_view text, const
 }
 
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path, const BpeTokenizerOptions& options) {
+  require_regular_file(path, "tokenizer");
   std::ifstream in(path, std::ios::binary);
   if (!in) FERRY_THROW(IoError, "cannot open tokenizer '", path, "'");
   std::ostringstream s;

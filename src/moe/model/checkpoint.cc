@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/excerpt.h"
+#include "core/path_checks.h"
 
 namespace ferry::moe {
 
@@ -35,7 +37,7 @@ std::vector<std::pair<std::string, std::string>> parse_safetensors_index(const s
     // A shard names a file next to the index; a path could make the reader map any file.
     if (shard.empty() || shard == "." || shard == ".." || shard.find('/') != std::string::npos ||
         shard.find('\0') != std::string::npos)
-      FERRY_THROW(FormatError, "'", origin, "': weight_map maps tensor '", it.key(), "' to '", shard,
+      FERRY_THROW(FormatError, "'", origin, "': weight_map maps tensor '", excerpt(it.key()), "' to '", excerpt(shard),
                   "', expected a file name in the checkpoint directory");
     out.emplace_back(it.key(), std::move(shard));
   }
@@ -50,11 +52,16 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
     ck->config_ = ck->gguf_->config();
     return ck;
   }
-  if (!fs::is_directory(dir)) FERRY_THROW(IoError, "model directory '", dir, "' does not exist");
+  if (!fs::is_directory(dir)) {
+    const std::string kind = file_kind(dir);  // stat only: a FIFO is never opened
+    if (kind.empty()) FERRY_THROW(IoError, "model '", excerpt(dir), "' does not exist");
+    FERRY_THROW(IoError, "model '", excerpt(dir), "' is ", kind, ", expected a model directory or a GGUF file");
+  }
   ck->config_ = load_config(dir);
   const fs::path index = fs::path(dir) / "model.safetensors.index.json";
   const fs::path single = fs::path(dir) / "model.safetensors";
   if (fs::exists(index)) {
+    require_regular_file(index.string(), "safetensors index");
     std::ifstream in(index, std::ios::binary);
     if (!in) FERRY_THROW(IoError, "cannot open '", index.string(), "'");
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -66,7 +73,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
       }
       const std::size_t f = shard_index[shard];
       if (!ck->files_[f]->find(tensor))
-        FERRY_THROW(FormatError, "'", index.string(), "' maps tensor '", tensor, "' to '", shard,
+        FERRY_THROW(FormatError, "'", index.string(), "' maps tensor '", excerpt(tensor), "' to '", excerpt(shard),
                     "' which does not contain it");
       ck->shard_of_[tensor] = f;
     }
@@ -97,20 +104,20 @@ TensorRef Checkpoint::at(const std::string& name) const {
     return {nullptr, nullptr};
   }
   TensorRef r = find(name);
-  if (!r.file) FERRY_THROW(FormatError, "tensor '", name, "' missing from checkpoint '", dir_, "'");
+  if (!r.file) FERRY_THROW(FormatError, "tensor '", excerpt(name), "' missing from checkpoint '", dir_, "'");
   return r;
 }
 
 TensorRef Checkpoint::expect(const std::string& name, const std::vector<std::int64_t>& expected_shape) const {
   if (gguf_) {
     if (gguf_->shape(name) != expected_shape)
-      FERRY_THROW(FormatError, "tensor '", name, "' in GGUF '", dir_, "' has shape ", shape_string(gguf_->shape(name)),
+      FERRY_THROW(FormatError, "tensor '", excerpt(name), "' in GGUF '", dir_, "' has shape ", shape_string(gguf_->shape(name)),
                   ", expected ", shape_string(expected_shape), " from its metadata");
     return {nullptr, nullptr};
   }
   TensorRef r = at(name);
   if (r.info->shape != expected_shape)
-    FERRY_THROW(FormatError, "tensor '", name, "' in '", r.file->path(), "' has shape ", shape_string(r.info->shape),
+    FERRY_THROW(FormatError, "tensor '", excerpt(name), "' in '", r.file->path(), "' has shape ", shape_string(r.info->shape),
                 ", expected ", shape_string(expected_shape), " from config.json");
   return r;
 }
@@ -138,7 +145,7 @@ void require_finite(const float* v, std::size_t n, const std::string& name, cons
   if (bad) {
     std::size_t i = 0;
     while (std::isfinite(v[i])) ++i;
-    FERRY_THROW(FormatError, "tensor '", name, "' in '", where, "' holds ", v[i], " at element ", first + i,
+    FERRY_THROW(FormatError, "tensor '", excerpt(name), "' in '", where, "' holds ", v[i], " at element ", first + i,
                 ": weights must be finite");
   }
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/path_checks.h"
 #include "moe/model/config_json.h"
 #include "moe/model/family.h"
 #include "moe/model/gguf_layout.h"
@@ -203,6 +204,7 @@ MoeConfig load_config(const std::string& dir_or_file) {
   } else if (std::filesystem::is_regular_file(path) && std::filesystem::path(path).extension() != ".json") {
     return gguf_config(quant::GgufFile::open(path));  // a model file (Checkpoint::open reads it the same way)
   }
+  require_regular_file(path, "model config");
   std::ifstream in(path);
   if (!in) FERRY_THROW(IoError, "cannot open model config '", path, "'");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -108,7 +108,7 @@ ModelFamily deepseek_family() {
     if (const quant::GgufValue* scale = r.take("expert_weights_scale"))
       if (!scale->is_number() || (scale->is_integer() ? double(scale->i) : scale->f) != 1.0)
         r.refuse("expert_weights_scale", "DeepSeek-MoE V1 scales the routed experts' weights by 1");
-    r.take_int("expert_count", j, "n_routed_experts");
+    r.take_int("expert_count", j, "n_routed_experts", /*required=*/true);
     r.take_int("expert_shared_count", j, "n_shared_experts");
     j["norm_topk_prob"] = false;  // llama.cpp's deepseek does not renormalise the top-k weights
   };

@@ -47,7 +47,7 @@ ModelFamily mixtral_family() {
     }
   };
   f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
-    r.take_int("expert_count", j, "num_local_experts");
+    r.take_int("expert_count", j, "num_local_experts", /*required=*/true);
     r.take_equal("vocab_size", j["vocab_size"].get<std::int64_t>(), "the rows of token_embd");
     r.take_equal("rope.dimension_count", gguf_hf_head_dim(j), "rotary embedding of whole heads");
     const std::string scaling = r.take_string("rope.scaling.type", "none");

@@ -43,7 +43,7 @@ ModelFamily olmoe_family() {
     if (config_has(j, "num_experts")) k.set_u32(k.arch("expert_count"), j["num_experts"].get<std::int64_t>());
   };
   f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
-    r.take_int("expert_count", j, "num_experts");
+    r.take_int("expert_count", j, "num_experts", /*required=*/true);
     j["norm_topk_prob"] = false;  // llama.cpp's olmoe does not renormalise the top-k weights
   };
   f.gguf_check = [](const MoeConfig& c) {

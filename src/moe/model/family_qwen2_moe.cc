@@ -23,7 +23,7 @@ void qwen_moe_gguf_metadata(const MoeConfig&, const nlohmann::json& j, GgufKeys&
 
 // Their inverse (gguf_read_metadata): the expert count and widths back to config.json's keys.
 void qwen_moe_gguf_read(GgufArchReader& r, nlohmann::json& j) {
-  r.take_int("expert_count", j, "num_experts");
+  r.take_int("expert_count", j, "num_experts", /*required=*/true);
   r.take_int("expert_feed_forward_length", j, "moe_intermediate_size");
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "moe/model/family.h"
 #include "moe/model/gguf_layout.h"
 #include "moe/model/gguf_tokenizer.h"
@@ -21,7 +22,7 @@ namespace {
 std::string gguf_value_text(const GgufValue& v) {
   std::ostringstream s;
   if (v.type == GgufType::kString) {
-    s << '"' << v.s << '"';
+    s << '"' << excerpt(v.s) << '"';
   } else if (v.type == GgufType::kBool) {
     s << (v.b ? "true" : "false");
   } else if (v.is_integer()) {
@@ -90,7 +91,7 @@ std::string GgufArchReader::take_string(std::string_view name, const std::string
 void GgufArchReader::refuse(std::string_view name, const std::string& why) const {
   const std::string key = arch_ + "." + std::string(name);
   const GgufValue* v = file_->find(key);
-  FERRY_THROW(FormatError, "GGUF '", file_->path(), "': key '", key, "' = ", v ? gguf_value_text(*v) : "(absent)",
+  FERRY_THROW(FormatError, "GGUF '", file_->path(), "': key '", excerpt(key), "' = ", v ? gguf_value_text(*v) : "(absent)",
               " is not implemented (", why, ")");
 }
 
@@ -98,7 +99,7 @@ void GgufArchReader::refuse_untaken() const {
   const std::string prefix = arch_ + ".";
   for (const auto& [key, value] : file_->metadata())
     if (key.compare(0, prefix.size(), prefix) == 0 && !taken_.count(key))
-      FERRY_THROW(FormatError, "GGUF '", file_->path(), "': key '", key, "' = ", gguf_value_text(value),
+      FERRY_THROW(FormatError, "GGUF '", file_->path(), "': key '", excerpt(key), "' = ", gguf_value_text(value),
                   " is not implemented for llama.cpp's ", arch_,
                   " architecture (ferry refuses keys it does not know rather than ignore them)");
 }
@@ -114,11 +115,11 @@ nlohmann::json gguf_hf_config(const quant::GgufFile& file) {
   const std::string arch = file.get_string("general.architecture");
   const ModelFamily* family = find_family_by_gguf_architecture(arch);
   if (family == nullptr)
-    FERRY_THROW(FormatError, "GGUF '", file.path(), "': general.architecture '", arch,
+    FERRY_THROW(FormatError, "GGUF '", file.path(), "': general.architecture '", excerpt(arch),
                 "' is not one ferry reads (", gguf_architecture_names(), ")");
   for (const auto& [key, value] : file.metadata())
     if (key.rfind("split.", 0) == 0)
-      FERRY_THROW(FormatError, "GGUF '", file.path(), "': key '", key,
+      FERRY_THROW(FormatError, "GGUF '", file.path(), "': key '", excerpt(key),
                   "': split GGUF files are not implemented (merge them with llama-gguf-split --merge)");
   GgufArchReader r(file, arch);
   nlohmann::json j = nlohmann::json::object();

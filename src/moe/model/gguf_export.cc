@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/path_checks.h"
 #include "core/machine_limits.h"
 #include "core/parallel_chunks.h"
 #include "core/units.h"
@@ -29,6 +30,7 @@ std::string directory_name(const std::string& dir) {
 
 nlohmann::json read_config_json(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / "config.json").string();
+  require_regular_file(path, "model config");
   std::ifstream in(path);
   if (!in) FERRY_THROW(IoError, "cannot open model config '", path, "'");
   try {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "moe/model/gguf_layout.h"
 #include "moe/quant/dequantize.h"
 
@@ -19,13 +20,13 @@ std::unique_ptr<GgufModel> GgufModel::open(const std::string& path) {
     planned.insert(t.name);
     const quant::GgufTensor* tensor = m->file_.find_tensor(t.name);
     if (tensor == nullptr)
-      FERRY_THROW(FormatError, "GGUF '", path, "': tensor '", t.name, "' is missing (a ", m->config_.model_type,
+      FERRY_THROW(FormatError, "GGUF '", path, "': tensor '", excerpt(t.name), "' is missing (a ", m->config_.model_type,
                   " model of this configuration has it)");
     if (tensor->dims != t.dims) {
       std::string got, want;
       for (auto d : tensor->dims) got += (got.empty() ? "" : ", ") + std::to_string(d);
       for (auto d : t.dims) want += (want.empty() ? "" : ", ") + std::to_string(d);
-      FERRY_THROW(FormatError, "GGUF '", path, "': tensor '", t.name, "' has dims [", got, "], expected [", want,
+      FERRY_THROW(FormatError, "GGUF '", path, "': tensor '", excerpt(t.name), "' has dims [", got, "], expected [", want,
                   "] from the metadata");
     }
     for (std::size_t i = 0; i < t.hf_names.size(); ++i)
@@ -34,14 +35,14 @@ std::unique_ptr<GgufModel> GgufModel::open(const std::string& path) {
   }
   for (const quant::GgufTensor& t : m->file_.tensors())
     if (!planned.count(t.name))
-      FERRY_THROW(FormatError, "GGUF '", path, "': tensor '", t.name, "' is not one of a ", m->config_.model_type,
+      FERRY_THROW(FormatError, "GGUF '", path, "': tensor '", excerpt(t.name), "' is not one of a ", m->config_.model_type,
                   " model of this configuration (ferry refuses tensors it would not use)");
   return m;
 }
 
 const GgufModel::Entry& GgufModel::entry(const std::string& hf_name) const {
   auto it = entries_.find(hf_name);
-  if (it == entries_.end()) FERRY_THROW(FormatError, "tensor '", hf_name, "' missing from GGUF '", path(), "'");
+  if (it == entries_.end()) FERRY_THROW(FormatError, "tensor '", excerpt(hf_name), "' missing from GGUF '", path(), "'");
   return it->second;
 }
 

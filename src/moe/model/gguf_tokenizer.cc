@@ -3,10 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "moe/model/bpe_tokenizer.h"
 #include "moe/model/byte_level.h"
 #include "moe/model/pre_tokenizer.h"
 #include "moe/model/spm_tokenizer.h"
+#include "moe/model/utf8.h"
 
 namespace ferry::moe {
 
@@ -15,11 +17,32 @@ using quant::GgufValue;
 
 namespace {
 
+// Every string is checked to be UTF-8 (a vocabulary's tokens and merges are text; invalid bytes
+// would fail deep in the JSON library with no name).
 const std::vector<std::string>& gguf_strings(const quant::GgufFile& f, const char* key) {
   const GgufValue& v = f.get(key);
   if (v.type != GgufType::kArray || v.element_type != GgufType::kString)
     FERRY_THROW(FormatError, "GGUF '", f.path(), "': key '", key, "' must be an array of strings");
+  for (std::size_t i = 0; i < v.strings.size(); ++i)
+    if (const std::size_t at = utf8_invalid_at(v.strings[i]); at < v.strings[i].size())
+      FERRY_THROW(FormatError, "GGUF '", f.path(), "': ", key, "[", i, "] '", excerpt(v.strings[i]),
+                  "' is not valid UTF-8 (byte ", at, ")");
   return v.strings;
+}
+
+// Special token ids (bos, eos, unknown, padding) name a token of the vocabulary: an id past its
+// end would index out of it (or, for a byte-level vocabulary, decode as another byte).
+void require_special_ids(const quant::GgufFile& f, std::size_t vocab_size) {
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                          "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id"}) {
+    const GgufValue* v = f.find(key);
+    if (!v) continue;
+    if (!v->is_integer())
+      FERRY_THROW(FormatError, "GGUF '", f.path(), "': ", key, " must be an integer token id");
+    if (v->i < 0 || v->i >= static_cast<std::int64_t>(vocab_size))
+      FERRY_THROW(FormatError, "GGUF '", f.path(), "': ", key, " ", v->i, " is outside the vocabulary of ", vocab_size,
+                  " tokens");
+  }
 }
 
 // tokenizer.ggml.token_type, one per token (kNormal when the key is absent).
@@ -127,6 +150,7 @@ std::unique_ptr<Tokenizer> load_gguf_spm_tokenizer(const quant::GgufFile& f) {
 
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const quant::GgufFile& f) {
   const std::string model = f.get_string("tokenizer.ggml.model");
+  if (model == "llama" || model == "gpt2") require_special_ids(f, gguf_strings(f, "tokenizer.ggml.tokens").size());
   if (model == "llama") return load_gguf_spm_tokenizer(f);
   if (model != "gpt2")
     FERRY_THROW(FormatError, "GGUF '", f.path(), "': tokenizer.ggml.model '", model, "' is not implemented (ferry builds ",

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace ferry::moe {
 namespace {
@@ -68,7 +69,7 @@ SafetensorsHeader parse_safetensors_header(const std::byte* data, std::uint64_t 
       continue;
     }
     auto fail = [&](const std::string& what) {
-      FERRY_THROW(FormatError, "safetensors '", path, "': tensor '", name, "': ", what);
+      FERRY_THROW(FormatError, "safetensors '", path, "': tensor '", excerpt(name), "': ", what);
     };
     if (!v.is_object()) fail("entry must be an object");
     if (!v.contains("dtype") || !v["dtype"].is_string()) fail("missing string 'dtype'");
@@ -111,7 +112,7 @@ SafetensorsHeader parse_safetensors_header(const std::byte* data, std::uint64_t 
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
   for (std::size_t i = 1; i < sorted.size(); ++i)
     if (sorted[i]->begin < sorted[i - 1]->end)
-      FERRY_THROW(FormatError, "safetensors '", path, "': tensors '", sorted[i - 1]->name, "' [", sorted[i - 1]->begin,
+      FERRY_THROW(FormatError, "safetensors '", path, "': tensors '", excerpt(sorted[i - 1]->name), "' [", sorted[i - 1]->begin,
                   ", ", sorted[i - 1]->end, ") and '", sorted[i]->name, "' [", sorted[i]->begin, ", ", sorted[i]->end,
                   ") overlap");
   return h;
@@ -135,7 +136,7 @@ const TensorInfo* SafetensorsFile::find(const std::string& name) const {
 
 const TensorInfo& SafetensorsFile::at(const std::string& name) const {
   const TensorInfo* t = find(name);
-  if (!t) FERRY_THROW(FormatError, "tensor '", name, "' missing from '", path(), "'");
+  if (!t) FERRY_THROW(FormatError, "tensor '", excerpt(name), "' missing from '", path(), "'");
   return *t;
 }
 

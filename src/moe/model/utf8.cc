@@ -76,4 +76,13 @@ bool is_unicode_whitespace(char32_t cp) {
   return cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
+std::size_t utf8_invalid_at(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence_length(s, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return s.size();
+}
+
 }  // namespace ferry::moe

@@ -18,6 +18,10 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
 // The code point of the well-formed sequence at s[i] of length `len` (from utf8_sequence_length).
 char32_t utf8_decode_at(std::string_view s, std::size_t i, std::size_t len);
 
+// The offset of the first byte of `s` that starts no well-formed sequence, or s.size() when `s`
+// is valid UTF-8 throughout.
+std::size_t utf8_invalid_at(std::string_view s);
+
 // Appends the UTF-8 encoding of `cp` (which must be <= U+10FFFF and not a surrogate).
 void utf8_append(std::string& out, char32_t cp);
 

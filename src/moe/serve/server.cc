@@ -30,7 +30,7 @@ namespace ferry::moe {
 
 using nlohmann::json;
 
-std::vector<std::int32_t> read_eos_ids(const std::string& model_dir) {
+std::vector<std::int32_t> read_eos_ids(const std::string& model_dir, int vocab_size) {
   for (const char* name : {"generation_config.json", "config.json"}) {
     const auto path = std::filesystem::path(model_dir) / name;
     std::ifstream in(path);
@@ -46,7 +46,11 @@ std::vector<std::int32_t> read_eos_ids(const std::string& model_dir) {
     std::vector<std::int32_t> ids;
     for (const json& v : e.is_array() ? e : json::array({e})) {
       FERRY_REQUIRE(v.is_number_integer(), path.string(), ": eos_token_id must be an integer or a list of integers");
-      ids.push_back(v.get<std::int32_t>());
+      const std::int64_t id = v.get<std::int64_t>();
+      if (id < 0 || id >= vocab_size)
+        FERRY_THROW(FormatError, path.string(), ": eos_token_id ", id, " is outside the vocabulary of ", vocab_size,
+                    " tokens");
+      ids.push_back(static_cast<std::int32_t>(id));
     }
     return ids;
   }

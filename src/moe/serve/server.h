@@ -54,7 +54,8 @@ class MoeServer {
 };
 
 // The end-of-sequence ids of a model directory: eos_token_id of generation_config.json, else of
-// config.json (a number or a list); none when neither says.
-std::vector<std::int32_t> read_eos_ids(const std::string& model_dir);
+// config.json (a number or a list); none when neither says. FormatError naming the file and the
+// key for an id outside [0, vocab_size) (it would never be generated: no stop, silently).
+std::vector<std::int32_t> read_eos_ids(const std::string& model_dir, int vocab_size);
 
 }  // namespace ferry::moe

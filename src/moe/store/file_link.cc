@@ -4,7 +4,8 @@
 // quantized blocks the kernels compute on) or converted to float32 (a safetensors checkpoint).
 // Where the filesystem refuses O_DIRECT (tmpfs), it falls back to buffered reads. A file that
 // changes size or modification time while the experts stream from it is a FormatError naming it;
-// one that ends early, an IoError.
+// one that ends early, an IoError; an expert holding a NaN or Inf scale or value, a FormatError
+// naming the tensor, layer and expert (finite_blocks.h), checked chunk by chunk where the bytes land.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "core/file.h"
 #include "core/units.h"
 #include "moe/model/checkpoint.h"
+#include "moe/model/finite_blocks.h"
 #include "moe/store/host_pool.h"
 #include "moe/store/link.h"
 
@@ -48,6 +50,8 @@ struct Piece {
   std::uint64_t dst = 0;              // in the slot
   bool as_stored = true;              // copied; else converted from `dtype` to float32
   DType dtype = DType::kF32;
+  quant::QuantType type = quant::QuantType::kF32;  // of the bytes in the slot (as stored, or float32)
+  std::string name;                                // the tensor, for messages
   std::uint64_t in_elem() const { return as_stored ? 1 : dtype_size(dtype); }
   std::uint64_t out_elem() const { return as_stored ? 1 : 4; }
   std::uint64_t out_len() const { return len / in_elem() * out_elem(); }
@@ -111,6 +115,10 @@ class FileLink : public Link {
           std::memcpy(dst + p.dst + done, src, want);
         else
           convert_to_f32(p.dtype, src, reinterpret_cast<float*>(dst + p.dst) + done / p.in_elem(), want / p.in_elem());
+        // Checked where the bytes land, chunk by chunk while they are in cache (a Q4_K expert of
+        // 2048 x 4096, 13.5 MiB: 0.13 ms so, 0.83 ms once the whole expert has left the cache).
+        require_finite_blocks(p.type, dst + p.dst, done / p.in_elem() * p.out_elem(),
+                              (done + want) / p.in_elem() * p.out_elem(), p.name, p.file->path, what(id));
         done += want;
         moved += want / p.in_elem() * p.out_elem();
         if (spec_.bandwidth_bytes_per_s > 0)
@@ -158,6 +166,11 @@ class FileLink : public Link {
     return files_.back().get();
   }
 
+  // "layer 3, expert 5" (the decoder layer: the GGUF's blk.N) for messages.
+  std::string what(ExpertId id) const {
+    return "layer " + std::to_string(ck_->config().decoder_layer(id.layer)) + ", expert " + std::to_string(id.expert);
+  }
+
   // The model was checked when opened; a file replaced or rewritten since would be read as garbage.
   static void check_unchanged(const OpenFile& f) {
     struct stat now {};
@@ -193,11 +206,12 @@ class FileLink : public Link {
       const std::string name = names_.expert(ck_->config().decoder_layer(id.layer), id.expert, which[t]);
       if (const GgufModel* g = ck_->gguf()) {
         const StoredTensor s = g->stored(name);
-        out.push_back({files_.front().get(), s.file_offset, s.bytes.size(), offsets[t]});
+        out.push_back({files_.front().get(), s.file_offset, s.bytes.size(), offsets[t], true, DType::kF32, s.type,
+                       s.gguf_name});
       } else {
         const TensorRef ref = ck_->at(name);
         out.push_back({by_shard_.at(ref.file), ref.file->file_offset(*ref.info), ref.info->nbytes(), offsets[t], false,
-                       ref.info->dtype});
+                       ref.info->dtype, quant::QuantType::kF32, name});
       }
     }
     return out;

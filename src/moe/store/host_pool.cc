@@ -4,6 +4,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "moe/model/finite_blocks.h"
 #include "moe/quant/quantize.h"
 
 namespace ferry::moe {
@@ -96,8 +97,10 @@ std::unique_ptr<HostPool> HostPool::load(const Checkpoint& ck, bool with_data, s
         if (ck.gguf()) {  // stored in the pool's format: the blocks as they are
           const StoredTensor t = ck.gguf()->stored(name);
           if (t.type == p.format) {
-            scratch.resize(static_cast<std::size_t>(p.rows * p.cols));
-            ck.read_f32(name, {p.rows, p.cols}, scratch.data());  // refuses NaN/Inf weights, as for any tensor
+            // NaN/Inf refused as for any tensor, from the blocks' scales (no float copy): the
+            // file link checks each expert it reads the same way.
+            require_finite_blocks(t.type, t.bytes.data(), t.bytes.size(), t.gguf_name, ck.dir(),
+                                  "layer " + std::to_string(d) + ", expert " + std::to_string(e));
             std::memcpy(dst + p.offset, t.bytes.data(), t.bytes.size());
             continue;
           }

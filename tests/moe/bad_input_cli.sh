@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Bad input to the `ferry` command: each case one error line naming what was wrong, exit code 2
+# (never a crash, a hang, garbage output or exit 0/1/132).
+#   - an expert block whose f16 scale is NaN or -Inf, under every link (file: O_DIRECT reads
+#     checked where the bytes land; none: the host pool) and in logits;
+#   - --out naming an input file (through ./, a symlink, a hard link), before anything is written;
+#   - special files (FIFO, /dev/zero, a directory) where a model, config or corpus is expected;
+#   - invalid UTF-8 in a vocabulary (GGUF tokens, tokenizer.json), a GGUF without
+#     <arch>.expert_count, out-of-range BOS/EOS ids, a 1 MiB tensor name;
+#   - advise --validate on a folder without runs; ferry run with a missing program.
+# bad_input_cli.sh FERRY PART: PART is finite, out, special, vocab or misc (one CTest entry each).
+set -u
+ferry="$1"
+part="$2"
+here="$(cd "$(dirname "$0")" && pwd)"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+source "$here/../cli_expect.sh"
+edit=(/usr/bin/python3 "$here/gguf_edit.py")
+cd "$tmp"
+shape=(--layers 2 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --experts 4 --intermediate 64)
+"$ferry" moe make-tiny --out m "${shape[@]}" >/dev/null || { echo "FAIL: make-tiny"; exit 1; }
+"$ferry" moe quantize --model m --out q8.gguf --type Q8_0 --pure >/dev/null || { echo "FAIL: quantize"; exit 1; }
+gen=(moe generate --prompt hi --tokens 4 --policy lru --device-mem 100%)
+
+if [ "$part" == finite ]; then
+# 1. Non-finite expert scales. Block 130 of blk.1.ffn_up_exps is expert 1's block 2 (64 rows of
+# two Q8_0 blocks per expert); the first expert of layer 1 the file link reads is not at open.
+for value in 7E00 FC00; do
+  cp q8.gguf bad.gguf
+  "${edit[@]}" scale bad.gguf blk.1.ffn_up_exps.weight 130 "$value"
+  want="tensor 'blk.1.ffn_up_exps.weight' (layer 1, expert 1) in 'bad.gguf' holds a non-finite Q8_0 scale"
+  expect_cli_error "$want" "$ferry" "${gen[@]}" --model bad.gguf --link file
+  expect_cli_error "$want" "$ferry" "${gen[@]}" --model bad.gguf --link none
+done
+echo '[[1, 2, 3, 4]]' >tokens.json
+expect_cli_error "holds a non-finite Q8_0 scale" "$ferry" moe logits --model bad.gguf --tokens tokens.json --out l.npy
+[ ! -e l.npy ] && echo "ok: no logits written" || { echo "FAIL: logits written"; failures=$((failures + 1)); }
+# The intact file still generates through the file link.
+"$ferry" "${gen[@]}" --model q8.gguf --link file >/dev/null 2>&1 && echo "ok: intact file generates" \
+  || { echo "FAIL: intact q8.gguf"; failures=$((failures + 1)); }
+
+fi
+
+if [ "$part" == out ]; then
+echo '[[1, 2, 3, 4]]' >tokens.json
+# 2. --out naming an input: refused before anything is written, whatever the spelling.
+cp -r m m2
+sums=$(md5sum m2/* q8.gguf)
+ln -s m2/config.json sym.json
+ln m2/config.json hard.json
+for out in m2/model.safetensors m2/config.json ./m2/../m2/config.json sym.json hard.json; do
+  expect_cli_error "is the input file" "$ferry" moe quantize --model m2 --out "$out" --type Q8_0
+done
+expect_cli_error "--out 'q8.gguf' is the input file 'q8.gguf' (--model)" "$ferry" moe quantize --model q8.gguf --out q8.gguf
+expect_cli_error "is the input file" "$ferry" moe logits --model m2 --tokens tokens.json --out m2/config.json
+expect_cli_error "is the input file" "$ferry" moe logits --model q8.gguf --tokens tokens.json --out tokens.json
+[ "$(md5sum m2/* q8.gguf)" == "$sums" ] && echo "ok: inputs unchanged" || { echo "FAIL: an input changed"; failures=$((failures + 1)); }
+
+fi
+
+if [ "$part" == special ]; then
+# 3. Special files: what they are, and no hang on a FIFO (timeout 124 would fail the check).
+mkfifo fifo
+expect_cli_error "model 'fifo' is a FIFO" timeout 10 "$ferry" "${gen[@]}" --model fifo
+expect_cli_error "model '/dev/zero' is a character device" timeout 10 "$ferry" "${gen[@]}" --model /dev/zero
+mkdir m3 && cp m/* m3/ && rm m3/config.json && mkfifo m3/config.json
+expect_cli_error "model config 'm3/config.json' is not a regular file (a FIFO)" timeout 10 "$ferry" "${gen[@]}" --model m3
+rm m3/config.json && mkdir m3/config.json
+expect_cli_error "is not a regular file (a directory)" "$ferry" "${gen[@]}" --model m3
+cp m/config.json m3/ 2>/dev/null; rm -rf m3/config.json; cp m/config.json m3/; rm m3/model.safetensors; mkfifo m3/model.safetensors
+expect_cli_error "'m3/model.safetensors' is not a regular file (a FIFO)" timeout 10 "$ferry" "${gen[@]}" --model m3
+expect_cli_error "corpus '/dev/zero' is not a regular file (a character device)" \
+  timeout 10 "$ferry" moe trace --model m --corpus /dev/zero --out t.jsonl
+
+fi
+
+if [ "$part" == vocab ]; then
+# Invalid UTF-8 in a vocabulary: the GGUF key and token index; tokenizer.json's token.
+"${edit[@]}" set-string q8.gguf utf.gguf tokenizer.ggml.tokens 65 c328
+expect_cli_error "tokenizer.ggml.tokens[65] '\\xC3(' is not valid UTF-8" "$ferry" "${gen[@]}" --model utf.gguf
+cp -r m m4
+grep -v ferry_tokenizer m/config.json >m4/config.json  # tokenizer.json, not the byte tokenizer
+printf '{"model": {"type": "BPE", "vocab": {"a": 0, "b\xc3(": 1}, "merges": []}}' >m4/tokenizer.json
+expect_cli_error "model.vocab token 1 'b\\xC3(' (tokens must be UTF-8 text)" "$ferry" "${gen[@]}" --model m4
+
+# A GGUF without <arch>.expert_count: the GGUF key.
+"${edit[@]}" drop-key q8.gguf noexp.gguf llama.expert_count
+expect_cli_error "key 'llama.expert_count' is missing" "$ferry" "${gen[@]}" --model noexp.gguf
+
+# BOS/EOS ids past a byte-level vocabulary (256 tokens).
+"${edit[@]}" set-int q8.gguf eos.gguf tokenizer.ggml.eos_token_id 256
+expect_cli_error "tokenizer.ggml.eos_token_id 256 is outside the vocabulary of 256 tokens" "$ferry" "${gen[@]}" --model eos.gguf
+"${edit[@]}" set-int q8.gguf bos.gguf tokenizer.ggml.bos_token_id 4096
+expect_cli_error "tokenizer.ggml.bos_token_id 4096 is outside the vocabulary of 256 tokens" "$ferry" "${gen[@]}" --model bos.gguf
+
+fi
+
+if [ "$part" == misc ]; then
+# A 1 MiB tensor name (safetensors header) echoed: one bounded line.
+cp -r m m5
+/usr/bin/python3 - m5/model.safetensors <<'PY'
+import json, struct, sys
+path = sys.argv[1]
+data = open(path, "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+name = "x" * (1 << 20) + "\n"
+header[name] = {"dtype": "F99", "shape": [1], "data_offsets": [0, 4]}
+text = json.dumps(header).encode()
+open(path, "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+PY
+err=$("$ferry" "${gen[@]}" --model m5 2>&1 >/dev/null); rc=$?
+if [ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [ "${#err}" -lt 2000 ] && [[ "$err" == *"(1048577 bytes)"* ]]; then
+  echo "ok: 1 MiB tensor name -> ${#err} characters"
+else
+  echo "FAIL: 1 MiB tensor name -> rc=$rc, ${#err} characters: ${err:0:300}"; failures=$((failures + 1))
+fi
+
+# advise --validate on a folder without runs; ferry run with a missing or non-executable program.
+mkdir empty_runs
+expect_cli_error "no runs found in 'empty_runs'" "$ferry" advise --validate empty_runs
+expect_cli_error "program 'no-such-program-ferry' was not found in PATH" "$ferry" run --np 1 -- no-such-program-ferry
+expect_cli_error "program './missing.py' does not exist" "$ferry" run --np 1 -- ./missing.py
+touch plain.py
+expect_cli_error "program './plain.py' is not executable" "$ferry" run --np 1 -- ./plain.py
+expect_cli_error "program 'm/' is not a regular file (a directory)" "$ferry" run --np 1 -- m/
+fi
+exit $failures
