@@ -114,17 +114,33 @@ float dot_k4(const void* w, const void* x, std::size_t n) {
   __m256 acc = _mm256_setzero_ps();
   float acc_min = 0;
   for (std::size_t i = 0; i < n / kQK_K; ++i, pw += sizeof(Block), ++bx) {
+    prefetch_ahead<sizeof(Block)>(pw);
     Block head;  // d, dmin, the scales (and Q5_K's fifth bits); the nibbles are read in place below
     std::memcpy(&head, pw, offsetof(Block, qs));
     const std::uint8_t* qs = pw + offsetof(Block, qs);
-    std::uint8_t sc[8], mn[8];
-    int summ = 0;
-    for (int j = 0; j < 8; ++j) {
-      q4_k_scale_min(j, head.scales, sc[j], mn[j]);
-      summ += mn[j] * (bx->bsums[2 * j] + bx->bsums[2 * j + 1]);
-    }
-    acc_min += bx->d * f16(head.dmin) * static_cast<float>(summ);
+    // The 8 six-bit scales and mins (q4_k_scale_min) four at a time: bytes 0-3 and 4-7 hold sub-blocks
+    // 0-3's scales and mins, bytes 8-11 the low four bits of 4-7's, the top two bits of bytes 0-7
+    // the high two of 4-7's.
+    std::uint32_t u[3];
+    std::memcpy(u, head.scales, sizeof u);
+    const std::uint32_t sc_lo = u[0] & 0x3f3f3f3fu, mn_lo = u[1] & 0x3f3f3f3fu;
+    const std::uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    const std::uint32_t mn_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    // Σ_j m_j·(bsum_2j + bsum_2j+1): the pairs of the 16 sums of 16 (|pair| ≤ 2·16·127) times the
+    // mins as 16-bit lanes.
+    const __m128i mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(mn_hi), static_cast<int>(mn_lo)));
+    const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bx->bsums)),
+                                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(bx->bsums + 8)));
+    __m128i summ = _mm_madd_epi16(mins, pairs);
+    summ = _mm_add_epi32(summ, _mm_shuffle_epi32(summ, 0x4E));
+    summ = _mm_add_epi32(summ, _mm_shuffle_epi32(summ, 0xB1));
+    acc_min += bx->d * f16(head.dmin) * static_cast<float>(_mm_cvtsi128_si32(summ));
+    // The scales as 16-bit lanes in both halves; sub-block k's broadcast by a shuffle.
+    const __m256i sc16 = _mm256_broadcastsi128_si256(
+        _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo))));
+    auto scale = [&](int k) { return _mm256_shuffle_epi8(sc16, _mm256_set1_epi16(static_cast<short>((2 * k + 1) << 8 | 2 * k))); };
     __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
       __m256i lo = _mm256_and_si256(bits, low4);
@@ -138,8 +154,8 @@ float dot_k4(const void* w, const void* x, std::size_t n) {
       }
       const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx->qs + 64 * j));
       const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx->qs + 64 * j + 32));
-      const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_set1_epi16(sc[2 * j]));
-      const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xh), _mm256_set1_epi16(sc[2 * j + 1]));
+      const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xl), scale(2 * j));
+      const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xh), scale(2 * j + 1));
       sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(bx->d * f16(head.d)), _mm256_cvtepi32_ps(sumi), acc);
@@ -160,6 +176,7 @@ void q6_k_tile(const void* w, std::size_t n, const std::byte* x, std::size_t x_r
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (std::size_t i = 0; i < n / kQK_K; ++i, pw += sizeof(BlockQ6_K)) {
+    prefetch_ahead<sizeof(BlockQ6_K)>(pw);
     const BlockQ8_K* bx[T];
     #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) bx[t] = reinterpret_cast<const BlockQ8_K*>(x + t * x_row) + i;
@@ -168,7 +185,8 @@ void q6_k_tile(const void* w, std::size_t n, const std::byte* x, std::size_t x_r
     const auto* scales = reinterpret_cast<const std::int8_t*>(pw + offsetof(BlockQ6_K, scales));
     std::uint16_t dw;
     std::memcpy(&dw, pw + offsetof(BlockQ6_K, d), 2);
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
     __m256i sumi[T];
     #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
@@ -189,8 +207,10 @@ void q6_k_tile(const void* w, std::size_t n, const std::byte* x, std::size_t x_r
       for (int s = 0; s < 4; ++s) {
         const __m256i h = _mm256_and_si256(_mm256_srli_epi16(high, 2 * s), two_bits);
         q[s] = _mm256_or_si256(q[s], _mm256_slli_epi16(h, 4));
-        const std::int8_t* sc = scales + 8 * half + 2 * s;
-        const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
+        // Scales k and k + 1 (k = 8·half + 2s) eight times each, widened: one shuffle, one widening.
+        const int k = 8 * half + 2 * s;
+        const __m256i scale = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(
+            sc8, _mm_set_epi64x(0x0101010101010101LL * (k + 1), 0x0101010101010101LL * k)));
         #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx[t]->qs + 128 * half + 32 * s));

@@ -22,6 +22,18 @@
 namespace ferry::moe::quant::kernels {
 namespace {
 
+// Bytes ahead of the weights being multiplied that a kernel asks the cache for. A block is a few
+// hundred instructions, so the reorder window alone keeps the reads of about one block in flight;
+// on a machine whose hardware prefetcher does not run far enough ahead, that left the kernels at
+// 0.35-0.5 of the read bandwidth (Q5_K, Q6_K rows; bench/RESULTS.md, "Prefetching"). 2 KiB was
+// best of 0, 2, 4 and 8 KiB there. Prefetches never fault, past the end of the matrix too.
+constexpr std::size_t kPrefetchAhead = 2048;
+template <std::size_t kBytes>
+inline void prefetch_ahead(const unsigned char* p) {
+#pragma GCC unroll 32
+  for (std::size_t l = 0; l < kBytes; l += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead + l), _MM_HINT_T0);
+}
+
 inline std::int32_t load_i32(const unsigned char* p) {
   std::int32_t v;
   std::memcpy(&v, p, 4);
@@ -39,6 +51,7 @@ void group_tile(const unsigned char* w, std::size_t nb, const unsigned char* x, 
   __m256 acc[kTokens];
   for (auto& a : acc) a = _mm256_setzero_ps();
   for (std::size_t b = 0; b < nb; ++b, w += kRowGroup * kBlock) {
+    prefetch_ahead<kRowGroup * kBlock>(w);
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
     const unsigned char* qs = w + 2 * kRowGroup;
     __m256i q[8];
@@ -85,6 +98,7 @@ void group_tile_q4_k(const unsigned char* w, std::size_t nb, const unsigned char
   __m256 acc[kTokens];
   for (auto& a : acc) a = _mm256_setzero_ps();
   for (std::size_t b = 0; b < nb; ++b, w += kGroupBlock) {
+    prefetch_ahead<kGroupBlock>(w);
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
     const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16)));
     // Scale byte i of the 8 rows is 8 bytes at 32 + 8i (row_groups.h); q4_k_scale_min on 8 lanes.
