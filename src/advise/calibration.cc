@@ -165,7 +165,7 @@ MachineConstants constants_from_json(const nlohmann::json& j, const std::string&
     if (!c.contains(key)) FERRY_THROW(FormatError, what, ": calibration lacks '", key, "'");
     if (!c.at(key).is_number()) FERRY_THROW(FormatError, what, ": calibration field '", key, "' is not a number");
     v = c.at(key).get<double>();
-    if (!std::isfinite(v) || v < 0) FERRY_THROW(FormatError, what, ": calibration field '", key, "' must be >= 0");
+    if (!std::isfinite(v) || v < 0) FERRY_THROW(FormatError, what, ": calibration field '", key, "' must be finite and at least 0");
   };
   get("cores", k.cores);
   get("compute_scale", k.compute_scale);

@@ -75,7 +75,7 @@ ModelProfile model_profile_from_json(const nlohmann::json& j, const std::string&
   p.update_s = j.contains("update_s") ? field<double>(j, "update_s", what) : 0.0;
   p.source = j.value("source", std::string());
   p.device_tflops = j.contains("device_tflops") ? field<double>(j, "device_tflops", what) : 0.0;
-  if (!(p.device_tflops >= 0)) FERRY_THROW(FormatError, what, ": device_tflops must be >= 0");
+  if (!(p.device_tflops >= 0)) FERRY_THROW(FormatError, what, ": device_tflops must be at least 0");
   p.compute_noise = j.contains("compute_noise") ? field<double>(j, "compute_noise", what) : 0.0;
   if (!(p.compute_noise >= 0) || !std::isfinite(p.compute_noise))
     FERRY_THROW(FormatError, what, ": compute_noise must be finite and >= 0");

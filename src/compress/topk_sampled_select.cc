@@ -117,7 +117,7 @@ std::size_t collect_blocks(const CollectArgs& a, std::size_t begin, std::size_t 
 }  // namespace
 
 SampledTopkSelector::SampledTopkSelector(SampledTopkOptions options) : options_(options) {
-  FERRY_CHECK(options_.sample_size > 0, "sampled top-k: sample_size must be > 0");
+  FERRY_CHECK(options_.sample_size > 0, "sampled top-k: sample_size must be greater than 0");
 }
 
 bool SampledTopkSelector::add_and_select(std::span<const float> g, std::span<float> e,

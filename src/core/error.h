@@ -76,17 +76,21 @@ constexpr bool holds(Relation r, const A& a, const B& b) {
   }
   return false;
 }
-// How a user-facing requirement reads: "--batch must be at least 1, got 0".
-constexpr const char* requirement_words(Relation r) {
+// The one wording of every requirement, whichever macro checks it: "--batch must be at least 1,
+// got 0", "--lr must be finite and greater than 0, got inf".
+constexpr const char* relation_words(Relation r) {
   switch (r) {
-    case Relation::kEq: return " must be ";
-    case Relation::kNe: return " must not be ";
-    case Relation::kLt: return " must be less than ";
-    case Relation::kLe: return " must be at most ";
-    case Relation::kGt: return " must be greater than ";
-    case Relation::kGe: return " must be at least ";
+    case Relation::kEq: return "";
+    case Relation::kNe: return "other than ";
+    case Relation::kLt: return "less than ";
+    case Relation::kLe: return "at most ";
+    case Relation::kGt: return "greater than ";
+    case Relation::kGe: return "at least ";
   }
-  return " must be ";
+  return "";
+}
+inline std::string requirement_words(Relation r) {
+  return r == Relation::kNe ? " must not be " : std::string(" must be ") + relation_words(r);
 }
 // The ranges of FERRY_REQUIRE_IN: "[)" holds lo <= v < hi, "(]" lo < v <= hi, "[]" and "()"
 // both ends or neither (a NaN is in none).
@@ -115,15 +119,16 @@ bool is_finite(const V& v) {
   if constexpr (std::is_floating_point_v<V>) return std::isfinite(v);
   return true;
 }
-// How the operator forms word their requirement: " must be >= 0", " must be a finite number > 0"
-// (always, or for a value that is not finite) or " must be positive" (" must be a finite positive
-// number" for a value that is not finite).
+// How the operator forms word their requirement, as the others do: " must be at least 0",
+// " must be finite and greater than 0" (always, or for a value that is not finite) or " must be
+// positive" (" must be a finite positive number" for a value that is not finite).
 enum class BoundWords { kOperator, kFiniteOperator, kPositive };
 template <typename B>
 std::string bound_words(BoundWords words, bool finite, const char* op, const B& bound) {
   if (words == BoundWords::kPositive) return finite ? " must be positive" : " must be a finite positive number";
-  return concat(words == BoundWords::kFiniteOperator || !finite ? " must be a finite number " : " must be ", op, " ",
-                bound);
+  if (words == BoundWords::kFiniteOperator || !finite)
+    return concat(" must be finite and ", relation_words(relation_of(op)), bound);
+  return concat(requirement_words(relation_of(op)), bound);
 }
 constexpr const char* relation_symbol(Relation r) {
   switch (r) {
@@ -179,13 +184,13 @@ constexpr const char* relation_symbol(Relation r) {
 #define FERRY_REQUIRE_GT(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kGt, value, bound, __VA_ARGS__)
 #define FERRY_REQUIRE_GE(value, bound, ...) FERRY_REQUIRE_CMP_(::ferry::detail::Relation::kGe, value, bound, __VA_ARGS__)
 
-// The same with the relation written as its operator, in the message too; a value that is not
-// finite (a NaN or an infinity) fails them all:
+// The same with the relation written as its operator (worded as above in the message); a value
+// that is not finite (a NaN or an infinity) fails them all:
 // FERRY_REQUIRE_OP(o.eval_every, >=, 0, "--eval-every") throws
-//   InvalidArgument("--eval-every must be >= 0, got -1"), and for an infinity
-//   InvalidArgument("--latency must be a finite number >= 0, got inf");
-// FERRY_REQUIRE_FINITE(o.lr, >, 0, "--lr") says "a finite number" whatever the value:
-//   InvalidArgument("--lr must be a finite number > 0, got -1");
+//   InvalidArgument("--eval-every must be at least 0, got -1"), and for an infinity
+//   InvalidArgument("--latency must be finite and at least 0, got inf");
+// FERRY_REQUIRE_FINITE(o.lr, >, 0, "--lr") says "finite and" whatever the value:
+//   InvalidArgument("--lr must be finite and greater than 0, got -1");
 // FERRY_REQUIRE_POSITIVE(o.threshold, "--threshold") reads "--threshold must be positive, got -1".
 #define FERRY_REQUIRE_OP_(words, value, op, bound, ...)                                                   \
   do {                                                                                                    \

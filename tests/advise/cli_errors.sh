@@ -20,7 +20,7 @@ expect_cli_error "codec" "$FERRY" advise --model mlp --codecs nosuch
 expect_cli_error "cannot read calibration file" "$FERRY" advise --model mlp --calibration "$tmp/nocal.json"
 echo '{"constants": {"cores": 2, "compute_scale": 1, "cpu_s_per_byte": 0, "message_s": 0, "ps_overlap": 0, "run_overhead_s": 0}, "profiles": 7}' >"$tmp/badprof.json"
 expect_cli_error "'profiles' must be a path" "$FERRY" advise --model mlp --calibration "$tmp/badprof.json"
-expect_cli_error "--steps must be >= 0" "$FERRY" advise --model mlp --steps -1
+expect_cli_error "--steps must be at least 0" "$FERRY" advise --model mlp --steps -1
 expect_cli_error "no such run directory" "$FERRY" advise --validate "$tmp/noruns"
 expect_cli_error "--calibrate needs --write-calibration" "$FERRY" advise --calibrate "$tmp"
 exit $((failures > 0))

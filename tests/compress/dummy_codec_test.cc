@@ -40,7 +40,7 @@ void register_gain_codec(CodecRegistry& r) {
   r.add({"test-gain", "test only: fp32 scaled by gain on decode", FeedbackMode::kOptional,
          [](SpecReader& s, const TensorInfo& info) -> std::unique_ptr<Codec> {
            const double gain = s.get_double("gain", 1.0);
-           FERRY_REQUIRE(gain > 0, "codec 'test-gain': gain must be > 0, got ", gain);
+           FERRY_REQUIRE(gain > 0, "codec 'test-gain': gain must be greater than 0, got ", gain);
            return std::make_unique<GainCodec>(info, gain);
          }});
 }

@@ -74,10 +74,10 @@ TEST(CodecRegistry, BadValuesAreRejected) {
   expect_invalid("randomk:ratio=-0.1", "ratio must be in (0, 1]");
   expect_invalid("dgc:ratio=2", "ratio must be in (0, 1]");
   expect_invalid("dgc:momentum=1", "momentum must be in [0, 1)");
-  expect_invalid("dgc:clip=-1", "clip must be >= 0");
+  expect_invalid("dgc:clip=-1", "clip must be at least 0");
   expect_invalid("powersgd:rank=0", "rank must be in [1, 1024]");
   expect_invalid("powersgd:rank=2.5", "not an integer");
-  expect_invalid("powersgd:min_rate=0.5", "min_rate must be >= 1");
+  expect_invalid("powersgd:min_rate=0.5", "min_rate must be at least 1");
   expect_invalid("qsgd:levels=0", "levels must be in [1, 65535]");
   expect_invalid("qsgd:bucket=0", "bucket must be in");
   expect_invalid("qsgd:seed=-1", "not a non-negative integer");

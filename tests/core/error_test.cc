@@ -44,11 +44,11 @@ TEST(Require, RangesNameTheirEnds) {
 }
 
 TEST(Require, OperatorFormsWriteTheirOperator) {
-  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(-1, >=, 0, "--eval-every"); }), "--eval-every must be >= 0, got -1");
-  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(0.0, >, 0, "--algo x: ", "eps"); }), "--algo x: eps must be > 0, got 0");
-  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(5, <, 5, "k"); }), "k must be < 5, got 5");
-  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(3, ==, 4, "n"); }), "n must be == 4, got 3");
-  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_FINITE(-1.0, >, 0, "--lr"); }), "--lr must be a finite number > 0, got -1");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(-1, >=, 0, "--eval-every"); }), "--eval-every must be at least 0, got -1");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(0.0, >, 0, "--algo x: ", "eps"); }), "--algo x: eps must be greater than 0, got 0");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(5, <, 5, "k"); }), "k must be less than 5, got 5");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(3, ==, 4, "n"); }), "n must be 4, got 3");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_FINITE(-1.0, >, 0, "--lr"); }), "--lr must be finite and greater than 0, got -1");
   EXPECT_EQ(message_of([&] { FERRY_REQUIRE_POSITIVE(-1, "--threshold"); }), "--threshold must be positive, got -1");
   EXPECT_EQ(message_of([&] { FERRY_REQUIRE_POSITIVE(0.0f, "bucket_mb"); }), "bucket_mb must be positive, got 0");
   EXPECT_NO_THROW(FERRY_REQUIRE_OP(0, >=, 0, "x"));
@@ -68,8 +68,8 @@ TEST(Require, OperatorFormsWriteTheirOperator) {
 TEST(Require, OperatorFormsRefuseWhatIsNotFinite) {
   // An infinity passes ">= 0" as a number but is no setting: every form refuses it and says why.
   const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
-  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(inf, >=, 0, "--latency"); }), "--latency must be a finite number >= 0, got inf");
-  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_FINITE(inf, >, 0, "--lr"); }), "--lr must be a finite number > 0, got inf");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(inf, >=, 0, "--latency"); }), "--latency must be finite and at least 0, got inf");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_FINITE(inf, >, 0, "--lr"); }), "--lr must be finite and greater than 0, got inf");
   EXPECT_EQ(message_of([&] { FERRY_REQUIRE_POSITIVE(inf, "t"); }), "t must be a finite positive number, got inf");
   EXPECT_THROW(FERRY_REQUIRE_OP(nan, <=, 1, "x"), InvalidArgument);
   EXPECT_THROW(FERRY_REQUIRE_OP(-inf, <, 0, "x"), InvalidArgument);

@@ -21,18 +21,18 @@ expect_error "invalid --codec 'fourbit'" --codec fourbit
 expect_error "--epochs" --epochs abc
 expect_error "no such directory" --data "$tmp/nowhere"
 expect_error "--delay-steps must be at least 1" --algo ssdsgd --servers 1 --delay-steps 0
-expect_error "--glu-coef must be >= 0" --algo ssdsgd --servers 1 --glu-coef -0.5
+expect_error "--glu-coef must be at least 0" --algo ssdsgd --servers 1 --glu-coef -0.5
 expect_error "--local-update must be glu or sgd" --algo ssdsgd --servers 1 --local-update adam
 expect_error "--correction-steps must be at least 1" --algo cdsgd --servers 1 --correction-steps 0
 expect_error "cdsgd does not run on --topology allreduce" --algo cdsgd --topology allreduce
 expect_error "odsgd does not run on --topology allreduce" --algo odsgd --topology allreduce
 expect_error "--sync-every must be at least 1" --algo localsgd --sync-every 0
 expect_error "wfbp does not compress" --algo wfbp --codec twobit
-expect_error "--eval-every must be >= 0" --eval-every -5
+expect_error "--eval-every must be at least 0" --eval-every -5
 expect_cli_error "FERRY_MPI_WAIT must be auto, spin or sleep, got 'busy'" env FERRY_MPI_WAIT=busy "$ferry" train --max-steps 1 --no-progress
-expect_error "--lr must be a finite number > 0" --lr inf
-expect_error "--wd must be a finite number >= 0" --wd nan
-expect_error "--train-limit must be >= 0" --train-limit -1
+expect_error "--lr must be finite and greater than 0" --lr inf
+expect_error "--wd must be finite and at least 0" --wd nan
+expect_error "--train-limit must be at least 0" --train-limit -1
 expect_error "latency '1e99us' is above one hour" --link 1Gbps,1e99us
 # Far more ranks or threads than cores: refused unless asked for (it looked like a hang).
 expect_error "give --oversubscribe to run it anyway" --np 1000

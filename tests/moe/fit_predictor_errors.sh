@@ -18,7 +18,7 @@ expect_error "not valid JSON" --trace "$tmp/broken.jsonl" --out "$tmp/o"
 expect_error "--lookahead must be in [1, 3]" --trace "$tmp/ok.jsonl" --out "$tmp/o" --lookahead 5
 expect_error "invalid mode 'psychic'" --trace "$tmp/ok.jsonl" --out "$tmp/o" --mode psychic
 expect_error "--width must be at least 1, got 0" --trace "$tmp/ok.jsonl" --out "$tmp/o" --width 0
-expect_error "--lr must be a finite number > 0" --trace "$tmp/ok.jsonl" --out "$tmp/o" --lr nan
+expect_error "--lr must be finite and greater than 0" --trace "$tmp/ok.jsonl" --out "$tmp/o" --lr nan
 expect_error "hidden mode needs hidden states" --trace "$tmp/ok.jsonl" --out "$tmp/o" --mode hidden
 expect_error "test sequence 9 is not in trace" --trace "$tmp/ok.jsonl" --out "$tmp/o" --train-seqs 0 --test-seqs 9
 expect_error "invalid groups 'diagonal'" --trace "$tmp/ok.jsonl" --out "$tmp/o" --groups diagonal

@@ -190,8 +190,8 @@ TEST(Checkpoint, NonFiniteWeightsAndBadNormOrRopeAreRefused) {
     // Every other tensor still reads.
     ck->read_f32(n.expert(1, 2, 1), {c.intermediate_size, c.hidden_size}, out.data());
   }
-  for (const auto& [key, value, want] : {std::tuple{"rms_norm_eps", -1e-5, "rms_norm_eps must be a finite number >= 0"},
-                                         std::tuple{"rope_theta", 0.0, "rope_theta must be a finite number > 0"},
+  for (const auto& [key, value, want] : {std::tuple{"rms_norm_eps", -1e-5, "rms_norm_eps must be finite and at least 0"},
+                                         std::tuple{"rope_theta", 0.0, "rope_theta must be finite and greater than 0"},
                                          std::tuple{"rope_theta", -10000.0, "rope_theta must be"}}) {
     nlohmann::json j = config_to_json(c);
     j[key] = value;

@@ -213,7 +213,7 @@ TEST(LocalSgd, OptionsAreSpecKeysAndTheFlagsFoldIntoThem) {
   EXPECT_EQ(message("localsgd:sync_every=2", flags("8", "")),
             "--sync-every 8 contradicts --algo localsgd:sync_every=2 (sync_every=2)");
   EXPECT_EQ(message("localsgd", flags("0", "")), "--sync-every must be at least 1, got 0");
-  EXPECT_EQ(message("localsgd", flags("", "-1")), "--post-local must be >= 0, got -1");
+  EXPECT_EQ(message("localsgd", flags("", "-1")), "--post-local must be at least 0, got -1");
   EXPECT_NE(message("localsgd", flags("x", "")).find("--sync-every x: "), std::string::npos);
   EXPECT_EQ(message("localsgd:sync_every=0", {}), "--algo localsgd: sync_every must be at least 1, got 0");
   EXPECT_NE(message("localsgd:every=2", {}).find("every"), std::string::npos) << "an unknown key is refused";
@@ -272,7 +272,7 @@ TEST(DelayedOptions, BadValuesAreClearErrors) {
   base.algo = "ssdsgd";
   base.num_servers = 1;
   expect_error([&] { auto o = base; o.algo = "ssdsgd:delay_steps=0"; return o; }(), "delay_steps must be at least 1");
-  expect_error([&] { auto o = base; o.algo = "ssdsgd:glu_coef=-1"; return o; }(), "glu_coef must be >= 0");
+  expect_error([&] { auto o = base; o.algo = "ssdsgd:glu_coef=-1"; return o; }(), "glu_coef must be at least 0");
   expect_error([&] { auto o = base; o.algo = "ssdsgd:local_update=adam"; return o; }(), "local_update must be glu or sgd");
   expect_error([&] { auto o = base; o.algo = "ssdsgd:lr_local=-0.1"; return o; }(), "lr_local");
   expect_error([&] { auto o = base; o.algo = "ssdsgd:warmup_steps=-1"; return o; }(), "warmup_steps");

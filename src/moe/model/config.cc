@@ -86,7 +86,7 @@ RopeScaling parse_rope_scaling(const nlohmann::json& j, const std::string& origi
     if (!fields.count(it.key())) refuse("field '" + it.key() + "' is not one of rope_type " + s.type + "'s");
   auto positive = [&](const char* field, double fallback) {
     const double v = config_get_or<double>(r, field, fallback, origin);
-    if (!(std::isfinite(v) && v > 0)) refuse(std::string(field) + " must be a finite number > 0");
+    if (!(std::isfinite(v) && v > 0)) refuse(std::string(field) + " must be finite and greater than 0");
     return v;
   };
   if (s.type == "linear" || s.type == "llama3") s.factor = positive("factor", 0);
@@ -142,8 +142,8 @@ void MoeConfig::validate(const std::string& origin) const {
                                               std::to_string(num_experts));
   need(max_position_embeddings > 0, "max_position_embeddings must be positive");
   need(std::isfinite(rms_norm_eps) && rms_norm_eps >= 0,
-       "rms_norm_eps must be a finite number >= 0, got " + std::to_string(rms_norm_eps));
-  need(std::isfinite(rope_theta) && rope_theta > 0, "rope_theta must be a finite number > 0, got " + std::to_string(rope_theta));
+       "rms_norm_eps must be finite and at least 0, got " + std::to_string(rms_norm_eps));
+  need(std::isfinite(rope_theta) && rope_theta > 0, "rope_theta must be finite and greater than 0, got " + std::to_string(rope_theta));
   need(std::is_sorted(dense_layers.begin(), dense_layers.end()) &&
            std::adjacent_find(dense_layers.begin(), dense_layers.end()) == dense_layers.end() &&
            (dense_layers.empty() || (dense_layers.front() >= 0 && dense_layers.back() < num_layers)),
@@ -153,7 +153,7 @@ void MoeConfig::validate(const std::string& origin) const {
   need(qk_norm.empty() || qk_norm == "head" || qk_norm == "full", "qk_norm must be head, full or empty");
   need(qk_norm != "full" || num_heads * head_dim == hidden_size,
        "OLMoE's q/k norms span hidden_size, so num_attention_heads x head_dim must equal it");
-  need(std::isfinite(clip_qkv) && clip_qkv >= 0, "clip_qkv must be a finite number >= 0");
+  need(std::isfinite(clip_qkv) && clip_qkv >= 0, "clip_qkv must be finite and at least 0");
 }
 
 MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin) {

@@ -32,7 +32,7 @@ int config_num_experts(const nlohmann::json& j, const std::string& origin) {
 
 std::vector<int> qwen_dense_layers(const nlohmann::json& j, int num_layers, int num_experts, const std::string& origin) {
   const int step = config_get_or<int>(j, "decoder_sparse_step", 1, origin);
-  if (step < 1) FERRY_THROW(FormatError, "config '", origin, "': decoder_sparse_step must be >= 1, got ", step);
+  if (step < 1) FERRY_THROW(FormatError, "config '", origin, "': decoder_sparse_step must be at least 1, got ", step);
   std::set<int> only;
   if (config_has(j, "mlp_only_layers")) {
     if (!j["mlp_only_layers"].is_array())

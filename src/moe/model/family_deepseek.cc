@@ -19,7 +19,7 @@ std::vector<int> deepseek_dense_layers(const nlohmann::json& j, int num_layers, 
   const int first = config_get_or<int>(j, "first_k_dense_replace", 0, origin);
   const int freq = config_get_or<int>(j, "moe_layer_freq", 1, origin);
   if (first < 0 || freq < 1)
-    FERRY_THROW(FormatError, "config '", origin, "': first_k_dense_replace must be >= 0 and moe_layer_freq >= 1");
+    FERRY_THROW(FormatError, "config '", origin, "': first_k_dense_replace must be at least 0 and moe_layer_freq at least 1");
   std::vector<int> dense;
   for (int l = 0; l < num_layers; ++l)
     if (!(l >= first && l % freq == 0)) dense.push_back(l);
@@ -50,7 +50,7 @@ ModelFamily deepseek_family() {
     c.num_experts = config_require_int(j, "n_routed_experts", origin);
     if (c.top_k == 1) c.norm_topk_prob = false;  // the gate renormalises only when top_k > 1
     const int shared = config_get_or<int>(j, "n_shared_experts", 0, origin);
-    if (shared < 0) FERRY_THROW(FormatError, "config '", origin, "': n_shared_experts must be >= 0, got ", shared);
+    if (shared < 0) FERRY_THROW(FormatError, "config '", origin, "': n_shared_experts must be at least 0, got ", shared);
     c.shared_expert_intermediate_size = shared * c.intermediate_size;  // DeepseekMoE: one MLP of that width
     c.shared_expert_gate = false;
     c.dense_layers = deepseek_dense_layers(j, c.num_layers, origin);
