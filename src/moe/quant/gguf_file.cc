@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 
 namespace ferry::moe::quant {
 namespace {
@@ -92,7 +93,7 @@ void read_scalar(Reader& r, GgufType t, GgufValue& v, const std::string& what, c
 }
 
 GgufValue read_value(Reader& r, const std::string& key, const std::string& name) {
-  const std::string what = "metadata key '" + key + "'";
+  const std::string what = "metadata key '" + excerpt(key) + "'";
   GgufValue v;
   const auto type = r.read<std::uint32_t>(what);
   if (!known_type(type)) FERRY_THROW(FormatError, name, ": ", what, " has unknown value type ", type);
@@ -178,7 +179,7 @@ GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
     std::string key = r.read_string("metadata key " + std::to_string(k));
     GgufValue v = read_value(r, key, f.name_);
     if (!f.metadata_.emplace(key, std::move(v)).second)
-      FERRY_THROW(FormatError, f.name_, ": metadata key '", key, "' appears twice");
+      FERRY_THROW(FormatError, f.name_, ": metadata key '", excerpt(key), "' appears twice");
   }
   if (const GgufValue* a = f.find("general.alignment")) {
     if (a->type != GgufType::kU32 || a->i <= 0 || (a->i & (a->i - 1)) != 0)
@@ -191,7 +192,7 @@ GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
   for (std::uint64_t k = 0; k < n_tensors; ++k) {
     GgufTensor t;
     t.name = r.read_string("tensor " + std::to_string(k) + "'s name");
-    const std::string what = "tensor '" + t.name + "'";
+    const std::string what = "tensor '" + excerpt(t.name) + "'";
     const auto n_dims = r.read<std::uint32_t>(what);
     if (n_dims < 1 || n_dims > kMaxDims)
       FERRY_THROW(FormatError, f.name_, ": ", what, " has ", n_dims, " dimensions (expected 1 to ", kMaxDims, ")");
@@ -219,7 +220,7 @@ GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
       FERRY_THROW(FormatError, f.name_, ": ", what, " starts at data offset ", relative[k],
                   ", not a multiple of the alignment ", f.alignment_);
     if (!f.tensor_index_.emplace(t.name, k).second)
-      FERRY_THROW(FormatError, f.name_, ": tensor '", t.name, "' appears twice");
+      FERRY_THROW(FormatError, f.name_, ": tensor '", excerpt(t.name), "' appears twice");
     f.tensors_.push_back(std::move(t));
   }
   f.data_offset_ = (r.pos() + f.alignment_ - 1) / f.alignment_ * f.alignment_;
@@ -229,7 +230,7 @@ GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
     order[k] = k;
     auto& t = f.tensors_[k];
     if (relative[k] > data_bytes || t.bytes > data_bytes - relative[k])
-      FERRY_THROW(FormatError, f.name_, ": tensor '", t.name, "' (", t.bytes, " bytes at data offset ", relative[k],
+      FERRY_THROW(FormatError, f.name_, ": tensor '", excerpt(t.name), "' (", t.bytes, " bytes at data offset ", relative[k],
                   ") runs past the end of the file (", data_bytes, " bytes of data)");
     t.offset = f.data_offset_ + relative[k];
   }
@@ -238,7 +239,7 @@ GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
     const auto& prev = f.tensors_[order[k - 1]];
     const auto& cur = f.tensors_[order[k]];
     if (prev.offset + prev.bytes > cur.offset)
-      FERRY_THROW(FormatError, f.name_, ": tensor '", cur.name, "' overlaps tensor '", prev.name, "'");
+      FERRY_THROW(FormatError, f.name_, ": tensor '", excerpt(cur.name), "' overlaps tensor '", excerpt(prev.name), "'");
   }
   return f;
 }

@@ -22,6 +22,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/path_checks.h"
 #include "moe/serve/chat_template.h"
 #include "moe/serve/openai_api.h"
 #include "moe/serve/text_stream.h"
@@ -33,6 +34,8 @@ using nlohmann::json;
 std::vector<std::int32_t> read_eos_ids(const std::string& model_dir, int vocab_size) {
   for (const char* name : {"generation_config.json", "config.json"}) {
     const auto path = std::filesystem::path(model_dir) / name;
+    if (file_kind(path.string()).empty()) continue;
+    require_regular_file(path.string(), "model file");  // a FIFO would block the open below
     std::ifstream in(path);
     if (!in) continue;
     json j;
