@@ -77,7 +77,7 @@ TEST(Config, KeysThatChangeTheMathAreRefusedByName) {
       {"olmoe", "clip_qkv", -1.0, "clip_qkv must be a positive number"},
       {"deepseek", "scoring_func", "sigmoid", "scoring_func = \"sigmoid\" is not implemented"},
       {"deepseek", "head_dim", 16, "key 'head_dim' is not implemented for model_type 'deepseek'"},
-      {"deepseek", "moe_layer_freq", 0, "moe_layer_freq >= 1"},
+      {"deepseek", "moe_layer_freq", 0, "moe_layer_freq at least 1"},
       {"mixtral", "num_hidden_layers", 1 << 20, "num_hidden_layers = 1048576 exceeds"},
       {"qwen2_moe", "layer_types", {"full_attention", "sliding_attention", "full_attention"}, "layer_types = "},
       {"qwen2_moe", "qkv_bias", false, "qkv_bias = false"},
