@@ -36,6 +36,11 @@ done
 echo '[[1, 2, 3, 4]]' >tokens.json
 expect_cli_error "holds a non-finite Q8_0 scale" "$ferry" moe logits --model bad.gguf --tokens tokens.json --out l.npy
 [ ! -e l.npy ] && echo "ok: no logits written" || { echo "FAIL: logits written"; failures=$((failures + 1)); }
+# A dense tensor's scale: refused at load by the same rule (no link involved).
+cp q8.gguf bad.gguf
+"${edit[@]}" scale bad.gguf blk.0.attn_q.weight 3 7C00
+expect_cli_error "tensor 'model.layers.0.self_attn.q_proj.weight' in 'bad.gguf'" "$ferry" "${gen[@]}" --model bad.gguf
+expect_cli_error "holds a non-finite Q8_0 scale" "$ferry" "${gen[@]}" --model bad.gguf
 # The intact file still generates through the file link.
 "$ferry" "${gen[@]}" --model q8.gguf --link file >/dev/null 2>&1 && echo "ok: intact file generates" \
   || { echo "FAIL: intact q8.gguf"; failures=$((failures + 1)); }

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "moe/model/finite_blocks.h"
 #include "moe/model/gguf_model.h"
 #include "moe/quant/dequantize.h"
 #include "moe/quant/row_groups.h"
@@ -62,17 +63,10 @@ Weight load_weight(const Checkpoint& ck, const std::string& name, std::int64_t r
                                   type, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)))},
                               torch::kUInt8);
       ck.gguf()->read_blocks(name, reinterpret_cast<std::byte*>(w.values.data_ptr<std::uint8_t>()));
-      // The values are checked as for any tensor (no NaN/Inf), a few rows at a time: a float copy
-      // of a large weight (an embedding of 32000 x 4096) would double its memory at load.
-      const auto row_bytes = quant::quant_row_bytes(type, static_cast<std::size_t>(cols));
-      const std::int64_t chunk = std::max<std::int64_t>(1, 65536 / cols);
-      std::vector<float> buf(static_cast<std::size_t>(chunk * cols));
-      for (std::int64_t r = 0; r < rows; r += chunk) {
-        const std::size_t n = static_cast<std::size_t>(std::min(chunk, rows - r) * cols);
-        quant::dequantize_row(type, w.values.data_ptr<std::uint8_t>() + static_cast<std::size_t>(r) * row_bytes,
-                              buf.data(), n);
-        require_finite(buf.data(), n, name, ck.dir(), static_cast<std::size_t>(r * cols));
-      }
+      // NaN/Inf refused as for any tensor, from the blocks' scales (finite_blocks.h: the rule the
+      // experts are checked by), without a float copy.
+      require_finite_blocks(type, reinterpret_cast<const std::byte*>(w.values.data_ptr<std::uint8_t>()),
+                            static_cast<std::size_t>(w.values.numel()), name, ck.dir());
       quant::to_row_groups(type, w.values.data_ptr<std::uint8_t>(), static_cast<std::size_t>(rows),
                            static_cast<std::size_t>(cols));
       return w;
