@@ -1,4 +1,4 @@
-// config.json as Hugging Face writes it for Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE and DeepSeek-MoE:
+// config.json as Hugging Face writes it for Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-MoE and GLM-4.5:
 // every key that changes the math is honoured as HF's modeling code defines it, or refused with
 // one error naming it; the weights are resolved as HF resolves them (tied heads, attention biases
 // per family, dense layers among the MoE ones).
@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "moe/model/checkpoint.h"
 #include "moe/model/config.h"
+#include "moe/model/decoder_ops.h"
 #include "moe/model/tiny_model.h"
 #include "moe/model/weights.h"
 #include "moe_test_util.h"
@@ -303,6 +304,79 @@ TEST(Config, AttentionBiasesAsEachFamilyHasThem) {
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("q_proj.bias"), std::string::npos) << e.what();
   }
+}
+
+// GLM-4.5-Air's config.json as released: every key read as modeling_glm4_moe.py reads it.
+TEST(Config, Glm45AirAsReleased) {
+  const nlohmann::json j = nlohmann::json::parse(R"({
+    "architectures": ["Glm4MoeForCausalLM"], "attention_bias": true, "attention_dropout": 0.0,
+    "pad_token_id": 151329, "eos_token_id": [151329, 151336, 151338], "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 4096, "partial_rotary_factor": 0.5, "initializer_range": 0.02, "intermediate_size": 10944,
+    "max_position_embeddings": 131072, "model_type": "glm4_moe", "moe_intermediate_size": 1408,
+    "norm_topk_prob": true, "num_attention_heads": 96, "n_group": 1, "topk_group": 1, "n_routed_experts": 128,
+    "n_shared_experts": 1, "routed_scaling_factor": 1.0, "num_experts_per_tok": 8, "first_k_dense_replace": 1,
+    "num_hidden_layers": 46, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_scaling": null,
+    "rope_theta": 1000000, "num_nextn_predict_layers": 1, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+    "transformers_version": "4.54.0", "use_cache": true, "use_qk_norm": false, "vocab_size": 151552})");
+  const MoeConfig c = config_from_json(j, "air");
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.rotary_dims(), 64);
+  EXPECT_EQ(c.num_experts, 128);
+  EXPECT_EQ(c.top_k, 8);
+  EXPECT_EQ(c.intermediate_size, 1408);
+  EXPECT_EQ(c.shared_expert_intermediate_size, 1408);
+  EXPECT_FALSE(c.shared_expert_gate);
+  EXPECT_EQ(c.dense_layers, std::vector<int>({0}));
+  EXPECT_EQ(c.dense_intermediate_size, 10944);
+  EXPECT_EQ(c.scoring_func, "sigmoid");
+  EXPECT_TRUE(c.router_bias && c.norm_topk_prob);
+  EXPECT_EQ(c.nextn_layers, 1);
+  EXPECT_TRUE(c.qkv_bias && !c.o_bias && c.qk_norm.empty());
+  const MoeConfig again = config_from_json(config_to_json(c), "again");  // written back as read
+  EXPECT_EQ(again.rotary_dims(), 64);
+  EXPECT_EQ(again.nextn_layers, 1);
+  EXPECT_EQ(again.dense_layers, c.dense_layers);
+  nlohmann::json bad = j;
+  bad["partial_rotary_factor"] = 0.3;  // 38.4 dims
+  EXPECT_NE(error_of(bad).find("partial_rotary_factor"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["n_group"] = 3;  // 128 experts do not split in 3
+  EXPECT_THROW(config_from_json(bad, "air"), InvalidArgument);
+  bad = j;
+  bad["first_k_dense_replace"] = 46;
+  EXPECT_NE(error_of(bad).find("first_k_dense_replace"), std::string::npos) << error_of(bad);
+}
+
+// route(): sigmoid scores, a bias that steers only the choice, the best group by its two best
+// biased scores, weights renormalised and scaled; checked against the rule worked by hand.
+TEST(Config, GroupLimitedSigmoidRouting) {
+  MoeConfig c = testing::tiny_config();
+  c.hidden_size = 8;
+  c.num_experts = 8;
+  c.top_k = 2;
+  c.scoring_func = "sigmoid";
+  c.n_group = 2;
+  c.topk_group = 1;
+  c.norm_topk_prob = true;
+  c.routed_scaling_factor = 2.5;
+  LayerWeights lw;
+  lw.router = torch::eye(8);  // logits = the token itself
+  lw.router_bias = torch::zeros({8});
+  // Group 0 (experts 0-3) holds the single best logit (e0); group 1's two best sum higher.
+  const std::vector<float> logit = {3.0f, -2.f, -2.f, -2.f, 1.0f, 0.9f, -2.f, -2.f};
+  const auto m = torch::tensor(logit).view({1, 8});
+  auto sig = [](float x) { return 1.f / (1.f + std::exp(-x)); };
+  auto [w, i] = route(m, lw, c);
+  EXPECT_EQ(i[0][0].item<std::int64_t>(), 4);  // group 1 chosen: sig(1) + sig(0.9) > sig(3) + sig(-2)
+  EXPECT_EQ(i[0][1].item<std::int64_t>(), 5);
+  EXPECT_NEAR(w[0][0].item<float>(), 2.5f * sig(1.0f) / (sig(1.0f) + sig(0.9f)), 1e-6);
+  // A bias on expert 1 lifts group 0 (sig(3) + sig(-2) + 0.9 > group 1) and ranks e1 first
+  // (0.12 + 0.9 > 0.95), but e1's weight stays its unbiased score.
+  lw.router_bias[1] = 0.9f;
+  std::tie(w, i) = route(m, lw, c);
+  EXPECT_EQ(i[0][0].item<std::int64_t>(), 1);
+  EXPECT_EQ(i[0][1].item<std::int64_t>(), 0);
+  EXPECT_NEAR(w[0][0].item<float>(), 2.5f * sig(-2.f) / (sig(3.f) + sig(-2.f)), 1e-6);
 }
 
 }  // namespace

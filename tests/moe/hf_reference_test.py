@@ -3,8 +3,9 @@
 The test writes random checkpoints the way Hugging Face lays them out (its own safetensors writer,
 config.json with HF's keys), runs `ferry moe logits` (prefill, then 30 teacher-forced decode steps
 through the KV cache) under several policies and budgets, and compares with a forward written here
-from HF's modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py, modeling_olmoe.py and
-DeepSeek-MoE's modeling_deepseek.py (deepseek-ai/deepseek-moe-16b), computed in float64. ferry computes in
+from HF's modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py, modeling_olmoe.py,
+DeepSeek-MoE's modeling_deepseek.py (deepseek-ai/deepseek-moe-16b) and modeling_glm4_moe.py,
+computed in float64. ferry computes in
 float32; with logits of magnitude O(1) and a few hundred float32 operations per path its error is
 far below 1e-4 (rounding ~6e-8 per operation), while any difference in the math (a wrong RoPE, a
 missing bias, a wrong normalisation) moves logits by more than 1e-2: the reference's own check
@@ -49,6 +50,14 @@ FAMILIES = {
                  "n_routed_experts": 16, "num_experts_per_tok": 4, "n_shared_experts": 2,
                  "first_k_dense_replace": 1, "moe_layer_freq": 1, "norm_topk_prob": False,
                  "scoring_func": "softmax", "rope_theta": 1e4, "attention_bias": False},
+    # GLM-4.5: sigmoid scores with a selection bias, the best 2 of 4 groups, weights renormalised and
+    # scaled, one shared expert, the first layer dense, q/k/v biases, q/k norms, half-rotary heads,
+    # and a multi-token-prediction layer in the checkpoint that the forward does not run
+    "glm4_moe": dict(BASE, model_type="glm4_moe", architectures=["Glm4MoeForCausalLM"], intermediate_size=96,
+                     moe_intermediate_size=24, n_routed_experts=16, num_experts_per_tok=4, n_shared_experts=1,
+                     first_k_dense_replace=1, norm_topk_prob=True, routed_scaling_factor=2.5, n_group=4,
+                     topk_group=2, partial_rotary_factor=0.5, attention_bias=True, use_qk_norm=True,
+                     rope_theta=1e4, num_nextn_predict_layers=1),
 }
 
 
@@ -59,28 +68,31 @@ def traits(cfg):
     t = {"family": f, "head_dim": cfg.get("head_dim", H // nh) if f != "deepseek" else H // nh,
          "mlp": "block_sparse_moe." if f == "mixtral" else "mlp.",
          "names": ("w1", "w3", "w2") if f == "mixtral" else ("gate_proj", "up_proj", "down_proj"),
-         "experts": {"mixtral": "num_local_experts", "deepseek": "n_routed_experts"}.get(f, "num_experts"),
+         "experts": {"mixtral": "num_local_experts", "deepseek": "n_routed_experts",
+                     "glm4_moe": "n_routed_experts"}.get(f, "num_experts"),
          "expert_width": cfg["intermediate_size"] if f in ("mixtral", "olmoe") else cfg["moe_intermediate_size"],
          "qkv_bias": f == "qwen2_moe" or bool(cfg.get("attention_bias")) and f != "mixtral",
          "o_bias": f in ("qwen3_moe", "olmoe", "deepseek") and bool(cfg.get("attention_bias")),
-         "qk_norm": {"qwen3_moe": "head", "olmoe": "full"}.get(f)}
+         "qk_norm": {"qwen3_moe": "head", "olmoe": "full", "glm4_moe": "head" if cfg.get("use_qk_norm") else None}.get(f),
+         "rotary": int(cfg.get("partial_rotary_factor", 1.0) * cfg.get("head_dim", H // nh)),
+         "sigmoid": f == "glm4_moe"}
     t["E"] = cfg[t["experts"]]
     L = cfg["num_hidden_layers"]
     if f in ("qwen2_moe", "qwen3_moe"):  # Qwen2MoeDecoderLayer
         step, only = cfg.get("decoder_sparse_step", 1), cfg.get("mlp_only_layers") or []
         t["sparse"] = [l not in only and t["E"] > 0 and (l + 1) % step == 0 for l in range(L)]
-    elif f == "deepseek":  # DeepseekDecoderLayer
+    elif f in ("deepseek", "glm4_moe"):  # DeepseekDecoderLayer, Glm4MoeDecoderLayer
         first, freq = cfg.get("first_k_dense_replace", 0), cfg.get("moe_layer_freq", 1)
         t["sparse"] = [l >= first and l % freq == 0 for l in range(L)]
     else:
         t["sparse"] = [True] * L
     if f == "qwen2_moe":
         t["shared"], t["shared_gate"] = cfg.get("shared_expert_intermediate_size", 0), True
-    elif f == "deepseek":
+    elif f in ("deepseek", "glm4_moe"):
         t["shared"], t["shared_gate"] = (cfg.get("n_shared_experts") or 0) * cfg["moe_intermediate_size"], False
     else:
         t["shared"], t["shared_gate"] = 0, False
-    t["shared_name"] = "shared_experts." if f == "deepseek" else "shared_expert."
+    t["shared_name"] = "shared_experts." if f in ("deepseek", "glm4_moe") else "shared_expert."
     return t
 
 
@@ -140,12 +152,17 @@ def random_checkpoint(cfg, seed):
             mlp(moe, cfg["intermediate_size"])
             continue
         t[moe + "gate.weight"] = lin(E, H)
+        if tr["sigmoid"]:
+            t[moe + "gate.e_score_correction_bias"] = 0.1 * torch.randn(E, generator=g)
         for e in range(E):
             mlp(moe + f"experts.{e}.", I)
         if tr["shared"]:
             mlp(moe + tr["shared_name"], tr["shared"])
             if tr["shared_gate"]:
                 t[moe + "shared_expert_gate.weight"] = lin(1, H)
+    for l in range(L, L + cfg.get("num_nextn_predict_layers", 0)):  # what a forward must not read
+        p = f"model.layers.{l}."
+        t[p + "eh_proj.weight"], t[p + "enorm.weight"] = lin(H, 2 * H), torch.full((H,), float("nan"))
     t["model.norm.weight"] = norm(H)
     t["lm_head.weight"] = lin(V, H)
     return t
@@ -194,7 +211,11 @@ ACT = {"silu": torch.nn.functional.silu, "gelu": torch.nn.functional.gelu,
 
 
 def rope(x, inv, interleaved=False):
-    # x [B, heads, T, D]; HF: cos/sin of cat(freqs, freqs), x * cos + rotate_half(x) * sin.
+    # x [B, heads, T, D]; HF: cos/sin of cat(freqs, freqs), x * cos + rotate_half(x) * sin, over the
+    # first 2 * len(inv) dims (GLM's partial rotary: the rest pass unchanged).
+    if x.shape[-1] > 2 * len(inv):
+        R = 2 * len(inv)
+        return torch.cat([rope(x[..., :R], inv, interleaved), x[..., R:]], -1)
     T = x.shape[2]
     freqs = torch.arange(T, dtype=torch.float64)[:, None] * inv[None]
     if interleaved:  # the deliberately wrong variant (GPT-J's pairing)
@@ -222,7 +243,7 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
     renorm = True if f == "mixtral" else cfg.get("norm_topk_prob", False) and (f != "deepseek" or k_top > 1)
     clip = cfg.get("clip_qkv") if f == "olmoe" else None
     act = ACT[cfg.get("hidden_act", "silu")]
-    inv = inv_freq(cfg, theta, D)
+    inv = inv_freq(cfg, theta, tr["rotary"])
     x = w["model.embed_tokens.weight"][tokens]  # [B, T, H]
     B, T = tokens.shape
     causal = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
@@ -267,10 +288,24 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
         if not tr["sparse"][l]:
             x = x + mlp(h, moe).view(B, T, H)
             continue
-        probs = torch.softmax(h @ w[moe + "gate.weight"].T, -1)
-        top_w, top_i = probs.topk(k_top, -1)
-        if renorm:
-            top_w = top_w / top_w.sum(-1, keepdim=True)
+        logits = h @ w[moe + "gate.weight"].T
+        if tr["sigmoid"]:  # Glm4MoeTopkRouter / DeepSeek-V3's noaux_tc
+            probs = torch.sigmoid(logits)
+            choice = probs + w[moe + "gate.e_score_correction_bias"]
+            G = cfg["n_group"]
+            groups = choice.view(-1, G, E // G)
+            best = groups.topk(2, -1)[0].sum(-1).topk(cfg["topk_group"], -1)[1]
+            keep = torch.zeros(choice.shape[0], G, dtype=torch.bool).scatter_(1, best, True)
+            top_i = groups.masked_fill(~keep[..., None], 0.0).view(-1, E).topk(k_top, -1)[1]
+            top_w = probs.gather(1, top_i)
+            if cfg.get("norm_topk_prob"):
+                top_w = top_w / (top_w.sum(-1, keepdim=True) + 1e-20)
+            top_w = top_w * cfg["routed_scaling_factor"]
+        else:
+            probs = torch.softmax(logits, -1)
+            top_w, top_i = probs.topk(k_top, -1)
+            if renorm:
+                top_w = top_w / top_w.sum(-1, keepdim=True)
         out = torch.zeros_like(h)
         for e in range(E):
             rows, slot = (top_i == e).nonzero(as_tuple=True)

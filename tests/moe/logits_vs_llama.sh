@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ferry on a GGUF file computes what llama.cpp computes on the same file: teacher-forced logits of
 # one sequence (one prefill batch, KV cache in f32 on both sides), on files `ferry moe quantize`
-# writes in F32, Q8_0, Q4_0 and Q4_K_M. Needs llama.cpp: LLAMA_CPP_DIR (its source, for the
+# writes from make-tiny models: Mixtral in F32, Q8_0, Q4_0 and Q4_K_M, GLM-4.5 in F32 and Q8_0. Needs llama.cpp: LLAMA_CPP_DIR (its source, for the
 # headers) and LLAMA_LIB_DIR (its prebuilt libraries: libllama, libggml*, one libggml-cpu-*.so per
 # instruction set, as bench/peers/run.sh fetches them); skipped (exit 77) without.
 #
@@ -27,25 +27,32 @@ trap 'rm -rf "$tmp"' EXIT
 libs=$(ls "$LLAMA_LIB_DIR"/libllama*.so "$LLAMA_LIB_DIR"/libggml.*so "$LLAMA_LIB_DIR"/libggml-base.so 2>/dev/null | grep -v common)
 g++ -std=c++17 -O2 "$(dirname "$0")/peers/llama_logits.cc" -I"$LLAMA_CPP_DIR/include" -I"$LLAMA_CPP_DIR/ggml/include" \
   $libs -Wl,-rpath,"$LLAMA_LIB_DIR" -o "$tmp/llama_logits" || { echo "FAIL: cannot build llama_logits"; exit 1; }
-"$ferry" moe make-tiny --out "$tmp/m" --layers 4 --hidden 256 --heads 4 --kv-heads 2 --head-dim 64 --experts 8 \
-  --intermediate 256 >/dev/null || { echo "FAIL: make-tiny"; exit 1; }
 tokens=(72 101 108 108 111 44 32 119 111 114 108 100 33 10 100 101 102 32 109 97 105 110 40 41)
 echo "[[$(IFS=,; echo "${tokens[*]}")]]" >"$tmp/tokens.json"
+shape=(--layers 4 --hidden 256 --heads 4 --kv-heads 2 --head-dim 64 --experts 8 --intermediate 256)
+# Mixtral in every format; GLM-4.5 (sigmoid routing with a selection bias in two groups, a shared
+# expert, a leading dense layer, q/k/v biases, half-rotary heads) in F32 and Q8_0.
+models=("mixtral:F32 Q8_0 Q4_0 Q4_K_M:" "glm4_moe:F32 Q8_0:--shared-expert 256 --dense-layers 0")
 failures=0
-for t in F32 Q8_0 Q4_0 Q4_K_M; do
-  "$ferry" moe quantize --model "$tmp/m" --out "$tmp/$t.gguf" --type $t >/dev/null || { echo "FAIL: quantize $t"; failures=$((failures + 1)); continue; }
-  "$ferry" moe logits --model "$tmp/$t.gguf" --tokens "$tmp/tokens.json" --prompt ${#tokens[@]} --out "$tmp/$t.npy" \
-    >/dev/null 2>"$tmp/err" || { echo "FAIL: ferry logits $t: $(cat "$tmp/err")"; failures=$((failures + 1)); continue; }
-  "$tmp/llama_logits" "$LLAMA_LIB_DIR" "$tmp/$t.gguf" "$tmp/$t.f32" "${tokens[@]}" >"$tmp/log" 2>&1 \
-    || { echo "FAIL: llama.cpp $t:"; tail -3 "$tmp/log"; failures=$((failures + 1)); continue; }
-  /usr/bin/python3 - "$tmp/$t.npy" "$tmp/$t.f32" "$t" <<'PY' || failures=$((failures + 1))
+for entry in "${models[@]}"; do
+  IFS=: read -r family types extra <<<"$entry"
+  # shellcheck disable=SC2086  # $extra holds flags
+  "$ferry" moe make-tiny --out "$tmp/$family" --family "$family" "${shape[@]}" $extra >/dev/null \
+    || { echo "FAIL: make-tiny $family"; failures=$((failures + 1)); continue; }
+  for t in $types; do
+    "$ferry" moe quantize --model "$tmp/$family" --out "$tmp/$t.gguf" --type $t >/dev/null || { echo "FAIL: quantize $family $t"; failures=$((failures + 1)); continue; }
+    "$ferry" moe logits --model "$tmp/$t.gguf" --tokens "$tmp/tokens.json" --prompt ${#tokens[@]} --out "$tmp/$t.npy" \
+      >/dev/null 2>"$tmp/err" || { echo "FAIL: ferry logits $family $t: $(cat "$tmp/err")"; failures=$((failures + 1)); continue; }
+    "$tmp/llama_logits" "$LLAMA_LIB_DIR" "$tmp/$t.gguf" "$tmp/$t.f32" "${tokens[@]}" >"$tmp/log" 2>&1 \
+      || { echo "FAIL: llama.cpp $family $t:"; tail -3 "$tmp/log"; failures=$((failures + 1)); continue; }
+    /usr/bin/python3 - "$tmp/$t.npy" "$tmp/$t.f32" "$family $t" <<'PY' || failures=$((failures + 1))
 import sys
 import numpy as np
 ferry = np.load(sys.argv[1])[0]
 llama = np.fromfile(sys.argv[2], dtype=np.float32).reshape(ferry.shape)
 t = sys.argv[3]
 rel = np.abs(ferry - llama).max(-1) / np.abs(llama).max()  # per position
-bound, share = (1e-3, 1.0) if t == "F32" else (3e-2, 0.8)
+bound, share = (1e-3, 1.0) if t.endswith("F32") else (3e-2, 0.8)
 within = (rel <= bound) & (ferry.argmax(-1) == llama.argmax(-1))
 ok = within.mean() >= share
 print("%s: %s |ferry - llama.cpp| / max |logit| within %.0e with the same argmax at %d of %d positions "
@@ -53,5 +60,6 @@ print("%s: %s |ferry - llama.cpp| / max |logit| within %.0e with the same argmax
                                                  100 * share, np.median(rel), rel.max()))
 sys.exit(0 if ok else 1)
 PY
+  done
 done
 exit $failures

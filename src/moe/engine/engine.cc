@@ -42,7 +42,7 @@ struct MoeEngine::Impl {
   std::uint64_t budget = 0;
   MemoryPlan plan;
   std::uint64_t kv_reserve = 0;
-  torch::Tensor rope_cos, rope_sin;           // [max_pos, D]
+  torch::Tensor rope_cos, rope_sin;           // [max_pos, rotary dims]
   std::map<int, Sequence> sequences;          // every open sequence, step()'s and forward()'s
   std::vector<int> lockstep;                  // forward()'s batch, row b = sequences[lockstep[b]]
   int next_sequence = 0;
@@ -335,9 +335,11 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, KvCache& kv) {
   const std::int64_t D = c.head_dim, nh = c.num_heads, kvh = c.num_kv_heads;
   auto [q, k, v] = project_qkv(rms_norm(x, lw.attn_norm, c.rms_norm_eps), lw, c);
   auto cos = rope_cos.slice(0, pos, pos + T), sin = rope_sin.slice(0, pos, pos + T);
-  auto rot = [&](const torch::Tensor& t) {
-    auto t1 = t.slice(-1, 0, D / 2), t2 = t.slice(-1, D / 2, D);
-    return t * cos + torch::cat({-t2, t1}, -1) * sin;
+  auto rot = [&, R = std::int64_t{c.rotary_dims()}](const torch::Tensor& t) {  // rotate-half over the first R dims
+    auto r = R == D ? t : t.slice(-1, 0, R);
+    auto t1 = r.slice(-1, 0, R / 2), t2 = r.slice(-1, R / 2, R);
+    auto turned = r * cos + torch::cat({-t2, t1}, -1) * sin;
+    return R == D ? turned : torch::cat({turned, t.slice(-1, R, D)}, -1);
   };
   q = rot(q);
   k = rot(k);
@@ -368,7 +370,7 @@ torch::Tensor MoeEngine::Impl::mlp(int decoder_layer, const torch::Tensor& x) {
   auto m = rms_norm(x, lw.ffn_norm, c.rms_norm_eps).contiguous();
   const int l = c.moe_layer(decoder_layer);  // expert ids, stats and the policy count MoE layers
   if (l < 0) return always_active_mlp(m, lw, c);
-  auto [topw, topi] = route(m, lw.router, c);
+  auto [topw, topi] = route(m, lw, c);
   topw = topw.contiguous();
   topi = topi.contiguous();
   if (!forced.empty()) {  // routing replay: row t takes the trace's token forced_rows[t]

@@ -154,6 +154,18 @@ void MoeConfig::validate(const std::string& origin) const {
   need(qk_norm != "full" || num_heads * head_dim == hidden_size,
        "OLMoE's q/k norms span hidden_size, so num_attention_heads x head_dim must equal it");
   need(std::isfinite(clip_qkv) && clip_qkv >= 0, "clip_qkv must be finite and at least 0");
+  need(rotary_dim >= 0 && rotary_dim <= head_dim && rotary_dim % 2 == 0,
+       "the rotary dims (partial_rotary_factor x head_dim) must be even and at most head_dim");
+  need(scoring_func == "softmax" || scoring_func == "sigmoid", "scoring_func must be softmax or sigmoid");
+  need(n_group >= 1 && num_experts % n_group == 0, "n_group (" + std::to_string(n_group) +
+                                                       ") must divide the routed experts (" +
+                                                       std::to_string(num_experts) + ")");
+  need(n_group == 1 || num_experts / n_group >= 2, "a group of experts must hold at least 2 (its two best score it)");
+  need(topk_group >= 1 && topk_group <= n_group, "topk_group must be in 1..n_group");
+  need(top_k <= topk_group * (num_experts / n_group), "num_experts_per_tok must fit in the topk_group groups chosen");
+  need(std::isfinite(routed_scaling_factor) && routed_scaling_factor > 0,
+       "routed_scaling_factor must be finite and greater than 0");
+  need(nextn_layers >= 0, "num_nextn_predict_layers must be at least 0");
 }
 
 MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin) {

@@ -30,9 +30,18 @@ struct MoeConfig {
   int num_heads = 4;                   // query heads
   int num_kv_heads = 2;                // key/value heads (grouped-query attention)
   int head_dim = 16;                   // per-head width (default hidden_size / num_heads)
+  int rotary_dim = 0;                  // leading dims of each q/k head rotated (partial_rotary_factor
+                                       // x head_dim); 0 = all of head_dim
   int num_experts = 8;                 // routed experts per layer (num_local_experts)
   int top_k = 2;                       // experts per token (num_experts_per_tok)
   bool norm_topk_prob = true;          // renormalise the top-k router probabilities to sum 1
+  // Routing (decoder_ops.h, route): the scores experts are chosen by and weighted with.
+  std::string scoring_func = "softmax";  // softmax over the experts, or sigmoid of each logit (GLM-4.5)
+  bool router_bias = false;            // a per-expert bias added to the scores for the choice only
+                                       // (e_score_correction_bias); the weights stay unbiased
+  int n_group = 1;                     // experts in n_group equal groups; a token chooses among the
+  int topk_group = 1;                  // topk_group groups whose two best scores sum highest
+  double routed_scaling_factor = 1.0;  // the routed experts' weights times this (after renormalising)
   int shared_expert_intermediate_size = 0;  // >0: an always-active shared expert of this width
   bool shared_expert_gate = false;     // the shared expert's output is scaled by sigmoid(x . g)
   std::vector<int> dense_layers;       // decoder layers with one dense MLP instead of experts (sorted)
@@ -50,8 +59,12 @@ struct MoeConfig {
   int max_window_layers = 0;           // the first windowed layer (Qwen2-MoE's key; Mixtral: 0)
   int max_position_embeddings = 4096;  // longest sequence the KV cache accepts
   bool tie_word_embeddings = false;    // LM head shares the embedding matrix
+  int nextn_layers = 0;                // multi-token-prediction layers stored after the last
+                                       // decoder layer (num_nextn_predict_layers): not run for logits
   std::string tokenizer = "";          // "byte" for ferry's tiny models; "" = tokenizer.model
 
+  // The dims of each q/k head the rotary embedding turns (the first ones).
+  int rotary_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   // Whether `layer` uses sliding-window attention.
   bool windowed(int layer) const { return sliding_window > 0 && layer >= max_window_layers; }
   // Layers with routed experts. Expert ids, traces, policies and the store count only these
@@ -103,6 +116,7 @@ struct TensorNames {
   // which: 'q' or 'k' (Qwen3-MoE, OLMoE)
   std::string qk_norm(int l, char which) const { return layer(l) + "self_attn." + which + "_norm.weight"; }
   std::string router(int l) const { return moe(l) + "gate.weight"; }
+  std::string router_bias(int l) const { return moe(l) + "gate.e_score_correction_bias"; }
   // which: 1 = gate (w1), 3 = up (w3), 2 = down (w2), Mixtral numbering.
   std::string expert(int l, int e, int which) const {
     return moe(l) + "experts." + std::to_string(e) + "." + proj(which) + ".weight";

@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "core/error.h"
@@ -154,11 +155,36 @@ at::Tensor project_out(const at::Tensor& o, const LayerWeights& lw) {
   return lw.bo.defined() ? y + lw.bo : y;
 }
 
-std::pair<at::Tensor, at::Tensor> route(const at::Tensor& m, const at::Tensor& router, const MoeConfig& c) {
-  auto probs = torch::softmax(project(m, router), -1);
-  auto [topw, topi] = probs.topk(c.top_k, -1);
+namespace {
+
+// The chosen experts' weights: renormalised to sum 1 (norm_topk_prob), then scaled.
+at::Tensor finish_weights(at::Tensor topw, const MoeConfig& c) {
   if (c.norm_topk_prob) topw = topw / topw.sum(-1, true);
-  return {topw, topi};
+  if (c.routed_scaling_factor != 1.0) topw = topw * c.routed_scaling_factor;
+  return topw;
+}
+
+}  // namespace
+
+std::pair<at::Tensor, at::Tensor> route(const at::Tensor& m, const LayerWeights& lw, const MoeConfig& c) {
+  const at::Tensor logits = project(m, lw.router);
+  const at::Tensor scores = c.scoring_func == "sigmoid" ? torch::sigmoid(logits) : torch::softmax(logits, -1);
+  if (!lw.router_bias.defined() && c.n_group == 1) {  // the scores choose and weigh
+    auto [topw, topi] = scores.topk(c.top_k, -1);
+    return {finish_weights(topw, c), topi};
+  }
+  // DeepSeek-V3's noaux_tc (and GLM-4.5's): the bias steers the choice only; with groups, a token
+  // chooses among the topk_group groups whose two best biased scores sum highest.
+  at::Tensor choice = lw.router_bias.defined() ? scores + lw.router_bias : scores;
+  if (c.n_group > 1) {
+    const std::int64_t N = choice.size(0);
+    auto groups = choice.view({N, c.n_group, c.num_experts / c.n_group});
+    auto group_scores = std::get<0>(groups.topk(2, -1)).sum(-1);  // [N, n_group]
+    auto keep = torch::zeros({N, c.n_group}, torch::kBool).scatter_(1, std::get<1>(group_scores.topk(c.topk_group, -1)), true);
+    choice = groups.masked_fill(keep.logical_not().unsqueeze(-1), -std::numeric_limits<float>::infinity()).view({N, -1});
+  }
+  auto topi = std::get<1>(choice.topk(c.top_k, -1));
+  return {finish_weights(scores.gather(-1, topi), c), topi};
 }
 
 at::Tensor always_active_mlp(const at::Tensor& m, const LayerWeights& lw, const MoeConfig& c) {
@@ -169,7 +195,7 @@ at::Tensor always_active_mlp(const at::Tensor& m, const LayerWeights& lw, const 
 }
 
 at::Tensor rope_inv_freq(const MoeConfig& c) {
-  const std::int64_t D = c.head_dim;
+  const std::int64_t D = c.rotary_dims();
   at::Tensor inv = 1.0 / torch::pow(c.rope_theta, torch::arange(0, D, 2, torch::kFloat64) / static_cast<double>(D));
   const RopeScaling& s = c.rope_scaling;
   if (s.type == "default") return inv;

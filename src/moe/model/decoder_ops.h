@@ -53,13 +53,16 @@ struct Qkv {
 Qkv project_qkv(const at::Tensor& a, const LayerWeights& lw, const MoeConfig& c);
 // The attention output o [B, T, heads*D] projected back: o wo^T (+ bo).
 at::Tensor project_out(const at::Tensor& o, const LayerWeights& lw);
-// The router of an MoE layer on the normed tokens m [N, H]: softmax over the experts, the top_k
-// (weights, indices), renormalised to sum 1 when norm_topk_prob.
-std::pair<at::Tensor, at::Tensor> route(const at::Tensor& m, const at::Tensor& router, const MoeConfig& c);
+// The router of an MoE layer on the normed tokens m [N, H]: the scores (softmax over the experts,
+// or each logit's sigmoid: scoring_func), the top_k chosen by the scores plus the router bias when
+// the layer has one, within the topk_group best of n_group groups when there are groups; (weights,
+// indices), the weights the unbiased scores, renormalised to sum 1 when norm_topk_prob, times
+// routed_scaling_factor.
+std::pair<at::Tensor, at::Tensor> route(const at::Tensor& m, const LayerWeights& lw, const MoeConfig& c);
 // The always-active part of a layer's MLP on m [N, H]: a dense layer's MLP, or an MoE layer's
 // shared expert (times its sigmoid gate), or undefined when the layer has neither.
 at::Tensor always_active_mlp(const at::Tensor& m, const LayerWeights& lw, const MoeConfig& c);
-// The rotary inverse frequencies, float64 [head_dim / 2]: 1 / theta^(2i / D), then rope_scaling
+// The rotary inverse frequencies, float64 [rotary_dims() / 2]: 1 / theta^(2i / D), then rope_scaling
 // ("linear": divided by factor; "llama3": HF's _compute_llama3_parameters).
 at::Tensor rope_inv_freq(const MoeConfig& c);
 

@@ -13,6 +13,7 @@ ModelFamily qwen2_moe_family();
 ModelFamily qwen3_moe_family();
 ModelFamily olmoe_family();
 ModelFamily deepseek_family();
+ModelFamily glm4_moe_family();
 
 namespace {
 
@@ -54,7 +55,7 @@ void register_model_family(ModelFamily family) {
 
 void register_builtin_families() {
   static const bool done = [] {
-    for (auto make : {mixtral_family, qwen2_moe_family, qwen3_moe_family, olmoe_family, deepseek_family})
+    for (auto make : {mixtral_family, qwen2_moe_family, qwen3_moe_family, olmoe_family, deepseek_family, glm4_moe_family})
       register_model_family(make());
     return true;
   }();

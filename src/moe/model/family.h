@@ -51,8 +51,9 @@ struct ModelFamily {
   // Writes the family's own keys of `config` into `j`, which holds the common ones; read() of the
   // result gives `config` back.
   std::function<void(const MoeConfig&, nlohmann::json&)> write = {};
-  // make-tiny: refuses a shape the family cannot have (InvalidArgument naming the flag); may be empty.
-  std::function<void(const MoeConfig&)> check_tiny = {};
+  // make-tiny: refuses a shape the family cannot have (InvalidArgument naming the flag) and sets
+  // what the family's models always have and make-tiny has no flag for; may be empty.
+  std::function<void(MoeConfig&)> check_tiny = {};
   // GGUF (llama.cpp's format), as llama.cpp's convert_hf_to_gguf.py writes the family
   // (moe/model/gguf_layout.h reads these both ways):
   // general.architecture of a GGUF of this family;
@@ -60,6 +61,8 @@ struct ModelFamily {
   // whether q and k rows are permuted from HF's rotate-half order to llama.cpp's interleaved one
   // (the converter's LlamaModel.permute; gguf_permute_rows());
   bool gguf_permute_qk = false;
+  // the GGUF name of post_attention_layernorm (blk.N.<this>.weight; GLM-4.5: post_attention_norm);
+  std::string gguf_ffn_norm = "ffn_norm";
   // tokenizer.ggml.pre of the family's tokenizer.json vocabulary (the converter names it from a
   // hash of the tokenizer's output on a test text; ferry takes the family's released tokenizer);
   std::string gguf_tokenizer_pre = "default";
@@ -77,7 +80,7 @@ struct ModelFamily {
 
 // Registers a family; InvalidArgument if its name or an alias is taken.
 void register_model_family(ModelFamily family);
-// Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-MoE (V1), in that order. Idempotent.
+// Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-MoE (V1), GLM-4.5, in that order. Idempotent.
 void register_builtin_families();
 // The family of a model_type (its name or an alias); nullptr for an unknown one.
 const ModelFamily* find_family(const std::string& model_type);

@@ -95,6 +95,8 @@ void GgufArchReader::refuse(std::string_view name, const std::string& why) const
               " is not implemented (", why, ")");
 }
 
+bool GgufArchReader::has_tensor(std::string_view name) const { return file_->find_tensor(std::string(name)) != nullptr; }
+
 void GgufArchReader::refuse_untaken() const {
   const std::string prefix = arch_ + ".";
   for (const auto& [key, value] : file_->metadata())

@@ -2,6 +2,7 @@
 #include "moe/model/gguf_layout.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -115,7 +116,6 @@ const std::vector<std::pair<std::string, std::string>>& common_tensor_names() {
       {"model.layers.{l}.self_attn.o_proj.bias", "blk.{l}.attn_output.bias"},
       {"model.layers.{l}.self_attn.q_norm.weight", "blk.{l}.attn_q_norm.weight"},
       {"model.layers.{l}.self_attn.k_norm.weight", "blk.{l}.attn_k_norm.weight"},
-      {"model.layers.{l}.post_attention_layernorm.weight", "blk.{l}.ffn_norm.weight"},
   };
   return names;
 }
@@ -127,6 +127,7 @@ std::vector<std::pair<std::string, std::string>> mlp_tensor_names(const FamilyTe
   const std::string m = "model.layers.{l}." + n.moe_module;
   std::vector<std::pair<std::string, std::string>> names = {
       {m + "gate.weight", "blk.{l}.ffn_gate_inp.weight"},
+      {m + "gate.e_score_correction_bias", "blk.{l}.exp_probs_b.bias"},
       {m + "shared_expert_gate.weight", "blk.{l}.ffn_gate_inp_shexp.weight"}};
   for (const auto& [proj, role] : {std::pair{n.gate, "gate"}, {n.up, "up"}, {n.down, "down"}}) {
     names.push_back({m + "experts.{e}." + proj + ".weight", std::string("blk.{l}.ffn_") + role + "_exps.weight"});
@@ -152,7 +153,7 @@ std::vector<std::int64_t> role_shape(const std::string& role, const MoeConfig& c
   if (role == "token_embd.weight") return {V, H};
   if (role == "output_norm.weight") return {H};
   if (role == "output.weight") return c.tie_word_embeddings ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{V, H};
-  if (role == "attn_norm.weight" || role == "ffn_norm.weight") return {H};
+  if (role == "attn_norm.weight" || role == "ffn_norm.weight" || role == "post_attention_norm.weight") return {H};
   if (role == "attn_q.weight") return {Q, H};
   if (role == "attn_k.weight" || role == "attn_v.weight") return {KV, H};
   if (role == "attn_output.weight") return {H, Q};
@@ -166,6 +167,7 @@ std::vector<std::int64_t> role_shape(const std::string& role, const MoeConfig& c
     return {role == "attn_q_norm.weight" ? Q : KV};
   }
   if (role == "ffn_gate_inp.weight") return moe ? std::vector<std::int64_t>{E, H} : std::vector<std::int64_t>{};
+  if (role == "exp_probs_b.bias") return moe && c.router_bias ? std::vector<std::int64_t>{E} : std::vector<std::int64_t>{};
   if (role == "ffn_gate_exps.weight" || role == "ffn_up_exps.weight")
     return moe ? std::vector<std::int64_t>{I, H} : std::vector<std::int64_t>{};
   if (role == "ffn_down_exps.weight") return moe ? std::vector<std::int64_t>{H, I} : std::vector<std::int64_t>{};
@@ -187,6 +189,7 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const MoeConfig& c) {
   const ModelFamily& family = family_of(c.model_type);
   FERRY_REQUIRE(!family.gguf_architecture.empty(), "model family '", family.name, "' has no GGUF layout");
   std::vector<std::pair<std::string, std::string>> names = common_tensor_names();
+  names.push_back({"model.layers.{l}.post_attention_layernorm.weight", "blk.{l}." + family.gguf_ffn_norm + ".weight"});
   const auto mlp = mlp_tensor_names(family.tensors);
   names.insert(names.end(), mlp.begin(), mlp.end());
   std::vector<GgufTensorPlan> plan;
@@ -220,6 +223,15 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const MoeConfig& c) {
   std::stable_sort(plan.begin(), plan.end(),
                    [](const GgufTensorPlan& a, const GgufTensorPlan& b) { return quant::gguf_tensor_order(a.name, b.name); });
   return plan;
+}
+
+bool gguf_nextn_tensor(std::string_view name, const MoeConfig& c) {
+  if (c.nextn_layers == 0 || name.substr(0, 4) != "blk.") return false;
+  const std::size_t dot = name.find('.', 4);
+  if (dot == std::string_view::npos) return false;
+  int layer = -1;
+  const auto [end, ec] = std::from_chars(name.data() + 4, name.data() + dot, layer);
+  return ec == std::errc() && end == name.data() + dot && layer >= c.num_layers && layer < c.num_layers + c.nextn_layers;
 }
 
 namespace {

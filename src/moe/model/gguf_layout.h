@@ -92,6 +92,10 @@ struct GgufTensorPlan {
 // (quant::gguf_tensor_order). InvalidArgument when the family has no GGUF layout.
 std::vector<GgufTensorPlan> gguf_tensor_plan(const MoeConfig& config);
 
+// Whether `name` belongs to a multi-token-prediction layer stored after the decoder layers
+// (blk.N with num_layers <= N < num_layers + nextn_layers): the loader skips those.
+bool gguf_nextn_tensor(std::string_view name, const MoeConfig& config);
+
 // The q/k permutation: `in` holds rows × cols values (rows = n_head · 2 · half), `out` receives
 // them with HF row (h, s, i) at GGUF row (h, i, s). gguf_unpermute_rows() is its inverse.
 void gguf_permute_rows(std::span<const float> in, std::span<float> out, std::int64_t rows, std::int64_t cols,
@@ -146,6 +150,9 @@ class GgufArchReader {
   void take_number(std::string_view name, nlohmann::json& hf, const char* hf_key);
   // An integer key that, when present, must equal `expected` (else refused, naming `what`).
   void take_equal(std::string_view name, std::int64_t expected, const std::string& what);
+  // Whether the file has tensor `name` (a family whose keys do not say which optional tensors
+  // its layers have: GLM-4.5's q/k norms and biases).
+  bool has_tensor(std::string_view name) const;
   // A string key, or `fallback` when absent.
   std::string take_string(std::string_view name, const std::string& fallback);
   // FormatError "GGUF 'PATH': key '<arch>.NAME' = VALUE is not implemented (WHY)".

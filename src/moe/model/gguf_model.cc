@@ -34,7 +34,7 @@ std::unique_ptr<GgufModel> GgufModel::open(const std::string& path) {
           Entry{tensor, t.hf_names.size() > 1 || t.dims.size() == 3 ? static_cast<int>(i) : -1, t.permute_heads, t.hf_shape};
   }
   for (const quant::GgufTensor& t : m->file_.tensors())
-    if (!planned.count(t.name))
+    if (!planned.count(t.name) && !gguf_nextn_tensor(t.name, m->config_))
       FERRY_THROW(FormatError, "GGUF '", path, "': tensor '", excerpt(t.name), "' is not one of a ", m->config_.model_type,
                   " model of this configuration (ferry refuses tensors it would not use)");
   return m;

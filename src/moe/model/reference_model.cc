@@ -42,8 +42,13 @@ const MoeConfig& ReferenceModel::config() const { return impl_->w.config; }
 
 namespace {
 
-// Rotary embedding, "rotate half" layout of Hugging Face Mixtral: x [B, h, T, D].
+// Rotary embedding, "rotate half" layout of Hugging Face Mixtral, over the first 2 x inv_freq
+// dims of each head (the others pass): x [B, h, T, D].
 torch::Tensor rope(const torch::Tensor& x, std::int64_t start, const torch::Tensor& inv_freq) {
+  if (x.size(3) > 2 * inv_freq.size(0)) {
+    const std::int64_t R = 2 * inv_freq.size(0);
+    return torch::cat({rope(x.slice(-1, 0, R), start, inv_freq), x.slice(-1, R, x.size(3))}, -1);
+  }
   const std::int64_t T = x.size(2), D = x.size(3);
   auto t = torch::arange(start, start + T, torch::kFloat64);
   auto freqs = torch::outer(t, inv_freq);
@@ -103,7 +108,7 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
     auto out = torch::zeros_like(m);
     const int ml = c.moe_layer(l);
     if (ml >= 0) {
-      const auto [topw, topi] = route(m, lw.router, c);
+      const auto [topw, topi] = route(m, lw, c);
       for (int e = 0; e < c.num_experts; ++e) {
         auto hit = (topi == e);                       // [N, k]
         auto rows = hit.any(-1).nonzero().view({-1});  // tokens routed to e

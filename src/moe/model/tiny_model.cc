@@ -94,6 +94,7 @@ std::vector<RandomTensorSpec> random_tensor_specs(const MoeConfig& c) {
       continue;
     }
     gen(n.router(l), {c.num_experts, H}, h_std);
+    if (c.router_bias) gen(n.router_bias(l), {c.num_experts}, 0.1);  // steers the choice among near-equal sigmoids
     for (int e = 0; e < c.num_experts; ++e) {
       gen(n.expert(l, e, 1), {I, H}, h_std);
       gen(n.expert(l, e, 2), {H, I}, 1.0 / std::sqrt(static_cast<double>(I)));

@@ -125,6 +125,7 @@ DenseWeights load_dense_weights(const Checkpoint& ck, bool as_stored) {
       continue;
     }
     lw.router = load_tensor_f32(ck, n.router(l), {c.num_experts, H});
+    if (c.router_bias) lw.router_bias = load_tensor_f32(ck, n.router_bias(l), {c.num_experts});
     if (c.shared_expert_intermediate_size > 0) {
       const std::int64_t S = c.shared_expert_intermediate_size;
       lw.sw1 = load_weight(ck, n.shared_expert(l, 1), S, H, as_stored);

@@ -37,6 +37,7 @@ struct LayerWeights {
   torch::Tensor bq, bk, bv, bo;       // optional biases (undefined when absent)
   torch::Tensor q_norm, k_norm;       // q/k RMSNorm weights: [D] per head, or [heads*D] / [kv*D] whole
   torch::Tensor router;               // [E, H] (undefined in a dense layer)
+  torch::Tensor router_bias;          // [E], the choice's bias (config.router_bias; else undefined)
   Weight sw1, sw3, sw2;               // shared expert (undefined when the model has none)
   torch::Tensor sgate;                // [1, H] shared-expert gate (optional)
   Weight dw1, dw3, dw2;               // a dense layer's MLP (undefined in an MoE layer)

@@ -15,6 +15,20 @@
 namespace ferry::moe {
 namespace {
 
+// Router logits -> the scores the choice ranks when a bias is added: sigmoid or softmax, plus the
+// bias (without one, the logits rank the same as either).
+void to_choice_scores(std::vector<float>& logits, const float* bias, bool sigmoid) {
+  if (sigmoid) {
+    for (float& v : logits) v = 1.f / (1.f + std::exp(-v));
+  } else {
+    const float top = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (float& v : logits) sum += (v = std::exp(v - top));
+    for (float& v : logits) v = static_cast<float>(v / sum);
+  }
+  for (std::size_t e = 0; e < logits.size(); ++e) logits[e] += bias[e];
+}
+
 class NextGatePredictor : public Predictor {
  public:
   explicit NextGatePredictor(const RouterView* routers) : r_(routers) {
@@ -49,6 +63,7 @@ class NextGatePredictor : public Predictor {
           for (int i = 0; i < H; ++i) acc += w[i] * x[i];
           logits[e] = acc;
         }
+        if (l < static_cast<int>(r_->bias.size()) && r_->bias[l]) to_choice_scores(logits, r_->bias[l], r_->sigmoid);
         std::iota(order.begin(), order.end(), 0);
         std::partial_sort(order.begin(), order.begin() + r_->top_k, order.end(),
                           [&](int a, int b) { return logits[a] > logits[b]; });
@@ -70,12 +85,14 @@ std::unique_ptr<Predictor> make_next_gate_predictor(const RouterView* routers) {
 
 RouterView router_view(const DenseWeights& w) {
   const MoeConfig& c = w.config;
-  RouterView rv{c.num_moe_layers(), c.num_experts, c.hidden_size, c.top_k, c.rms_norm_eps, {}, {}};
+  RouterView rv{c.num_moe_layers(), c.num_experts, c.hidden_size, c.top_k, c.rms_norm_eps, {}, {}, {},
+                c.scoring_func == "sigmoid"};
   for (const auto& lw : w.layers) {
     if (!lw.router.defined()) continue;  // a dense layer
     FERRY_CHECK(lw.router.is_contiguous() && lw.ffn_norm.is_contiguous(), "router views need contiguous tensors");
     rv.router.push_back(lw.router.data_ptr<float>());
     rv.ffn_norm.push_back(lw.ffn_norm.data_ptr<float>());
+    rv.bias.push_back(lw.router_bias.defined() ? lw.router_bias.data_ptr<float>() : nullptr);
   }
   return rv;
 }

@@ -22,6 +22,11 @@ struct RouterView {
   double rms_norm_eps = 1e-5;
   std::vector<const float*> router;    // [layer] -> [E x H]
   std::vector<const float*> ffn_norm;  // [layer] -> [H], the norm applied before the router
+  // [layer] -> [E], the bias added to the scores for the choice (nullptr: none; route() in
+  // moe/model/decoder_ops.h), and whether the scores are sigmoids (else a softmax). Groups are not
+  // modelled: a prediction, not the routing.
+  std::vector<const float*> bias;
+  bool sigmoid = false;
 };
 
 struct PredictInput {
