@@ -91,6 +91,12 @@ MoeSubcommand add_make_tiny_command(CLI::App& moe) {
   mk->add_option("--dense-layers", c.dense_layers,
                  "decoder layers with a dense MLP instead of experts (qwen2_moe, qwen3_moe; deepseek: the first ones)")
       ->delimiter(',');
+  mk->add_option("--kv-lora-rank", c.kv_lora_rank,
+                 "deepseek_v3: the rank of the latent keys and values (0 = half of --hidden)")
+      ->capture_default_str();
+  mk->add_option("--q-lora-rank", c.q_lora_rank,
+                 "deepseek_v3: the rank of the queries' bottleneck (0 = none, as DeepSeek-V2-Lite)")
+      ->capture_default_str();
   mk->add_option("--dense-intermediate", c.dense_intermediate_size,
                  "the dense layers' MLP width (default 2 x --intermediate)");
   f.dtype_option = mk->add_option("--dtype", f.dtype, "f32, bf16 or f16")->capture_default_str();

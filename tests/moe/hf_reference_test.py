@@ -4,8 +4,9 @@ The test writes random checkpoints the way Hugging Face lays them out (its own s
 config.json with HF's keys), runs `ferry moe logits` (prefill, then 30 teacher-forced decode steps
 through the KV cache) under several policies and budgets, and compares with a forward written here
 from HF's modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py, modeling_olmoe.py,
-DeepSeek-MoE's modeling_deepseek.py (deepseek-ai/deepseek-moe-16b) and modeling_glm4_moe.py,
-computed in float64. ferry computes in
+DeepSeek-MoE's modeling_deepseek.py (deepseek-ai/deepseek-moe-16b), modeling_glm4_moe.py and
+DeepSeek-V2/V3's modeling_deepseek.py (multi-head latent attention, expanded per head as HF
+computes it, where ferry attends on the latents), computed in float64. ferry computes in
 float32; with logits of magnitude O(1) and a few hundred float32 operations per path its error is
 far below 1e-4 (rounding ~6e-8 per operation), while any difference in the math (a wrong RoPE, a
 missing bias, a wrong normalisation) moves logits by more than 1e-2: the reference's own check
@@ -58,7 +59,27 @@ FAMILIES = {
                      first_k_dense_replace=1, norm_topk_prob=True, routed_scaling_factor=2.5, n_group=4,
                      topk_group=2, partial_rotary_factor=0.5, attention_bias=True, use_qk_norm=True,
                      rope_theta=1e4, num_nextn_predict_layers=1),
+    # DeepSeek-V3: MLA with the queries' bottleneck, sigmoid routing with a selection bias in the
+    # best 2 of 4 groups, scaled weights, one shared expert, the first layer dense, an MTP layer
+    # (num_key_value_heads 2 is ignored: MLA decompresses every head)
+    "deepseek_v3": {**{k: v for k, v in BASE.items() if k != "head_dim"}, "model_type": "deepseek_v3",
+                    "architectures": ["DeepseekV3ForCausalLM"], "intermediate_size": 96,
+                    "moe_intermediate_size": 24, "n_routed_experts": 16, "num_experts_per_tok": 4,
+                    "n_shared_experts": 1, "first_k_dense_replace": 1, "moe_layer_freq": 1, "norm_topk_prob": True,
+                    "scoring_func": "sigmoid", "topk_method": "noaux_tc", "n_group": 4, "topk_group": 2,
+                    "routed_scaling_factor": 2.5, "kv_lora_rank": 16, "q_lora_rank": 24, "qk_rope_head_dim": 4,
+                    "qk_nope_head_dim": 8, "v_head_dim": 12, "rope_theta": 1e4, "attention_bias": False,
+                    "num_nextn_predict_layers": 1},
+    # DeepSeek-V2-Lite: MLA without the bottleneck (q_lora_rank null), softmax top-k, unnormalised
+    "deepseek_v2": {**{k: v for k, v in BASE.items() if k != "head_dim"}, "model_type": "deepseek_v2",
+                    "architectures": ["DeepseekV2ForCausalLM"], "intermediate_size": 96,
+                    "moe_intermediate_size": 24, "n_routed_experts": 16, "num_experts_per_tok": 4,
+                    "n_shared_experts": 2, "first_k_dense_replace": 1, "moe_layer_freq": 1, "norm_topk_prob": False,
+                    "scoring_func": "softmax", "topk_method": "greedy", "n_group": 1, "topk_group": 1,
+                    "routed_scaling_factor": 1.0, "kv_lora_rank": 16, "q_lora_rank": None, "qk_rope_head_dim": 4,
+                    "qk_nope_head_dim": 8, "v_head_dim": 12, "rope_theta": 1e4, "attention_bias": False},
 }
+MLA = ("deepseek_v3", "deepseek_v2")
 
 
 def traits(cfg):
@@ -69,30 +90,33 @@ def traits(cfg):
          "mlp": "block_sparse_moe." if f == "mixtral" else "mlp.",
          "names": ("w1", "w3", "w2") if f == "mixtral" else ("gate_proj", "up_proj", "down_proj"),
          "experts": {"mixtral": "num_local_experts", "deepseek": "n_routed_experts",
-                     "glm4_moe": "n_routed_experts"}.get(f, "num_experts"),
+                     "glm4_moe": "n_routed_experts", "deepseek_v3": "n_routed_experts",
+                     "deepseek_v2": "n_routed_experts"}.get(f, "num_experts"),
          "expert_width": cfg["intermediate_size"] if f in ("mixtral", "olmoe") else cfg["moe_intermediate_size"],
          "qkv_bias": f == "qwen2_moe" or bool(cfg.get("attention_bias")) and f != "mixtral",
          "o_bias": f in ("qwen3_moe", "olmoe", "deepseek") and bool(cfg.get("attention_bias")),
          "qk_norm": {"qwen3_moe": "head", "olmoe": "full", "glm4_moe": "head" if cfg.get("use_qk_norm") else None}.get(f),
-         "rotary": int(cfg.get("partial_rotary_factor", 1.0) * cfg.get("head_dim", H // nh)),
-         "sigmoid": f == "glm4_moe"}
+         "rotary": cfg["qk_rope_head_dim"] if f in MLA else
+         int(cfg.get("partial_rotary_factor", 1.0) * cfg.get("head_dim", H // nh)),
+         "sigmoid": f == "glm4_moe" or cfg.get("scoring_func") == "sigmoid",
+         "bias": f == "glm4_moe" or cfg.get("topk_method") == "noaux_tc"}
     t["E"] = cfg[t["experts"]]
     L = cfg["num_hidden_layers"]
     if f in ("qwen2_moe", "qwen3_moe"):  # Qwen2MoeDecoderLayer
         step, only = cfg.get("decoder_sparse_step", 1), cfg.get("mlp_only_layers") or []
         t["sparse"] = [l not in only and t["E"] > 0 and (l + 1) % step == 0 for l in range(L)]
-    elif f in ("deepseek", "glm4_moe"):  # DeepseekDecoderLayer, Glm4MoeDecoderLayer
+    elif f in ("deepseek", "glm4_moe") + MLA:  # DeepseekDecoderLayer, Glm4MoeDecoderLayer
         first, freq = cfg.get("first_k_dense_replace", 0), cfg.get("moe_layer_freq", 1)
         t["sparse"] = [l >= first and l % freq == 0 for l in range(L)]
     else:
         t["sparse"] = [True] * L
     if f == "qwen2_moe":
         t["shared"], t["shared_gate"] = cfg.get("shared_expert_intermediate_size", 0), True
-    elif f in ("deepseek", "glm4_moe"):
+    elif f in ("deepseek", "glm4_moe") + MLA:
         t["shared"], t["shared_gate"] = (cfg.get("n_shared_experts") or 0) * cfg["moe_intermediate_size"], False
     else:
         t["shared"], t["shared_gate"] = 0, False
-    t["shared_name"] = "shared_experts." if f in ("deepseek", "glm4_moe") else "shared_expert."
+    t["shared_name"] = "shared_experts." if f in ("deepseek", "glm4_moe") + MLA else "shared_expert."
     return t
 
 
@@ -136,11 +160,24 @@ def random_checkpoint(cfg, seed):
         p = f"model.layers.{l}."
         t[p + "input_layernorm.weight"] = norm(H)
         t[p + "post_attention_layernorm.weight"] = norm(H)
-        for proj, rows in (("q", nh * D), ("k", nkv * D), ("v", nkv * D)):
+        if tr["family"] in MLA:  # DeepseekV2Attention
+            R, N, Vd, Lr, Qr = (cfg[k] for k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "kv_lora_rank",
+                                                 "q_lora_rank"))
+            if Qr:
+                t[p + "self_attn.q_a_proj.weight"], t[p + "self_attn.q_a_layernorm.weight"] = lin(Qr, H), norm(Qr)
+                t[p + "self_attn.q_b_proj.weight"] = lin(nh * (N + R), Qr)
+            else:
+                t[p + "self_attn.q_proj.weight"] = lin(nh * (N + R), H)
+            t[p + "self_attn.kv_a_proj_with_mqa.weight"] = lin(Lr + R, H)
+            t[p + "self_attn.kv_a_layernorm.weight"] = norm(Lr)
+            t[p + "self_attn.kv_b_proj.weight"] = lin(nh * (N + Vd), Lr)
+            t[p + "self_attn.o_proj.weight"] = lin(H, nh * Vd)
+        for proj, rows in (() if tr["family"] in MLA else (("q", nh * D), ("k", nkv * D), ("v", nkv * D))):
             t[p + f"self_attn.{proj}_proj.weight"] = lin(rows, H)
             if tr["qkv_bias"]:
                 t[p + f"self_attn.{proj}_proj.bias"] = 0.1 * torch.randn(rows, generator=g)
-        t[p + "self_attn.o_proj.weight"] = lin(H, nh * D)
+        if tr["family"] not in MLA:
+            t[p + "self_attn.o_proj.weight"] = lin(H, nh * D)
         if tr["o_bias"]:
             t[p + "self_attn.o_proj.bias"] = 0.1 * torch.randn(H, generator=g)
         if tr["qk_norm"] == "head":
@@ -152,7 +189,7 @@ def random_checkpoint(cfg, seed):
             mlp(moe, cfg["intermediate_size"])
             continue
         t[moe + "gate.weight"] = lin(E, H)
-        if tr["sigmoid"]:
+        if tr["bias"]:
             t[moe + "gate.e_score_correction_bias"] = 0.1 * torch.randn(E, generator=g)
         for e in range(E):
             mlp(moe + f"experts.{e}.", I)
@@ -226,6 +263,35 @@ def rope(x, inv, interleaved=False):
     return x * emb.cos() + rotate_half(x) * emb.sin()
 
 
+def mla_attention(cfg, w, p, h, inv, mask, interleaved_rope):
+    """DeepseekV2Attention (also V3's): queries through the bottleneck or q_proj, keys and values
+    decompressed per head from the normed latent, the rotary parts de-interleaved and turned by
+    rotate-half (HF's apply_rotary_pos_emb of modeling_deepseek.py), softmax scale (nope + rope)^-1/2."""
+    B, T, _ = h.shape
+    nh, eps = cfg["num_attention_heads"], cfg["rms_norm_eps"]
+    R, N, Vd, Lr = (cfg[k] for k in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "kv_lora_rank"))
+    a = p + "self_attn."
+    if cfg.get("q_lora_rank"):
+        q = rms_norm(h @ w[a + "q_a_proj.weight"].T, w[a + "q_a_layernorm.weight"], eps) @ w[a + "q_b_proj.weight"].T
+    else:
+        q = h @ w[a + "q_proj.weight"].T
+    q = q.view(B, T, nh, N + R).transpose(1, 2)
+    q_nope, q_pe = q[..., :N], q[..., N:]
+    ckv = h @ w[a + "kv_a_proj_with_mqa.weight"].T
+    c, k_pe = ckv[..., :Lr], ckv[..., Lr:].view(B, T, 1, R).transpose(1, 2)
+    kv = (rms_norm(c, w[a + "kv_a_layernorm.weight"], eps) @ w[a + "kv_b_proj.weight"].T).view(B, T, nh, N + Vd)
+    k_nope, v = kv[..., :N].transpose(1, 2), kv[..., N:].transpose(1, 2)
+
+    def deinterleave(x):
+        b, n, s, d = x.shape
+        return x.view(b, n, s, d // 2, 2).transpose(4, 3).reshape(b, n, s, d)
+    q_pe, k_pe = rope(deinterleave(q_pe), inv, interleaved_rope), rope(deinterleave(k_pe), inv, interleaved_rope)
+    query = torch.cat([q_nope, q_pe], -1)
+    key = torch.cat([k_nope, k_pe.expand(B, nh, T, R)], -1)
+    att = torch.softmax(query @ key.transpose(-1, -2) / math.sqrt(N + R) + mask, -1) @ v
+    return att.transpose(1, 2).reshape(B, T, nh * Vd) @ w[a + "o_proj.weight"].T
+
+
 def reference_logits(cfg, w, tokens, interleaved_rope=False):
     """HF's semantics: Mixtral always renormalises the top-k weights and has no attention biases;
     Qwen2-MoE has q/k/v biases, norm_topk_prob and a sigmoid-gated shared expert; Qwen3-MoE an
@@ -240,7 +306,7 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
     eps, k_top = cfg["rms_norm_eps"], cfg["num_experts_per_tok"]
     theta = cfg.get("rope_parameters", {}).get("rope_theta", cfg.get("rope_theta", 1e6 if f == "mixtral" else 1e4))
     E, names = tr["E"], tr["names"]
-    renorm = True if f == "mixtral" else cfg.get("norm_topk_prob", False) and (f != "deepseek" or k_top > 1)
+    renorm = True if f == "mixtral" else cfg.get("norm_topk_prob", False) and (f not in ("deepseek",) + MLA or k_top > 1)
     clip = cfg.get("clip_qkv") if f == "olmoe" else None
     act = ACT[cfg.get("hidden_act", "silu")]
     inv = inv_freq(cfg, theta, tr["rotary"])
@@ -259,11 +325,7 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
     def mlp(h, prefix):
         return (act(h @ w[prefix + f"{names[0]}.weight"].T) * (h @ w[prefix + f"{names[1]}.weight"].T)) @ \
             w[prefix + f"{names[2]}.weight"].T
-    for l in range(cfg["num_hidden_layers"]):
-        mask = windowed if W and l >= first_windowed else causal
-        p = f"model.layers.{l}."
-        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
-
+    def attention(h, p, mask):
         def proj(name):
             y = h @ w[p + f"self_attn.{name}_proj.weight"].T
             return y + w[p + f"self_attn.{name}_proj.bias"] if tr["qkv_bias"] else y
@@ -282,15 +344,24 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
         k, v = k.repeat_interleave(nh // nkv, 1), v.repeat_interleave(nh // nkv, 1)
         att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D) + mask, -1) @ v
         o = att.transpose(1, 2).reshape(B, T, nh * D) @ w[p + "self_attn.o_proj.weight"].T
-        x = x + (o + w[p + "self_attn.o_proj.bias"] if tr["o_bias"] else o)
+        return o + w[p + "self_attn.o_proj.bias"] if tr["o_bias"] else o
+    for l in range(cfg["num_hidden_layers"]):
+        mask = windowed if W and l >= first_windowed else causal
+        p = f"model.layers.{l}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+
+        if f in MLA:
+            x = x + mla_attention(cfg, w, p, h, inv, causal, interleaved_rope)
+        else:
+            x = x + attention(h, p, mask)
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps).reshape(B * T, H)
         moe = p + tr["mlp"]
         if not tr["sparse"][l]:
             x = x + mlp(h, moe).view(B, T, H)
             continue
         logits = h @ w[moe + "gate.weight"].T
-        if tr["sigmoid"]:  # Glm4MoeTopkRouter / DeepSeek-V3's noaux_tc
-            probs = torch.sigmoid(logits)
+        if tr["bias"]:  # Glm4MoeTopkRouter / DeepSeek-V3's noaux_tc
+            probs = torch.sigmoid(logits) if tr["sigmoid"] else torch.softmax(logits, -1)
             choice = probs + w[moe + "gate.e_score_correction_bias"]
             G = cfg["n_group"]
             groups = choice.view(-1, G, E // G)
@@ -298,7 +369,7 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
             keep = torch.zeros(choice.shape[0], G, dtype=torch.bool).scatter_(1, best, True)
             top_i = groups.masked_fill(~keep[..., None], 0.0).view(-1, E).topk(k_top, -1)[1]
             top_w = probs.gather(1, top_i)
-            if cfg.get("norm_topk_prob"):
+            if cfg.get("norm_topk_prob") and k_top > 1:
                 top_w = top_w / (top_w.sum(-1, keepdim=True) + 1e-20)
             top_w = top_w * cfg["routed_scaling_factor"]
         else:
@@ -306,6 +377,8 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
             top_w, top_i = probs.topk(k_top, -1)
             if renorm:
                 top_w = top_w / top_w.sum(-1, keepdim=True)
+            elif f in MLA:  # DeepSeek-V2 scales the weights it does not renormalise
+                top_w = top_w * cfg["routed_scaling_factor"]
         out = torch.zeros_like(h)
         for e in range(E):
             rows, slot = (top_i == e).nonzero(as_tuple=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ferry on a GGUF file computes what llama.cpp computes on the same file: teacher-forced logits of
 # one sequence (one prefill batch, KV cache in f32 on both sides), on files `ferry moe quantize`
-# writes from make-tiny models: Mixtral in F32, Q8_0, Q4_0 and Q4_K_M, GLM-4.5 in F32 and Q8_0. Needs llama.cpp: LLAMA_CPP_DIR (its source, for the
+# writes from make-tiny models of each family (below). Needs llama.cpp: LLAMA_CPP_DIR (its source, for the
 # headers) and LLAMA_LIB_DIR (its prebuilt libraries: libllama, libggml*, one libggml-cpu-*.so per
 # instruction set, as bench/peers/run.sh fetches them); skipped (exit 77) without.
 #
@@ -31,21 +31,25 @@ tokens=(72 101 108 108 111 44 32 119 111 114 108 100 33 10 100 101 102 32 109 97
 echo "[[$(IFS=,; echo "${tokens[*]}")]]" >"$tmp/tokens.json"
 shape=(--layers 4 --hidden 256 --heads 4 --kv-heads 2 --head-dim 64 --experts 8 --intermediate 256)
 # Mixtral in every format; GLM-4.5 (sigmoid routing with a selection bias in two groups, a shared
-# expert, a leading dense layer, q/k/v biases, half-rotary heads) in F32 and Q8_0.
-models=("mixtral:F32 Q8_0 Q4_0 Q4_K_M:" "glm4_moe:F32 Q8_0:--shared-expert 256 --dense-layers 0")
+# expert, a leading dense layer, q/k/v biases, half-rotary heads) and DeepSeek-V3 (the same routing,
+# multi-head latent attention with the queries' bottleneck, and without it as V2-Lite) in F32 and Q8_0.
+# name:family:types:make-tiny flags
+models=("mixtral:mixtral:F32 Q8_0 Q4_0 Q4_K_M:" "glm4_moe:glm4_moe:F32 Q8_0:--shared-expert 256 --dense-layers 0"
+        "deepseek_v3:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 128"
+        "deepseek_v2_lite:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 0")
 failures=0
 for entry in "${models[@]}"; do
-  IFS=: read -r family types extra <<<"$entry"
+  IFS=: read -r name family types extra <<<"$entry"
   # shellcheck disable=SC2086  # $extra holds flags
-  "$ferry" moe make-tiny --out "$tmp/$family" --family "$family" "${shape[@]}" $extra >/dev/null \
-    || { echo "FAIL: make-tiny $family"; failures=$((failures + 1)); continue; }
+  "$ferry" moe make-tiny --out "$tmp/$name" --family "$family" "${shape[@]}" $extra >/dev/null \
+    || { echo "FAIL: make-tiny $name"; failures=$((failures + 1)); continue; }
   for t in $types; do
-    "$ferry" moe quantize --model "$tmp/$family" --out "$tmp/$t.gguf" --type $t >/dev/null || { echo "FAIL: quantize $family $t"; failures=$((failures + 1)); continue; }
-    "$ferry" moe logits --model "$tmp/$t.gguf" --tokens "$tmp/tokens.json" --prompt ${#tokens[@]} --out "$tmp/$t.npy" \
-      >/dev/null 2>"$tmp/err" || { echo "FAIL: ferry logits $family $t: $(cat "$tmp/err")"; failures=$((failures + 1)); continue; }
-    "$tmp/llama_logits" "$LLAMA_LIB_DIR" "$tmp/$t.gguf" "$tmp/$t.f32" "${tokens[@]}" >"$tmp/log" 2>&1 \
-      || { echo "FAIL: llama.cpp $family $t:"; tail -3 "$tmp/log"; failures=$((failures + 1)); continue; }
-    /usr/bin/python3 - "$tmp/$t.npy" "$tmp/$t.f32" "$family $t" <<'PY' || failures=$((failures + 1))
+    "$ferry" moe quantize --model "$tmp/$name" --out "$tmp/$name-$t.gguf" --type $t >/dev/null || { echo "FAIL: quantize $name $t"; failures=$((failures + 1)); continue; }
+    "$ferry" moe logits --model "$tmp/$name-$t.gguf" --tokens "$tmp/tokens.json" --prompt ${#tokens[@]} --out "$tmp/$name-$t.npy" \
+      >/dev/null 2>"$tmp/err" || { echo "FAIL: ferry logits $name $t: $(cat "$tmp/err")"; failures=$((failures + 1)); continue; }
+    "$tmp/llama_logits" "$LLAMA_LIB_DIR" "$tmp/$name-$t.gguf" "$tmp/$name-$t.f32" "${tokens[@]}" >"$tmp/log" 2>&1 \
+      || { echo "FAIL: llama.cpp $name $t:"; tail -3 "$tmp/log"; failures=$((failures + 1)); continue; }
+    /usr/bin/python3 - "$tmp/$name-$t.npy" "$tmp/$name-$t.f32" "$name $t" <<'PY' || failures=$((failures + 1))
 import sys
 import numpy as np
 ferry = np.load(sys.argv[1])[0]

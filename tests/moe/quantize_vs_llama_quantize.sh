@@ -20,7 +20,9 @@ make qwen3 --family qwen3_moe "${base[@]}" --intermediate 256
 make olmoe --family olmoe --layers 4 --hidden 256 --heads 4 --kv-heads 4 --head-dim 64 --experts 8 --intermediate 96
 make deepseek --family deepseek --layers 4 --hidden 256 --heads 4 --kv-heads 4 --head-dim 64 --experts 6 \
   --intermediate 96 --shared-expert 192 --dense-layers 0
-for m in mixtral mixtral128 mixtral96 qwen3 olmoe deepseek; do
+make glm4 --family glm4_moe "${base[@]}" --intermediate 256 --shared-expert 256 --dense-layers 0
+make deepseek_v3 --family deepseek_v3 "${base[@]}" --intermediate 256 --dense-layers 0 --q-lora-rank 128
+for m in mixtral mixtral128 mixtral96 qwen3 olmoe deepseek glm4 deepseek_v3; do
   "$ferry" moe quantize --model "$tmp/$m" --out "$tmp/$m-F32.gguf" --type F32 >/dev/null || { echo "FAIL: $m F32"; failures=$((failures + 1)); continue; }
   for t in F16 BF16 Q8_0 Q4_0 Q6_K Q4_K_M; do
     "$ferry" moe quantize --model "$tmp/$m" --out "$tmp/$m-$t.gguf" --type $t >/dev/null 2>"$tmp/err" \

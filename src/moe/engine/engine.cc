@@ -18,6 +18,7 @@
 #include "moe/quant/quant_type.h"
 #include "moe/engine/timed_policy.h"
 #include "moe/model/decoder_ops.h"
+#include "moe/model/mla.h"
 #include "moe/model/weights.h"
 #include "moe/sched/layer_protocol.h"
 
@@ -332,6 +333,19 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, KvCache& kv) {
   const MoeConfig& c = w.config;
   const std::int64_t B = x.size(0), T = x.size(1), pos = kv.pos();
   const LayerWeights& lw = w.layers[l];
+  if (c.mla()) {  // latent attention: the cache holds each position's latent (moe/model/mla.h)
+    const std::int64_t half = c.rotary_dims() / 2;  // the tables hold cat(freqs, freqs)
+    const MlaInputs in = mla_project(rms_norm(x, lw.attn_norm, c.rms_norm_eps), lw, c,
+                                     rope_cos.slice(0, pos, pos + T).slice(-1, 0, half),
+                                     rope_sin.slice(0, pos, pos + T).slice(-1, 0, half));
+    const torch::Tensor latents = kv.append(l, in.latent, torch::empty({1, 1, T, 0})).first;
+    torch::Tensor hidden;  // query i (position pos + i) sees keys j <= pos + i
+    if (T > 1)
+      hidden = torch::arange(0, latents.size(2), torch::kInt64).view({1, -1}) >
+               torch::arange(pos, pos + T, torch::kInt64).view({T, 1});
+    x = x + project_out(mla_attend(in, latents, hidden, lw, c), lw);
+    return;
+  }
   const std::int64_t D = c.head_dim, nh = c.num_heads, kvh = c.num_kv_heads;
   auto [q, k, v] = project_qkv(rms_norm(x, lw.attn_norm, c.rms_norm_eps), lw, c);
   auto cos = rope_cos.slice(0, pos, pos + T), sin = rope_sin.slice(0, pos, pos + T);

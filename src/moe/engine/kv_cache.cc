@@ -10,8 +10,9 @@
 namespace ferry::moe {
 
 std::uint64_t kv_cache_bytes(const MoeConfig& c, std::int64_t positions) {
-  return 2ull * static_cast<std::uint64_t>(c.num_layers) * static_cast<std::uint64_t>(c.num_kv_heads) *
-         static_cast<std::uint64_t>(c.head_dim) * static_cast<std::uint64_t>(positions) * sizeof(float);
+  return static_cast<std::uint64_t>(c.num_layers) * static_cast<std::uint64_t>(c.kv_cache_heads()) *
+         static_cast<std::uint64_t>(c.kv_key_width() + c.kv_value_width()) * static_cast<std::uint64_t>(positions) *
+         sizeof(float);
 }
 
 KvCache::KvCache(const MoeConfig& config, std::int64_t max_positions)
@@ -37,8 +38,8 @@ void KvCache::reserve(std::int64_t T) {
     const std::int64_t cap = k_[l].defined() ? k_[l].size(2) : 0;
     if (cap >= need) continue;
     const std::int64_t ncap = std::min(limit_, std::max<std::int64_t>(need, std::max<std::int64_t>(64, cap * 2)));
-    auto nk = torch::zeros({1, c.num_kv_heads, ncap, c.head_dim});
-    auto nv = torch::zeros({1, c.num_kv_heads, ncap, c.head_dim});
+    auto nk = torch::zeros({1, c.kv_cache_heads(), ncap, c.kv_key_width()});
+    auto nv = torch::zeros({1, c.kv_cache_heads(), ncap, c.kv_value_width()});  // MLA: none (width 0)
     if (cap > 0) {
       nk.slice(2, 0, cap).copy_(k_[l]);
       nv.slice(2, 0, cap).copy_(v_[l]);
@@ -89,7 +90,9 @@ std::int64_t KvCache::cached_positions() const {
 std::uint64_t KvCache::bytes() const {
   std::uint64_t n = 0;
   for (const auto& t : k_)
-    if (t.defined()) n += 2 * static_cast<std::uint64_t>(t.numel()) * sizeof(float);
+    if (t.defined()) n += static_cast<std::uint64_t>(t.numel()) * sizeof(float);
+  for (const auto& t : v_)
+    if (t.defined()) n += static_cast<std::uint64_t>(t.numel()) * sizeof(float);
   return n;
 }
 

@@ -1,4 +1,5 @@
-// The keys and values of one sequence, per layer [1, kv_heads, capacity, head_dim].
+// The keys and values of one sequence, per layer [1, heads, capacity, width] (MoeConfig's
+// kv_cache_heads, kv_key_width and kv_value_width: with MLA, the latent as the key and no value).
 //
 // Layer l holds positions start(l) .. pos() - 1 at cache indices 0 ..; a windowed layer drops the
 // keys no later query can see (it keeps at most W - 1 + T positions for a forward of T tokens),
@@ -17,7 +18,7 @@
 
 namespace ferry::moe {
 
-// Bytes of the keys and values of `positions` positions in every layer (float32).
+// Bytes of the keys and values of `positions` positions in every layer (float32; MLA: the latents).
 std::uint64_t kv_cache_bytes(const MoeConfig& config, std::int64_t positions);
 
 class KvCache {

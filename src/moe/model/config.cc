@@ -105,7 +105,10 @@ RopeScaling parse_rope_scaling(const nlohmann::json& j, const std::string& origi
 double MoeConfig::parameter_count() const {
   const double H = hidden_size, V = vocab_size, D = head_dim, I = intermediate_size;
   const double S = shared_expert_intermediate_size, F = dense_intermediate_size;
-  const double attention = H * (num_heads * D) * 2 + H * (num_kv_heads * D) * 2 + 2 * H;
+  const double R = rotary_dims(), L = kv_lora_rank, Q = q_lora_rank;
+  const double attention = mla() ? (Q > 0 ? H * Q + Q + Q * num_heads * D : H * num_heads * D) + H * (L + R) + L +
+                                       L * num_heads * (D - R + v_head_dim) + num_heads * v_head_dim * H + 2 * H
+                                 : H * (num_heads * D) * 2 + H * (num_kv_heads * D) * 2 + 2 * H;
   const double moe_layer = num_experts * H + num_experts * 3 * H * I + 3 * H * S + (S > 0 && shared_expert_gate ? H : 0);
   return V * H * (tie_word_embeddings ? 1 : 2) + num_layers * attention + num_moe_layers() * moe_layer +
          static_cast<double>(dense_layers.size()) * 3 * H * F + H;
@@ -166,6 +169,12 @@ void MoeConfig::validate(const std::string& origin) const {
   need(std::isfinite(routed_scaling_factor) && routed_scaling_factor > 0,
        "routed_scaling_factor must be finite and greater than 0");
   need(nextn_layers >= 0, "num_nextn_predict_layers must be at least 0");
+  if (mla()) {
+    need(kv_lora_rank > 0 && q_lora_rank >= 0 && v_head_dim > 0, "kv_lora_rank, q_lora_rank and v_head_dim must be "
+                                                                 "at least 1, 0 and 1");
+    need(rotary_dim > 0 && rotary_dim < head_dim, "qk_rope_head_dim must be at least 2 and qk_nope_head_dim at least 1");
+    need(num_kv_heads == num_heads, "MLA decompresses keys and values for every head: num_key_value_heads = heads");
+  }
 }
 
 MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin) {

@@ -31,7 +31,15 @@ struct MoeConfig {
   int num_kv_heads = 2;                // key/value heads (grouped-query attention)
   int head_dim = 16;                   // per-head width (default hidden_size / num_heads)
   int rotary_dim = 0;                  // leading dims of each q/k head rotated (partial_rotary_factor
-                                       // x head_dim); 0 = all of head_dim
+                                       // x head_dim); 0 = all of head_dim. MLA: qk_rope_head_dim
+  // Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2; moe/model/mla.h): every head's keys and
+  // values are decompressed from one latent of kv_lora_rank per token, which the KV cache holds with
+  // the one rotary key shared by the heads; 0 = ordinary attention. head_dim is then the q/k head,
+  // qk_nope_head_dim non-rotary dims followed by rotary_dim rotary ones (interleaved pairs), and
+  // num_kv_heads equals num_heads.
+  int kv_lora_rank = 0;
+  int q_lora_rank = 0;                 // > 0: queries through a bottleneck of this rank (with its RMSNorm)
+  int v_head_dim = 0;                  // MLA: each head's value width
   int num_experts = 8;                 // routed experts per layer (num_local_experts)
   int top_k = 2;                       // experts per token (num_experts_per_tok)
   bool norm_topk_prob = true;          // renormalise the top-k router probabilities to sum 1
@@ -40,7 +48,8 @@ struct MoeConfig {
   bool router_bias = false;            // a per-expert bias added to the scores for the choice only
                                        // (e_score_correction_bias); the weights stay unbiased
   int n_group = 1;                     // experts in n_group equal groups; a token chooses among the
-  int topk_group = 1;                  // topk_group groups whose two best scores sum highest
+  int topk_group = 1;                  // topk_group groups whose two best scores sum highest, or
+  bool group_by_max = false;           // whose best score is highest (DeepSeek-V2's group_limited_greedy)
   double routed_scaling_factor = 1.0;  // the routed experts' weights times this (after renormalising)
   int shared_expert_intermediate_size = 0;  // >0: an always-active shared expert of this width
   bool shared_expert_gate = false;     // the shared expert's output is scaled by sigmoid(x . g)
@@ -63,8 +72,16 @@ struct MoeConfig {
                                        // decoder layer (num_nextn_predict_layers): not run for logits
   std::string tokenizer = "";          // "byte" for ferry's tiny models; "" = tokenizer.model
 
-  // The dims of each q/k head the rotary embedding turns (the first ones).
+  // The dims of each q/k head the rotary embedding turns (the first ones; MLA: the last ones).
   int rotary_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  bool mla() const { return kv_lora_rank > 0; }
+  // What the KV cache holds per position and layer: kv_cache_heads() x (key + value) floats; with
+  // MLA one latent and rotary key (kv_lora_rank + rotary dims) and no separate value.
+  int kv_cache_heads() const { return mla() ? 1 : num_kv_heads; }
+  int kv_key_width() const { return mla() ? kv_lora_rank + rotary_dims() : head_dim; }
+  int kv_value_width() const { return mla() ? 0 : head_dim; }
+  // The width of the attention output projected by o_proj, per head.
+  int attn_value_width() const { return mla() ? v_head_dim : head_dim; }
   // Whether `layer` uses sliding-window attention.
   bool windowed(int layer) const { return sliding_window > 0 && layer >= max_window_layers; }
   // Layers with routed experts. Expert ids, traces, policies and the store count only these
@@ -113,6 +130,10 @@ struct TensorNames {
   std::string attn(int l, char proj, const char* suffix = "weight") const {
     return layer(l) + "self_attn." + proj + "_proj." + suffix;
   }
+  // MLA's projections and norms by HF name: "q_a_proj", "q_a_layernorm", "q_b_proj", "q_proj",
+  // "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj"; and "k_b_proj", "v_b_proj", kv_b_proj's two
+  // parts as a GGUF file stores them (moe/model/gguf_layout.h).
+  std::string mla(int l, const char* name) const { return layer(l) + "self_attn." + name + ".weight"; }
   // which: 'q' or 'k' (Qwen3-MoE, OLMoE)
   std::string qk_norm(int l, char which) const { return layer(l) + "self_attn." + which + "_norm.weight"; }
   std::string router(int l) const { return moe(l) + "gate.weight"; }

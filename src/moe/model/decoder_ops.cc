@@ -174,12 +174,13 @@ std::pair<at::Tensor, at::Tensor> route(const at::Tensor& m, const LayerWeights&
     return {finish_weights(topw, c), topi};
   }
   // DeepSeek-V3's noaux_tc (and GLM-4.5's): the bias steers the choice only; with groups, a token
-  // chooses among the topk_group groups whose two best biased scores sum highest.
+  // chooses among the topk_group groups whose two best biased scores sum highest (DeepSeek-V2's
+  // group_limited_greedy: whose best score is highest).
   at::Tensor choice = lw.router_bias.defined() ? scores + lw.router_bias : scores;
   if (c.n_group > 1) {
     const std::int64_t N = choice.size(0);
     auto groups = choice.view({N, c.n_group, c.num_experts / c.n_group});
-    auto group_scores = std::get<0>(groups.topk(2, -1)).sum(-1);  // [N, n_group]
+    auto group_scores = c.group_by_max ? std::get<0>(groups.max(-1)) : std::get<0>(groups.topk(2, -1)).sum(-1);
     auto keep = torch::zeros({N, c.n_group}, torch::kBool).scatter_(1, std::get<1>(group_scores.topk(c.topk_group, -1)), true);
     choice = groups.masked_fill(keep.logical_not().unsqueeze(-1), -std::numeric_limits<float>::infinity()).view({N, -1});
   }

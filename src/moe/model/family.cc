@@ -14,6 +14,7 @@ ModelFamily qwen3_moe_family();
 ModelFamily olmoe_family();
 ModelFamily deepseek_family();
 ModelFamily glm4_moe_family();
+ModelFamily deepseek_v3_family();
 
 namespace {
 
@@ -55,7 +56,8 @@ void register_model_family(ModelFamily family) {
 
 void register_builtin_families() {
   static const bool done = [] {
-    for (auto make : {mixtral_family, qwen2_moe_family, qwen3_moe_family, olmoe_family, deepseek_family, glm4_moe_family})
+    for (auto make : {mixtral_family, qwen2_moe_family, qwen3_moe_family, olmoe_family, deepseek_family, glm4_moe_family,
+                      deepseek_v3_family})
       register_model_family(make());
     return true;
   }();
@@ -107,6 +109,9 @@ void prepare_tiny_config(MoeConfig& c) {
   FERRY_REQUIRE(c.dense_layers.empty() || family->has_dense_layers, "--dense-layers needs --family ",
                 family_list([](const ModelFamily& f) { return f.has_dense_layers; }, " or "), " (", family->name,
                 " has none)");
+  FERRY_REQUIRE((c.kv_lora_rank == 0 && c.q_lora_rank == 0) || family->has_mla, "--kv-lora-rank and --q-lora-rank "
+                "need --family ", family_list([](const ModelFamily& f) { return f.has_mla; }, " or "), " (", family->name,
+                " has no latent attention)");
   if (family->check_tiny) family->check_tiny(c);
   std::sort(c.dense_layers.begin(), c.dense_layers.end());
   if (c.dense_intermediate_size == 0) c.dense_intermediate_size = 2 * c.intermediate_size;

@@ -44,6 +44,7 @@ struct ModelFamily {
   std::string chat_template = "none";       // `ferry moe serve`'s default (moe/serve/chat_template.h)
   bool has_shared_expert = false;           // make-tiny's --shared-expert applies
   bool has_dense_layers = false;            // make-tiny's --dense-layers applies
+  bool has_mla = false;                     // make-tiny's --kv-lora-rank and --q-lora-rank apply
   // Reads the family's own keys into `config`, whose common fields are already read: expert count
   // and width, shared expert, dense layers, attention biases and norms, sliding window. Refuses
   // values ferry does not implement with one FormatError naming the key.
@@ -80,7 +81,8 @@ struct ModelFamily {
 
 // Registers a family; InvalidArgument if its name or an alias is taken.
 void register_model_family(ModelFamily family);
-// Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-MoE (V1), GLM-4.5, in that order. Idempotent.
+// Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-MoE (V1), GLM-4.5, DeepSeek-V2/V3, in that order.
+// Idempotent.
 void register_builtin_families();
 // The family of a model_type (its name or an alias); nullptr for an unknown one.
 const ModelFamily* find_family(const std::string& model_type);

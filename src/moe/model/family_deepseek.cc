@@ -12,11 +12,12 @@
 #include "moe/model/gguf_layout.h"
 
 namespace ferry::moe {
-namespace {
 
-// DeepseekDecoderLayer: MoE iff layer >= first_k_dense_replace and layer % moe_layer_freq == 0.
-std::vector<int> deepseek_dense_layers(const nlohmann::json& j, int num_layers, const std::string& origin) {
-  const int first = config_get_or<int>(j, "first_k_dense_replace", 0, origin);
+// DeepseekDecoderLayer (V1, V2, V3): MoE iff layer >= first_k_dense_replace (default
+// `default_first`) and layer % moe_layer_freq == 0.
+std::vector<int> deepseek_dense_layers(const nlohmann::json& j, int num_layers, const std::string& origin,
+                                       int default_first) {
+  const int first = config_get_or<int>(j, "first_k_dense_replace", default_first, origin);
   const int freq = config_get_or<int>(j, "moe_layer_freq", 1, origin);
   if (first < 0 || freq < 1)
     FERRY_THROW(FormatError, "config '", origin, "': first_k_dense_replace must be at least 0 and moe_layer_freq at least 1");
@@ -26,7 +27,21 @@ std::vector<int> deepseek_dense_layers(const nlohmann::json& j, int num_layers, 
   return dense;
 }
 
-}  // namespace
+// The inverse for write(): first_k_dense_replace and moe_layer_freq of `c`'s dense layers.
+void deepseek_write_dense_layers(const MoeConfig& c, nlohmann::json& j) {
+  // MoE layers are those l >= first_k_dense_replace with l % moe_layer_freq == 0: the first MoE
+  // layer and the distance to the next one give both (one MoE layer m: m, or the whole stack).
+  std::vector<int> moe;
+  for (int l = 0; l < c.num_layers && moe.size() < 2; ++l)
+    if (c.moe_layer(l) >= 0) moe.push_back(l);
+  const int first = moe.at(0);
+  const int freq = moe.size() > 1 ? moe[1] - moe[0] : (first == 0 ? c.num_layers : first);
+  j["first_k_dense_replace"] = first;
+  j["moe_layer_freq"] = freq;
+  FERRY_REQUIRE(deepseek_dense_layers(j, c.num_layers, "written", 0) == c.dense_layers,
+                "DeepSeek's dense layers are the first ones and those between every moe_layer_freq-th: "
+                "these cannot be written as first_k_dense_replace and moe_layer_freq");
+}
 
 ModelFamily deepseek_family() {
   ModelFamily f;
@@ -53,7 +68,7 @@ ModelFamily deepseek_family() {
     if (shared < 0) FERRY_THROW(FormatError, "config '", origin, "': n_shared_experts must be at least 0, got ", shared);
     c.shared_expert_intermediate_size = shared * c.intermediate_size;  // DeepseekMoE: one MLP of that width
     c.shared_expert_gate = false;
-    c.dense_layers = deepseek_dense_layers(j, c.num_layers, origin);
+    c.dense_layers = deepseek_dense_layers(j, c.num_layers, origin, 0);
     c.o_bias = config_get_or<bool>(j, "attention_bias", false, origin);
     c.qkv_bias = c.o_bias;
   };
@@ -63,18 +78,7 @@ ModelFamily deepseek_family() {
     j["n_routed_experts"] = c.num_experts;
     j["moe_intermediate_size"] = c.intermediate_size;
     j["intermediate_size"] = c.dense_layers.empty() ? c.intermediate_size : c.dense_intermediate_size;
-    // MoE layers are those l >= first_k_dense_replace with l % moe_layer_freq == 0: the first MoE
-    // layer and the distance to the next one give both (one MoE layer m: m, or the whole stack).
-    std::vector<int> moe;
-    for (int l = 0; l < c.num_layers && moe.size() < 2; ++l)
-      if (c.moe_layer(l) >= 0) moe.push_back(l);
-    const int first = moe.at(0);
-    const int freq = moe.size() > 1 ? moe[1] - moe[0] : (first == 0 ? c.num_layers : first);
-    j["first_k_dense_replace"] = first;
-    j["moe_layer_freq"] = freq;
-    FERRY_REQUIRE(deepseek_dense_layers(j, c.num_layers, "written") == c.dense_layers,
-                  "DeepSeek's dense layers are the first ones and those between every moe_layer_freq-th: "
-                  "these cannot be written as first_k_dense_replace and moe_layer_freq");
+    deepseek_write_dense_layers(c, j);
     FERRY_REQUIRE(c.shared_expert_intermediate_size % c.intermediate_size == 0,
                   "DeepSeek's shared experts are n_shared_experts x moe_intermediate_size wide");
     j["n_shared_experts"] = c.shared_expert_intermediate_size / c.intermediate_size;

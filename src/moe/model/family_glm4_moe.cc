@@ -17,12 +17,6 @@
 #include "moe/model/gguf_layout.h"
 
 namespace ferry::moe {
-namespace {
-
-// llama.cpp's llama_expert_gating_func_type.
-constexpr int kGatingSoftmax = 1, kGatingSigmoid = 2;
-
-}  // namespace
 
 ModelFamily glm4_moe_family() {
   ModelFamily f;
@@ -110,7 +104,7 @@ ModelFamily glm4_moe_family() {
     k.set_u32(k.arch("expert_feed_forward_length"), c.intermediate_size);
     k.set_u32(k.arch("expert_shared_count"), c.shared_expert_intermediate_size / c.intermediate_size);
     k.set_u32(k.arch("leading_dense_block_count"), static_cast<std::int64_t>(c.dense_layers.size()));
-    k.set_u32(k.arch("expert_gating_func"), kGatingSigmoid);
+    k.set_u32(k.arch("expert_gating_func"), kGgufGatingSigmoid);
     if (config_has(j, "routed_scaling_factor")) k.set_f32(k.arch("expert_weights_scale"), c.routed_scaling_factor);
     if (config_has(j, "norm_topk_prob")) k.set_bool(k.arch("expert_weights_norm"), c.norm_topk_prob);
   };
@@ -127,8 +121,8 @@ ModelFamily glm4_moe_family() {
     r.take_int("expert_shared_count", j, "n_shared_experts");
     r.take_int("leading_dense_block_count", j, "first_k_dense_replace");
     if (const quant::GgufValue* g = r.take("expert_gating_func"))
-      if (!g->is_integer() || g->i != kGatingSigmoid)
-        r.refuse("expert_gating_func", "GLM-4.5 scores experts by sigmoid (2); softmax is " + std::to_string(kGatingSoftmax));
+      if (!g->is_integer() || g->i != kGgufGatingSigmoid)
+        r.refuse("expert_gating_func", "GLM-4.5 scores experts by sigmoid (2); softmax is " + std::to_string(kGgufGatingSoftmax));
     r.take_number("expert_weights_scale", j, "routed_scaling_factor");
     if (const quant::GgufValue* norm = r.take("expert_weights_norm")) j["norm_topk_prob"] = norm->b;
     else j["norm_topk_prob"] = false;  // llama.cpp renormalises only when the key says so

@@ -95,6 +95,10 @@ void GgufArchReader::refuse(std::string_view name, const std::string& why) const
               " is not implemented (", why, ")");
 }
 
+bool GgufArchReader::has(std::string_view name) const {
+  return file_->metadata().count(arch_ + "." + std::string(name)) > 0;
+}
+
 bool GgufArchReader::has_tensor(std::string_view name) const { return file_->find_tensor(std::string(name)) != nullptr; }
 
 void GgufArchReader::refuse_untaken() const {
@@ -137,8 +141,9 @@ nlohmann::json gguf_hf_config(const quant::GgufFile& file) {
   r.take_number("rope.freq_base", j, "rope_theta");
   r.take_number("attention.layer_norm_rms_epsilon", j, "rms_norm_eps");
   r.take_int("expert_used_count", j, "num_experts_per_tok", true);
-  r.take_int("attention.key_length", j, "head_dim");
-  if (j.contains("head_dim")) {
+  if (r.has("attention.kv_lora_rank")) {
+    // MLA: key_length and value_length are the latent's; the family reads them with the heads'.
+  } else if (r.take_int("attention.key_length", j, "head_dim"), j.contains("head_dim")) {
     r.take_equal("attention.value_length", j["head_dim"].get<std::int64_t>(),
                  "the value heads as wide as the key heads (attention.key_length)");
   } else if (r.take("attention.value_length")) {

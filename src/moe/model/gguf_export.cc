@@ -55,7 +55,16 @@ void quantize_from_checkpoint(const Checkpoint& checkpoint, int threads, const G
   std::int64_t per = 1;
   for (auto d : t.hf_shape) per *= d;
   std::vector<float> values(static_cast<std::size_t>(per) * t.hf_names.size());
-  for (std::size_t e = 0; e < t.hf_names.size(); ++e) checkpoint.read_f32(t.hf_names[e], t.hf_shape, values.data() + e * per);
+  if (!t.split_from.empty()) {  // a part of MLA's kv_b_proj
+    const MoeConfig& c = checkpoint.config();
+    const std::vector<std::int64_t> whole = mla_kv_b_shape(c);
+    std::vector<float> kv_b(static_cast<std::size_t>(whole[0] * whole[1]));
+    checkpoint.read_f32(t.split_from, whole, kv_b.data());
+    values = mla_kv_b_part(kv_b, t.hf_names.at(0), c);
+  } else {
+    for (std::size_t e = 0; e < t.hf_names.size(); ++e)
+      checkpoint.read_f32(t.hf_names[e], t.hf_shape, values.data() + e * per);
+  }
   if (t.permute_heads > 0) {
     const std::vector<float> hf = values;
     gguf_permute_rows(hf, values, t.hf_shape[0], t.hf_shape.size() > 1 ? t.hf_shape[1] : 1, t.permute_heads);
@@ -82,11 +91,17 @@ GgufExportReport export_gguf(const std::string& dir, const std::string& out_path
   // Every planned HF tensor is in the checkpoint with its shape, and every checkpoint tensor has
   // a place (the converter's "Can not map tensor").
   std::set<std::string> used;
-  for (const GgufTensorPlan& t : plan)
+  for (const GgufTensorPlan& t : plan) {
+    if (!t.split_from.empty()) {  // MLA's kv_b_proj, split into two
+      ckpt->expect(t.split_from, mla_kv_b_shape(c));
+      used.insert(t.split_from);
+      continue;
+    }
     for (const std::string& hf : t.hf_names) {
       ckpt->expect(hf, t.hf_shape);
       used.insert(hf);
     }
+  }
   for (const auto& file : ckpt->files())
     for (const TensorInfo& info : file->tensors())
       if (!used.count(info.name) && !dropped_by_converter(info.name))

@@ -116,6 +116,14 @@ const std::vector<std::pair<std::string, std::string>>& common_tensor_names() {
       {"model.layers.{l}.self_attn.o_proj.bias", "blk.{l}.attn_output.bias"},
       {"model.layers.{l}.self_attn.q_norm.weight", "blk.{l}.attn_q_norm.weight"},
       {"model.layers.{l}.self_attn.k_norm.weight", "blk.{l}.attn_k_norm.weight"},
+      // MLA (DeepSeek-V2/V3); k_b_proj and v_b_proj are kv_b_proj's parts (split_from)
+      {"model.layers.{l}.self_attn.q_a_proj.weight", "blk.{l}.attn_q_a.weight"},
+      {"model.layers.{l}.self_attn.q_a_layernorm.weight", "blk.{l}.attn_q_a_norm.weight"},
+      {"model.layers.{l}.self_attn.q_b_proj.weight", "blk.{l}.attn_q_b.weight"},
+      {"model.layers.{l}.self_attn.kv_a_proj_with_mqa.weight", "blk.{l}.attn_kv_a_mqa.weight"},
+      {"model.layers.{l}.self_attn.kv_a_layernorm.weight", "blk.{l}.attn_kv_a_norm.weight"},
+      {"model.layers.{l}.self_attn.k_b_proj.weight", "blk.{l}.attn_k_b.weight"},
+      {"model.layers.{l}.self_attn.v_b_proj.weight", "blk.{l}.attn_v_b.weight"},
   };
   return names;
 }
@@ -150,6 +158,23 @@ std::vector<std::int64_t> role_shape(const std::string& role, const MoeConfig& c
                      S = c.shared_expert_intermediate_size, F = c.dense_intermediate_size;
   const bool moe = layer >= 0 && c.moe_layer(layer) >= 0;
   const bool dense = layer >= 0 && !moe;
+  if (c.mla()) {
+    const std::int64_t L = c.kv_lora_rank, Qr = c.q_lora_rank, R = c.rotary_dims(), nh = c.num_heads;
+    auto mla = [](bool has, std::vector<std::int64_t> shape) { return has ? shape : std::vector<std::int64_t>{}; };
+    if (role == "attn_q.weight") return mla(Qr == 0, {Q, H});
+    if (role == "attn_k.weight" || role == "attn_v.weight") return {};
+    if (role == "attn_output.weight") return {H, nh * c.v_head_dim};
+    if (role == "attn_q_a.weight") return mla(Qr > 0, {Qr, H});
+    if (role == "attn_q_a_norm.weight") return mla(Qr > 0, {Qr});
+    if (role == "attn_q_b.weight") return mla(Qr > 0, {Q, Qr});
+    if (role == "attn_kv_a_mqa.weight") return {L + R, H};
+    if (role == "attn_kv_a_norm.weight") return {L};
+    if (role == "attn_k_b.weight") return {nh * L, D - R};  // 3-D in the file: gguf_tensor_plan
+    if (role == "attn_v_b.weight") return {nh * c.v_head_dim, L};
+  } else if (role.rfind("attn_q_a", 0) == 0 || role.rfind("attn_q_b", 0) == 0 || role.rfind("attn_kv_a", 0) == 0 ||
+             role == "attn_k_b.weight" || role == "attn_v_b.weight") {
+    return {};
+  }
   if (role == "token_embd.weight") return {V, H};
   if (role == "output_norm.weight") return {H};
   if (role == "output.weight") return c.tie_word_embeddings ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{V, H};
@@ -205,6 +230,7 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const MoeConfig& c) {
       t.name = replace_all(gguf, "{l}", layer);
       t.layer = l;
       t.hf_shape = shape;
+      t.stacked = stacked;
       const std::string hf_name = replace_all(hf, "{l}", layer);
       if (stacked) {
         for (int e = 0; e < c.num_experts; ++e) t.hf_names.push_back(replace_all(hf_name, "{e}", std::to_string(e)));
@@ -213,6 +239,11 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const MoeConfig& c) {
       }
       for (auto d = shape.rbegin(); d != shape.rend(); ++d) t.dims.push_back(static_cast<std::uint64_t>(*d));
       if (stacked) t.dims.push_back(static_cast<std::uint64_t>(c.num_experts));
+      if (role == "attn_k_b.weight" || role == "attn_v_b.weight") {  // per head: [heads, rows, cols]
+        t.split_from = replace_all("model.layers.{l}.self_attn.kv_b_proj.weight", "{l}", layer);
+        t.dims = {static_cast<std::uint64_t>(shape[1]), static_cast<std::uint64_t>(shape[0] / c.num_heads),
+                  static_cast<std::uint64_t>(c.num_heads)};
+      }
       if (family.gguf_permute_qk) {
         if (role == "attn_q.weight" || role == "attn_q.bias") t.permute_heads = c.num_heads;
         if (role == "attn_k.weight" || role == "attn_k.bias") t.permute_heads = c.num_kv_heads;
@@ -223,6 +254,28 @@ std::vector<GgufTensorPlan> gguf_tensor_plan(const MoeConfig& c) {
   std::stable_sort(plan.begin(), plan.end(),
                    [](const GgufTensorPlan& a, const GgufTensorPlan& b) { return quant::gguf_tensor_order(a.name, b.name); });
   return plan;
+}
+
+std::vector<std::int64_t> mla_kv_b_shape(const MoeConfig& c) {
+  return {std::int64_t{c.num_heads} * (c.head_dim - c.rotary_dims() + c.v_head_dim), c.kv_lora_rank};
+}
+
+std::vector<float> mla_kv_b_part(const std::vector<float>& kv_b, const std::string& part, const MoeConfig& c) {
+  const std::int64_t nh = c.num_heads, L = c.kv_lora_rank, nope = c.head_dim - c.rotary_dims(), V = c.v_head_dim;
+  FERRY_REQUIRE(static_cast<std::int64_t>(kv_b.size()) == nh * (nope + V) * L, "kv_b_proj: ", kv_b.size(),
+                " values, expected ", nh * (nope + V) * L);
+  const bool key = part.find("k_b_proj") != std::string::npos;
+  std::vector<float> out(static_cast<std::size_t>(nh * (key ? nope : V) * L));
+  for (std::int64_t h = 0; h < nh; ++h) {
+    const float* head = kv_b.data() + h * (nope + V) * L;  // rows: nope key rows, then V value rows
+    if (key) {  // [nope, L] -> [L, nope]
+      for (std::int64_t i = 0; i < nope; ++i)
+        for (std::int64_t j = 0; j < L; ++j) out[(h * L + j) * nope + i] = head[i * L + j];
+    } else {
+      std::copy_n(head + nope * L, V * L, out.data() + h * V * L);
+    }
+  }
+  return out;
 }
 
 bool gguf_nextn_tensor(std::string_view name, const MoeConfig& c) {

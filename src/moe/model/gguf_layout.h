@@ -78,6 +78,9 @@ class GgufKeys {
   std::vector<std::pair<std::string, quant::GgufValue>> entries_;
 };
 
+// llama.cpp's expert gating functions (<arch>.expert_gating_func: llama_expert_gating_func_type).
+constexpr int kGgufGatingSoftmax = 1, kGgufGatingSigmoid = 2;
+
 // One tensor of the GGUF file and its source in the checkpoint.
 struct GgufTensorPlan {
   std::string name;                    // GGUF name, e.g. "blk.3.ffn_down_exps.weight"
@@ -86,7 +89,19 @@ struct GgufTensorPlan {
   std::vector<std::int64_t> hf_shape;  // the shape of each HF tensor (row-major)
   int permute_heads = 0;               // > 0: rows permuted (gguf_permute_rows) over this many heads
   int layer = -1;                      // decoder layer; -1 for the embedding, final norm and head
+  bool stacked = false;                // hf_names are experts stacked along the last dim
+  // MLA: the HF tensor this one is a part of (kv_b_proj [heads * (nope + v), kv_lora]), for the
+  // parts the converter splits it into; hf_names then holds the part's own name, "k_b_proj"
+  // [heads * kv_lora, nope] (each head's key rows transposed) or "v_b_proj" [heads * v, kv_lora],
+  // as a loader reads it; dims are the file's 3-D ones, [nope, kv_lora, heads] and [kv_lora, v, heads].
+  std::string split_from = {};
 };
+
+// The part `part` ("k_b_proj" or "v_b_proj", gguf_layout.h's GgufTensorPlan::split_from) of MLA's
+// kv_b_proj `kv_b` [heads * (nope + v), kv_lora] of `config`, in its GGUF layout.
+std::vector<float> mla_kv_b_part(const std::vector<float>& kv_b, const std::string& part, const MoeConfig& config);
+// kv_b_proj's shape: [heads * (nope + v), kv_lora].
+std::vector<std::int64_t> mla_kv_b_shape(const MoeConfig& config);
 
 // The tensors of a GGUF file of `config`'s family, in llama-quantize's order
 // (quant::gguf_tensor_order). InvalidArgument when the family has no GGUF layout.
@@ -153,6 +168,8 @@ class GgufArchReader {
   // Whether the file has tensor `name` (a family whose keys do not say which optional tensors
   // its layers have: GLM-4.5's q/k norms and biases).
   bool has_tensor(std::string_view name) const;
+  // Whether "<arch>.<name>" is in the file (without taking it).
+  bool has(std::string_view name) const;
   // A string key, or `fallback` when absent.
   std::string take_string(std::string_view name, const std::string& fallback);
   // FormatError "GGUF 'PATH': key '<arch>.NAME' = VALUE is not implemented (WHY)".

@@ -31,7 +31,7 @@ std::unique_ptr<GgufModel> GgufModel::open(const std::string& path) {
     }
     for (std::size_t i = 0; i < t.hf_names.size(); ++i)
       m->entries_[t.hf_names[i]] =
-          Entry{tensor, t.hf_names.size() > 1 || t.dims.size() == 3 ? static_cast<int>(i) : -1, t.permute_heads, t.hf_shape};
+          Entry{tensor, t.stacked ? static_cast<int>(i) : -1, t.permute_heads, t.hf_shape};
   }
   for (const quant::GgufTensor& t : m->file_.tensors())
     if (!planned.count(t.name) && !gguf_nextn_tensor(t.name, m->config_))

@@ -77,8 +77,9 @@ class RandomFiller {
   }
 
   void fill(const GgufTensorPlan& t, QuantType type, std::span<std::byte> out) {
-    const auto it = normal_.find(t.hf_names.at(0));
-    FERRY_CHECK(it != normal_.end(), "no distribution for tensor '", t.hf_names[0], "'");
+    const std::string& source = t.split_from.empty() ? t.hf_names.at(0) : t.split_from;  // MLA's kv_b parts: kv_b's
+    const auto it = normal_.find(source);
+    FERRY_CHECK(it != normal_.end(), "no distribution for tensor '", source, "'");
     const Normal& d = it->second;
     const std::size_t row = t.dims[0];
     const std::size_t row_bytes = quant::quant_row_bytes(type, row);

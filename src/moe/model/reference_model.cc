@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "moe/model/decoder_ops.h"
+#include "moe/model/mla.h"
 #include "moe/model/weights.h"
 
 namespace ferry::moe {
@@ -83,9 +84,18 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = impl_->w.layers[l];
     auto a = rms_norm(x, lw.attn_norm, c.rms_norm_eps);
-    auto [q, k, v] = project_qkv(a, lw, c);
-    q = rope(q, impl_->pos, inv_freq);
-    k = rope(k, impl_->pos, inv_freq);
+    torch::Tensor q, k, v;
+    if (c.mla()) {  // the expanded form: keys and values per head (moe/model/mla.h)
+      auto angles = torch::outer(torch::arange(impl_->pos, impl_->pos + T, torch::kFloat64), inv_freq);
+      const MlaInputs in = mla_project(a, lw, c, angles.cos().to(torch::kFloat32), angles.sin().to(torch::kFloat32));
+      std::tie(k, v) = mla_expand(in.latent, lw, c);
+      q = torch::cat({in.q_nope, in.q_pe}, -1);
+    } else {
+      auto qkv = project_qkv(a, lw, c);
+      q = rope(qkv.q, impl_->pos, inv_freq);
+      k = rope(qkv.k, impl_->pos, inv_freq);
+      v = qkv.v;
+    }
     if (impl_->k_cache[l].defined()) {
       k = torch::cat({impl_->k_cache[l], k}, 2);
       v = torch::cat({impl_->v_cache[l], v}, 2);
@@ -101,7 +111,7 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
     auto hidden = kpos > qpos;
     if (c.windowed(l)) hidden = hidden.logical_or(kpos <= qpos - c.sliding_window);
     scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());
-    auto attn = torch::matmul(torch::softmax(scores, -1), vv).transpose(1, 2).reshape({B, T, nh * D});
+    auto attn = torch::matmul(torch::softmax(scores, -1), vv).transpose(1, 2).reshape({B, T, nh * c.attn_value_width()});
     x = x + project_out(attn, lw);
 
     auto m = rms_norm(x, lw.ffn_norm, c.rms_norm_eps).view({B * T, H});

@@ -59,6 +59,29 @@ void write_checkpoint(const std::string& dir, const MoeConfig& config, const std
                   {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}});
 }
 
+namespace {
+
+// MLA's attention tensors of layer l, as HF names them (moe/model/mla.h).
+template <typename Gen>
+void mla_specs(const MoeConfig& c, int l, Gen& gen) {
+  TensorNames n(c);
+  const std::int64_t H = c.hidden_size, Q = c.q_lora_rank, L = c.kv_lora_rank, R = c.rotary_dims();
+  const std::int64_t q_rows = std::int64_t{c.num_heads} * c.head_dim;
+  auto stddev = [](std::int64_t fan_in) { return 1.0 / std::sqrt(static_cast<double>(fan_in)); };
+  if (Q > 0) {
+    gen(n.mla(l, "q_a_proj"), {Q, H}, stddev(H));
+    gen(n.mla(l, "q_a_layernorm"), {Q}, 0.05, 1.0);
+    gen(n.mla(l, "q_b_proj"), {q_rows, Q}, stddev(Q));
+  } else {
+    gen(n.mla(l, "q_proj"), {q_rows, H}, stddev(H));
+  }
+  gen(n.mla(l, "kv_a_proj_with_mqa"), {L + R, H}, stddev(H));
+  gen(n.mla(l, "kv_a_layernorm"), {L}, 0.05, 1.0);
+  gen(n.mla(l, "kv_b_proj"), {std::int64_t{c.num_heads} * (c.head_dim - R + c.v_head_dim), L}, stddev(L));
+}
+
+}  // namespace
+
 std::vector<RandomTensorSpec> random_tensor_specs(const MoeConfig& c) {
   TensorNames n(c);
   std::vector<RandomTensorSpec> out;
@@ -70,10 +93,15 @@ std::vector<RandomTensorSpec> random_tensor_specs(const MoeConfig& c) {
   gen(n.embed(), {V, H}, 1.0);
   for (int l = 0; l < c.num_layers; ++l) {
     gen(n.attn_norm(l), {H}, 0.05, 1.0);
-    gen(n.attn(l, 'q'), {c.num_heads * D, H}, h_std);
-    gen(n.attn(l, 'k'), {c.num_kv_heads * D, H}, h_std);
-    gen(n.attn(l, 'v'), {c.num_kv_heads * D, H}, h_std);
-    gen(n.attn(l, 'o'), {H, c.num_heads * D}, 1.0 / std::sqrt(static_cast<double>(c.num_heads * D)));
+    if (c.mla()) {
+      mla_specs(c, l, gen);
+    } else {
+      gen(n.attn(l, 'q'), {c.num_heads * D, H}, h_std);
+      gen(n.attn(l, 'k'), {c.num_kv_heads * D, H}, h_std);
+      gen(n.attn(l, 'v'), {c.num_kv_heads * D, H}, h_std);
+    }
+    const std::int64_t O = std::int64_t{c.num_heads} * c.attn_value_width();
+    gen(n.attn(l, 'o'), {H, O}, 1.0 / std::sqrt(static_cast<double>(O)));
     if (c.qkv_bias) {
       gen(n.attn(l, 'q', "bias"), {c.num_heads * D}, 0.02);
       gen(n.attn(l, 'k', "bias"), {c.num_kv_heads * D}, 0.02);

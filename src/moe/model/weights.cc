@@ -82,6 +82,38 @@ torch::Tensor load_tensor_f32(const Checkpoint& ck, const std::string& name, con
   return t;
 }
 
+namespace {
+
+// MLA's attention weights of layer l: the q projection (or bottleneck), the latent's projection and
+// norm, and kv_b_proj's key and value parts per head, from HF's kv_b_proj [heads * (nope + v),
+// kv_lora] or from a GGUF file's attn_k_b [heads, kv_lora, nope] and attn_v_b [heads, v, kv_lora]
+// (as 2-D weights of heads x their rows).
+void load_mla_weights(const Checkpoint& ck, int l, LayerWeights& lw, bool as_stored) {
+  const MoeConfig& c = ck.config();
+  TensorNames n(c);
+  const std::int64_t H = c.hidden_size, D = c.head_dim, nh = c.num_heads, R = c.rotary_dims(), nope = D - R;
+  const std::int64_t L = c.kv_lora_rank, Q = c.q_lora_rank, V = c.v_head_dim;
+  if (Q > 0) {
+    lw.wq_a = load_weight(ck, n.mla(l, "q_a_proj"), Q, H, as_stored);
+    lw.q_a_norm = load_tensor_f32(ck, n.mla(l, "q_a_layernorm"), {Q});
+    lw.wq_b = load_weight(ck, n.mla(l, "q_b_proj"), nh * D, Q, as_stored);
+  } else {
+    lw.wq = load_weight(ck, n.mla(l, "q_proj"), nh * D, H, as_stored);
+  }
+  lw.wkv_a = load_weight(ck, n.mla(l, "kv_a_proj_with_mqa"), L + R, H, as_stored);
+  lw.kv_a_norm = load_tensor_f32(ck, n.mla(l, "kv_a_layernorm"), {L});
+  if (ck.contains(n.mla(l, "kv_b_proj"))) {
+    auto kv_b = load_tensor_f32(ck, n.mla(l, "kv_b_proj"), {nh * (nope + V), L}).view({nh, nope + V, L});
+    lw.wk_b = kv_b.slice(1, 0, nope).transpose(1, 2).reshape({nh * L, nope});
+    lw.wv_b = kv_b.slice(1, nope, nope + V).reshape({nh * V, L});
+  } else {  // a GGUF file's attn_k_b, attn_v_b: computed on as stored
+    lw.wk_b = load_weight(ck, n.mla(l, "k_b_proj"), nh * L, nope, as_stored);
+    lw.wv_b = load_weight(ck, n.mla(l, "v_b_proj"), nh * V, L, as_stored);
+  }
+}
+
+}  // namespace
+
 DenseWeights load_dense_weights(const Checkpoint& ck, bool as_stored) {
   const MoeConfig& c = ck.config();
   TensorNames n(c);
@@ -99,10 +131,14 @@ DenseWeights load_dense_weights(const Checkpoint& ck, bool as_stored) {
     LayerWeights lw;
     lw.attn_norm = load_tensor_f32(ck, n.attn_norm(l), {H});
     lw.ffn_norm = load_tensor_f32(ck, n.ffn_norm(l), {H});
-    lw.wq = load_weight(ck, n.attn(l, 'q'), c.num_heads * D, H, as_stored);
-    lw.wk = load_weight(ck, n.attn(l, 'k'), c.num_kv_heads * D, H, as_stored);
-    lw.wv = load_weight(ck, n.attn(l, 'v'), c.num_kv_heads * D, H, as_stored);
-    lw.wo = load_weight(ck, n.attn(l, 'o'), H, c.num_heads * D, as_stored);
+    if (c.mla()) {
+      load_mla_weights(ck, l, lw, as_stored);
+    } else {
+      lw.wq = load_weight(ck, n.attn(l, 'q'), c.num_heads * D, H, as_stored);
+      lw.wk = load_weight(ck, n.attn(l, 'k'), c.num_kv_heads * D, H, as_stored);
+      lw.wv = load_weight(ck, n.attn(l, 'v'), c.num_kv_heads * D, H, as_stored);
+    }
+    lw.wo = load_weight(ck, n.attn(l, 'o'), H, std::int64_t{c.num_heads} * c.attn_value_width(), as_stored);
     // Mixtral's attention has no biases, and HF ignores any stored; the other families' as
     // their config says (qkv_bias, o_bias), required then.
     if (c.qkv_bias) {

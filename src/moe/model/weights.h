@@ -36,6 +36,13 @@ struct LayerWeights {
   Weight wq, wk, wv, wo;              // [heads*D, H], [kv*D, H], [kv*D, H], [H, heads*D]
   torch::Tensor bq, bk, bv, bo;       // optional biases (undefined when absent)
   torch::Tensor q_norm, k_norm;       // q/k RMSNorm weights: [D] per head, or [heads*D] / [kv*D] whole
+  // MLA (config.mla(); wq is then q_proj, or undefined with a q bottleneck; wk, wv undefined):
+  Weight wq_a, wq_b;                  // [q_lora, H], [heads*D, q_lora] (q_lora_rank > 0)
+  torch::Tensor q_a_norm;             // [q_lora]
+  Weight wkv_a;                       // [kv_lora + rope, H]: the latent and the shared rotary key
+  torch::Tensor kv_a_norm;            // [kv_lora]
+  Weight wk_b, wv_b;                  // kv_b_proj's parts, head after head: [heads * kv_lora, nope]
+                                      // (each head's key part transposed), [heads * v, kv_lora]
   torch::Tensor router;               // [E, H] (undefined in a dense layer)
   torch::Tensor router_bias;          // [E], the choice's bias (config.router_bias; else undefined)
   Weight sw1, sw3, sw2;               // shared expert (undefined when the model has none)

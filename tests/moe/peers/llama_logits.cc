@@ -16,7 +16,12 @@ int main(int argc, char** argv) {
   }
   ggml_backend_load_all_from_path(argv[1]);
   llama_backend_init();
-  llama_model* model = llama_model_load_from_file(argv[2], llama_model_default_params());
+  // Weights as stored, not in ggml's repacked CPU buffers: those serve 2-D products only, and
+  // DeepSeek's 3-D attn_k_b / attn_v_b in a block format then have no backend (GGML_ASSERT
+  // cur_backend_id != -1 at the first graph).
+  llama_model_params mp = llama_model_default_params();
+  mp.use_extra_bufts = false;
+  llama_model* model = llama_model_load_from_file(argv[2], mp);
   if (model == nullptr) return 1;
   const int n = argc - 4;
   llama_context_params cp = llama_context_default_params();
