@@ -106,6 +106,9 @@ std::span<const OptionField> train_option_fields() {
       {"inject_nan_at", "--inject-nan-at",
        "testing aid: worker 0's loss and gradient are NaN at STEP[,COUNT] iterations", unsigned(P::kFlag),
        std::monostate{}, FlagForm::kValue, nullptr, &parse_inject_nan},
+      {"test_option", "--test-option",
+       "testing aid: a number carried to the job, the checkpoints' configuration and summary.json; nothing reads it",
+       kCompared | P::kConfig | P::kJob | P::kSummary | P::kPython, &T::test_option},
   };
   return fields;
 }

@@ -46,6 +46,7 @@ struct TrainOptions {
   double stall_timeout_s = 300;     // abort when a worker makes no progress for this long; 0 = never
   std::int64_t inject_nan_step = -1;  // testing aid: worker 0's gradient is NaN from this iteration...
   std::int64_t inject_nan_count = 1;  // ...for this many iterations
+  std::int64_t test_option = 0;     // testing aid: reaches every place an option can; nothing reads it
 };
 
 // Whether --deterministic makes `algo` bit-reproducible (its registry entry's `deterministic`:

@@ -178,5 +178,27 @@ TEST(OptionTable, AnEmptyCodecIsTheAlgorithmsDefault) {
   EXPECT_EQ(canonical_codec(o), canonical_codec([&] { auto t = o; t.codec = "none"; return t; }()));
 }
 
+// --test-option was added as a field (train_options.h) and a row (train_option_fields.cc) only.
+TEST(OptionTable, TheTestOnlyOptionReachesEveryPlace) {
+  TrainOptions o = ps_options();
+  o.test_option = 7;
+  const TrainJob job = make_train_job(o);
+  EXPECT_EQ(job.to_json()["test_option"], 7);
+  EXPECT_EQ(TrainJob::from_json(job.to_json()).options.test_option, 7);
+  EXPECT_EQ(job.config["test_option"], 7);
+  RunSummaryInput in;
+  in.options = &job.options;
+  EXPECT_EQ(make_run_summary(in, {WorkerStats{}})["test_option"], 7);
+  TrainOptions from_python;
+  apply_keywords({{"test_option", 9}}, from_python);
+  EXPECT_EQ(from_python.test_option, 9);
+  const OptionField* row = nullptr;
+  for (const OptionField& f : train_option_fields())
+    if (std::string(f.flag) == "--test-option") row = &f;
+  ASSERT_NE(row, nullptr);
+  EXPECT_TRUE(row->in(OptionPlace::kFlag) && row->in(OptionPlace::kCompare));
+  EXPECT_EQ(row->keyword(), "test_option");
+}
+
 }  // namespace
 }  // namespace ferry::train
