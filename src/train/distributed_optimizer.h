@@ -35,7 +35,7 @@ struct DistributedOptimizerOptions {
   // --checkpoint-every` writes them): save_checkpoint() writes checkpoint_dir/ckpt-<iterations>
   // (refused without a checkpoint_dir), `resume` (a checkpoint, or a directory whose newest
   // complete one is taken) restores every worker's and server's state, keep_checkpoints.
-  TrainOptions train;
+  TrainOptions train = {};
   // The caller steps the weights with its own optimizer before step() (DiLoCo's inner
   // optimizer); refused for strategies whose update is ferry's (StrategyInfo::external_optimizer).
   bool external_optimizer = false;

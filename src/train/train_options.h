@@ -23,11 +23,11 @@ struct TrainOptions {
   float lr = 0.05f;                 // global learning rate
   float momentum = 0.9f;            // SGD momentum
   float weight_decay = 0.0f;        // L2 coefficient
-  comm::LinkOptions link;           // emulated NIC of every rank; disabled = raw transport
+  comm::LinkOptions link = {};      // emulated NIC of every rank; disabled = raw transport
   std::string codec = "";           // gradient codec spec (docs/compression.md); "" = the algorithm's default
   std::string pull_codec = "";      // --compress-pull: codec of the servers' pull replies; "" = fp32
   std::uint64_t seed = 1;           // model init and data order
-  std::string data_dir;             // --data; "": the model's default (training_data.h)
+  std::string data_dir = "";        // --data; "": the model's default (training_data.h)
   std::int64_t train_limit = 0;     // use only the first N training items; 0 = all
   std::int64_t test_limit = 0;      // evaluate on the first N test items; 0 = all
   bool eval_each_epoch = false;     // evaluate test accuracy after every epoch (rank 0)

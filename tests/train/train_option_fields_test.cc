@@ -16,12 +16,6 @@
 namespace ferry::train {
 namespace {
 
-std::set<std::string> keys_of(const nlohmann::json& j) {
-  std::set<std::string> keys;
-  for (const auto& [k, v] : j.items()) keys.insert(k);
-  return keys;
-}
-
 TrainOptions ps_options() {
   TrainOptions o;
   o.algo = "ssgd";
