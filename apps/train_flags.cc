@@ -44,28 +44,23 @@ TrainFlags::TrainFlags(CLI::App& app, train::TrainOptions& o, train::OptionPlace
       app.add_option(f.flag, pending_.back().text, help);
       continue;
     }
-    std::visit(
-        [&](auto member) {
-          if constexpr (!std::is_same_v<decltype(member), std::monostate>) {
-            auto& v = o.*member;
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, comm::LinkOptions>) {
-              pending_.push_back({&f, comm::describe(v)});
-              app.add_option(f.flag, pending_.back().text, help);
-            } else if constexpr (std::is_same_v<V, bool>) {
-              if (f.form == train::FlagForm::kNegatedSwitch) {
-                pending_.push_back({&f, ""});
-                app.add_flag(f.flag, pending_.back().set, help);
-              } else {
-                app.add_flag(f.flag, v, help);
-              }
-            } else {
-              CLI::Option* option = app.add_option(f.flag, v, help);
-              if (f.form == train::FlagForm::kOptionalValue) option->expected(0, 1);
-            }
-          }
-        },
-        f.member);
+    train::with_field(f, o, [&](auto& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, comm::LinkOptions>) {
+        pending_.push_back({&f, comm::describe(v)});
+        app.add_option(f.flag, pending_.back().text, help);
+      } else if constexpr (std::is_same_v<V, bool>) {
+        if (f.form == train::FlagForm::kNegatedSwitch) {
+          pending_.push_back({&f, ""});
+          app.add_flag(f.flag, pending_.back().set, help);
+        } else {
+          app.add_flag(f.flag, v, help);
+        }
+      } else {
+        CLI::Option* option = app.add_option(f.flag, v, help);
+        if (f.form == train::FlagForm::kOptionalValue) option->expected(0, 1);
+      }
+    });
   }
   add_algo_shorthand_flags(app, shorthands_);
 }
@@ -75,11 +70,15 @@ void TrainFlags::apply() {
     if (app_.count(p.field->flag) == 0) continue;
     if (p.field->parse) {
       p.field->parse(p.text, options_);
-    } else if (auto* link = std::get_if<comm::LinkOptions train::TrainOptions::*>(&p.field->member)) {
-      options_.*(*link) = comm::parse_link_spec(p.text);
-    } else if (auto* flag = std::get_if<bool train::TrainOptions::*>(&p.field->member)) {
-      options_.*(*flag) = !p.set;  // a negated switch
+      continue;
     }
+    train::with_field(*p.field, options_, [&](auto& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, comm::LinkOptions>)
+        v = comm::parse_link_spec(p.text);
+      else if constexpr (std::is_same_v<V, bool>)
+        v = !p.set;  // a negated switch, given
+    });
   }
   options_.algo = train::fold_shorthands(options_.algo, shorthands_);
 }

@@ -117,26 +117,21 @@ nlohmann::json options_json(const TrainOptions& o, OptionPlace place) {
   nlohmann::json out = nlohmann::json::object();
   for (const OptionField& f : train_option_fields()) {
     if (!f.in(place)) continue;
-    std::visit(
-        [&](auto member) {
-          if constexpr (!std::is_same_v<decltype(member), std::monostate>) {
-            const auto& v = o.*member;
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, comm::LinkOptions>) {
-              if (place == OptionPlace::kSummary) {
-                out[f.key] = comm::describe(v);
-              } else {
-                out[std::string(f.key) + "_bytes_per_s"] = v.bandwidth_bytes_per_s;
-                out[std::string(f.key) + "_latency_s"] = v.latency_s;
-              }
-            } else if constexpr (std::is_same_v<V, std::string>) {
-              out[f.key] = place == OptionPlace::kSummary && v.empty() && f.summary_empty ? f.summary_empty : v;
-            } else {
-              out[f.key] = v;
-            }
-          }
-        },
-        f.member);
+    with_field(f, o, [&](const auto& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, comm::LinkOptions>) {
+        if (place == OptionPlace::kSummary) {
+          out[f.key] = comm::describe(v);
+        } else {
+          out[std::string(f.key) + "_bytes_per_s"] = v.bandwidth_bytes_per_s;
+          out[std::string(f.key) + "_latency_s"] = v.latency_s;
+        }
+      } else if constexpr (std::is_same_v<V, std::string>) {
+        out[f.key] = place == OptionPlace::kSummary && v.empty() && f.summary_empty ? f.summary_empty : v;
+      } else {
+        out[f.key] = v;
+      }
+    });
   }
   return out;
 }
@@ -145,19 +140,14 @@ void read_job_options(const nlohmann::json& j, TrainOptions& o) {
   try {
     for (const OptionField& f : train_option_fields()) {
       if (!f.in(OptionPlace::kJob)) continue;
-      std::visit(
-          [&](auto member) {
-            if constexpr (!std::is_same_v<decltype(member), std::monostate>) {
-              auto& v = o.*member;
-              using V = std::decay_t<decltype(v)>;
-              if constexpr (std::is_same_v<V, comm::LinkOptions>)
-                v = comm::LinkOptions{j.at(std::string(f.key) + "_bytes_per_s").get<double>(),
-                                      j.at(std::string(f.key) + "_latency_s").get<double>()};
-              else
-                v = j.at(f.key).get<V>();
-            }
-          },
-          f.member);
+      with_field(f, o, [&](auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, comm::LinkOptions>)
+          v = comm::LinkOptions{j.at(std::string(f.key) + "_bytes_per_s").get<double>(),
+                                j.at(std::string(f.key) + "_latency_s").get<double>()};
+        else
+          v = j.at(f.key).get<V>();
+      });
     }
   } catch (const nlohmann::json::exception& e) {
     FERRY_THROW(FormatError, "training job: ", e.what());
@@ -187,18 +177,13 @@ void apply_keywords(const nlohmann::json& keywords, TrainOptions& o) {
       f.parse(python_value<std::string>(f, value), o);
       continue;
     }
-    std::visit(
-        [&](auto member) {
-          if constexpr (!std::is_same_v<decltype(member), std::monostate>) {
-            auto& v = o.*member;
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, comm::LinkOptions>)
-              v = comm::parse_link_spec(python_value<std::string>(f, value));
-            else
-              v = python_value<V>(f, value);
-          }
-        },
-        f.member);
+    with_field(f, o, [&](auto& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, comm::LinkOptions>)
+        v = comm::parse_link_spec(python_value<std::string>(f, value));
+      else
+        v = python_value<V>(f, value);
+    });
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -68,6 +69,17 @@ struct OptionField {
 
 // Every row, in --help order.
 std::span<const OptionField> train_option_fields();
+
+// Calls fn(options.*member) with the field row `f` stands for (typed: a std::string&, an int&,
+// ...); does nothing for a row without one (a flag whose parse function sets the fields).
+template <class Options, class Fn>
+void with_field(const OptionField& f, Options& options, Fn&& fn) {
+  std::visit(
+      [&](auto member) {
+        if constexpr (!std::is_same_v<decltype(member), std::monostate>) fn(options.*member);
+      },
+      f.member);
+}
 
 // The fields of `place` (kConfig, kJob or kSummary) as JSON: a link as <key>_bytes_per_s and
 // <key>_latency_s in the job and the configuration, as its description ("1 Gbps, 50 us") in the
