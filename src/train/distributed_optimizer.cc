@@ -140,7 +140,7 @@ bool DistributedOptimizer::serve_announced_job(comm::Communicator* comm, int num
   const auto announced = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(m.data.data()), m.data.size()));
   if (announced.is_null()) return false;
   TrainJob job = TrainJob::from_json(announced.at("job"));
-  FERRY_CHECK(job.options.num_servers == num_servers, "the job announces ", job.options.num_servers,
+  FERRY_CHECK(job.world().num_servers == num_servers, "the job announces ", job.world().num_servers,
               " servers; this world has ", num_servers);
   WorkerContext(std::move(job), *comm).serve(announced.at("shapes").get<TensorShapes>());
   return true;

@@ -30,8 +30,8 @@ struct DistributedOptimizerOptions {
   // `ferry train`'s options (train_options.h; the Python keywords are those the option table marks,
   // train_option_fields.h). Those of the job count: algo, topology, num_servers (the last ranks of
   // the world; the others are the workers), lr, momentum, weight_decay, codec ("": the
-  // algorithm's), pull_codec, link, batch (for codec thresholds in MXNet's units), deterministic,
-  // and the checkpoints of ferry's own state (checkpoint.h's format, as `ferry train
+  // algorithm's), pull_codec, link, batch (for codec thresholds in MXNet's units), deterministic
+  // (collectives in a fixed order), and the checkpoints of ferry's own state (checkpoint.h's format, as `ferry train
   // --checkpoint-every` writes them): save_checkpoint() writes checkpoint_dir/ckpt-<iterations>
   // (refused without a checkpoint_dir), `resume` (a checkpoint, or a directory whose newest
   // complete one is taken) restores every worker's and server's state, keep_checkpoints.

@@ -115,8 +115,8 @@ class DistributedOptimizer:
                 raise ValueError(f"parameter {i}: expected a float32 CPU tensor, got {p.dtype} on {p.device}")
 
         try:
-            keywords_json = json.dumps(given)
-        except TypeError as e:
+            keywords_json = json.dumps(given, allow_nan=False)
+        except (TypeError, ValueError) as e:
             raise ValueError(f"options: {e}") from None
         sgd = None if external else (float(g["lr"]), float(g["momentum"]), float(g["weight_decay"]))
         gates = self._layer_gates(model, params) if model is not None else {}
