@@ -47,9 +47,7 @@ void check_passed_flags(const std::vector<std::string>& extras) {
   if (extras.empty()) return;
   CLI::App train_app{"", "ferry train"};
   train::TrainOptions o;
-  std::string link;
-  std::vector<train::SpecShorthand> shorthands;
-  add_train_flags(train_app, o, link, shorthands);
+  TrainFlags flags(train_app, o, train::OptionPlace::kCompare);
   std::vector<std::string> args = {"ferry train"};
   args.insert(args.end(), extras.begin(), extras.end());
   std::vector<char*> argv;

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -19,9 +18,7 @@
 #include "apps/command.h"
 #include "apps/mpi_launch.h"
 #include "apps/train_flags.h"
-#include "comm/link/link_options.h"
 #include "comm/mpi/mpi_communicator.h"
-#include "compress/codec_registry.h"
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/plugin.h"
@@ -34,115 +31,21 @@
 
 namespace ferry::apps {
 
-void add_algo_shorthand_flags(CLI::App& app, std::vector<train::SpecShorthand>& shorthands) {
-  struct Flag {
-    const char* flag;
-    const char* key;
-    const char* help;
-  };
-  static constexpr Flag kFlags[] = {
-      {"--warmup-steps", "warmup_steps", "odsgd/ssdsgd/cdsgd: S-SGD iterations before delaying (ALGO:warmup_steps=W; default 20)"},
-      {"--lr-local", "lr_local", "odsgd/ssdsgd/cdsgd: local learning rate, 0: --lr (ALGO:lr_local=LR; default 0)"},
-      {"--lr-warmup-steps", "lr_warmup_steps", "odsgd/ssdsgd/cdsgd: ramp the local lr over N steps (ALGO:lr_warmup_steps=N; default 0)"},
-      {"--delay-steps", "delay_steps", "ssdsgd: pull the global weights every k iterations (ssdsgd:delay_steps=k; default 4)"},
-      {"--local-update", "local_update", "ssdsgd: glu | sgd (ssdsgd:local_update=glu; default glu)"},
-      {"--glu-coef", "glu_coef", "ssdsgd: weight of the global update direction (ssdsgd:glu_coef=c; default 0.5)"},
-      {"--correction-steps", "correction_steps", "cdsgd: full-precision push every k iterations (cdsgd:correction_steps=k; default 5)"},
-      {"--threshold", "threshold", "cdsgd: twobit threshold when no --codec is given (cdsgd:threshold=T; default 0.005)"},
-      {"--sync-every", "sync_every", "localsgd: average the models every H iterations (localsgd:sync_every=H; default 4)"},
-      {"--post-local", "post_local", "localsgd: S-SGD for the first K iterations (localsgd:post_local=K; default 0)"},
-      {"--bucket-mb", "bucket_mb", "wfbp: fusion bucket size in MB (wfbp:bucket_mb=M; default 4)"},
-  };
-  shorthands.clear();
-  shorthands.reserve(std::size(kFlags));  // the options below hold pointers into it
-  for (const Flag& f : kFlags) {
-    shorthands.push_back({f.flag, f.key, ""});
-    app.add_option(f.flag, shorthands.back().value, f.help);
-  }
-}
-
-void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_spec,
-                     std::vector<train::SpecShorthand>& shorthands) {
-  train::register_builtin_strategies();
-  app.add_option("--algo", o.algo,
-                 "training algorithm, a spec NAME[:KEY=VALUE,...] (e.g. diloco:inner_steps=50; docs/algorithms.md); "
-                 "NAME: " + choices(train::strategy_names()))
-      ->capture_default_str();
-  app.add_option("--topology", o.topology, "allreduce | ps (default: the algorithm's own)");
-  app.add_option("--np", o.num_workers, "worker ranks")->capture_default_str();
-  app.add_option("--servers", o.num_servers, "parameter-server ranks (ps topology)")->capture_default_str();
-  app.add_option("--model", o.model, choices(train::model_names()))->capture_default_str();
-  app.add_option("--epochs", o.epochs, "passes over the training set")->capture_default_str();
-  app.add_option("--max-steps", o.max_steps, "stop after this many iterations (0: all epochs)");
-  app.add_option("--batch", o.batch, "per-worker batch size")->capture_default_str();
-  app.add_option("--lr", o.lr, "learning rate")->capture_default_str();
-  app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
-  app.add_option("--wd", o.weight_decay, "weight decay")->capture_default_str();
-  app.add_option("--link", link_spec, "emulated NIC per rank: BANDWIDTH[,LATENCY] (e.g. 1Gbps,50us) or none")
-      ->capture_default_str();
-  app.add_option("--codec", o.codec,
-                 "gradient codec spec NAME[:KEY=VALUE,...], e.g. topk:ratio=0.01 (docs/compression.md); NAME: " +
-                     choices(compress::codec_names()))
-      ->capture_default_str();
-  app.add_option("--compress-pull", o.pull_codec,
-                 "parameter server: compress pull replies too, with SPEC (default: the --codec); pulls are fp32 "
-                 "otherwise, as in MXNet")
-      ->expected(0, 1);
-  app.add_option("--seed", o.seed, "model init and data order")->capture_default_str();
-  app.add_option("--data", o.data_dir,
-                 "image models: fashion-mnist (default), synthetic, or a folder of MNIST-format IDX or CIFAR-10 binary "
-                 "files; gpt: python-stdlib (default) or a text file or folder");
-  app.add_option("--train-limit", o.train_limit, "use only the first N training items");
-  app.add_option("--test-limit", o.test_limit, "evaluate on the first N test items");
-  app.add_flag("--eval-each-epoch", o.eval_each_epoch, "record test accuracy after every epoch");
-  app.add_option("--eval-every", o.eval_every,
-                 "also record test accuracy every N iterations (finer time to target; 0: off)");
-  app.add_option("--threads", o.threads_per_rank, "libtorch threads per rank (0: cores / ranks)");
-  app.add_flag("--oversubscribe", o.oversubscribe,
-               "allow more than 8 ranks per core (--np + --servers) or more than 4 threads per core (--threads)");
-  app.add_option("--out", o.out_dir, "directory for summary.json and metrics.jsonl");
-  add_algo_shorthand_flags(app, shorthands);
-}
-
 int run_train(int argc, char** argv) {
   CLI::App app{"Distributed data-parallel training over MPI", "ferry train"};
   init_app(app);
   train::TrainOptions o;
-  o.num_workers = 4;
-  std::string link_spec = "none";
-  bool no_progress = false;
-  std::vector<train::SpecShorthand> shorthands;
-  add_train_flags(app, o, link_spec, shorthands);
-  app.add_flag("--no-progress", no_progress, "no progress bar");
-  // Reliability (docs/reliability.md).
-  std::string inject_nan;
-  app.add_option("--checkpoint-every", o.checkpoint_every,
-                 "write a checkpoint every N iterations and at the end (0: never)");
-  app.add_option("--checkpoint-dir", o.checkpoint_dir, "directory of the checkpoints (default: <out>/checkpoints)");
-  app.add_option("--keep-checkpoints", o.keep_checkpoints, "newest checkpoints kept")->capture_default_str();
-  app.add_option("--resume", o.resume, "continue from this checkpoint, or from the newest one in this directory");
-  app.add_flag("--deterministic", o.deterministic,
-               "bit-reproducible synchronous runs: one thread per rank, fixed reduction order");
-  app.add_option("--stall-timeout", o.stall_timeout_s,
-                 "abort the job when a worker makes no progress for S seconds (0: never)")
-      ->capture_default_str();
-  app.add_option("--max-bad-steps", o.max_bad_steps, "abort after this many non-finite gradients in a row")
-      ->capture_default_str();
-  app.add_option("--inject-nan-at", inject_nan, "testing aid: worker 0's loss and gradient are NaN at STEP[,COUNT] iterations");
+  TrainFlags flags(app, o, train::OptionPlace::kFlag);
   std::vector<std::string> plugins;
   app.add_option("--plugin", plugins,
                  "shared library adding strategies or codecs to this run, on every rank (docs/architecture.md, "
                  "Plugins); repeatable");
   parse_command_line(app, argc, argv);
   for (const auto& p : plugins) load_plugin(p);  // before the --algo spec is read
-  if (!inject_nan.empty()) train::parse_inject_nan(inject_nan, o);
-  o.link = comm::parse_link_spec(link_spec);
-  o.progress = !no_progress;
-  train::register_builtin_strategies();
   // The strategy's keys resolved, its shorthand flags folded in; an unknown one refused.
-  o.algo = train::fold_shorthands(o.algo, shorthands);
-  if (app.count("--codec") == 0) o.codec = train::default_codec(o.algo);
-  if (app.count("--compress-pull") > 0 && o.pull_codec.empty()) o.pull_codec = o.codec;
+  flags.apply();
+  // --compress-pull alone: the pulls take the pushes' codec.
+  if (app.count("--compress-pull") > 0 && o.pull_codec.empty()) o.pull_codec = train::codec_or_default(o);
   train::validate(o);
   const train::WorldLayout layout = train::world_layout(o);
   const int ranks = layout.num_workers + layout.num_servers;

@@ -20,8 +20,8 @@ int main(int argc, char** argv) {
   // The user's model and data: a two-layer net learning y = sin(3x) on random points.
   auto model = torch::nn::Sequential(torch::nn::Linear(1, 64), torch::nn::Tanh(), torch::nn::Linear(64, 1));
   ferry::train::DistributedOptimizer opt(model->parameters(), &comm,  // ferry
-                                         {.algo = "ssgd", .topology = ps ? "ps" : "allreduce",
-                                          .num_servers = ps ? 1 : 0, .lr = 0.05f, .momentum = 0.9f});
+                                         {.train = {.algo = "ssgd", .topology = ps ? "ps" : "allreduce",
+                                                    .num_servers = ps ? 1 : 0, .lr = 0.05f, .momentum = 0.9f}});
   if (opt.is_server()) {
     opt.serve();
     return 0;

@@ -9,10 +9,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <pybind11/stl.h>
 
 #include "comm/link/link_options.h"
@@ -24,6 +27,7 @@
 #include "core/plugin.h"
 #include "train/distributed_optimizer.h"
 #include "train/strategy.h"
+#include "train/train_option_fields.h"
 
 namespace py = pybind11;
 using ferry::comm::MpiCommunicator;
@@ -96,17 +100,22 @@ bool serve() {
 // The worker-side optimizer over Python tensors (shared storage: FlatParams rebinds them).
 class PyOptimizer {
  public:
-  PyOptimizer(std::vector<at::Tensor> params, const DistributedOptimizerOptions& options) {
+  // `keywords`: the Python keywords of ferry train's options (train_option_fields.h) as JSON;
+  // `sgd`: the wrapped torch.optim.SGD's lr, momentum and weight decay (none with an external optimizer).
+  PyOptimizer(std::vector<at::Tensor> params, const std::string& keywords,
+              const std::optional<std::tuple<float, float, float>>& sgd, bool external_optimizer) {
     Runtime& r = initialised();
     FERRY_REQUIRE(!is_server_rank(r), "a DistributedOptimizer is built on worker ranks only");
     ferry::train::register_builtin_strategies();
     FERRY_REQUIRE(!r.announced, "one DistributedOptimizer per job: the servers serve the first one");
-    DistributedOptimizerOptions o = options;
-    o.num_servers = r.num_servers;  // the servers ferry.init() started
-    const bool ps = ferry::train::resolve_topology(ferry::train::strategy_info(o.algo), o.topology) ==
+    DistributedOptimizerOptions o{.external_optimizer = external_optimizer};
+    ferry::train::apply_keywords(nlohmann::json::parse(keywords), o.train);
+    if (sgd) std::tie(o.train.lr, o.train.momentum, o.train.weight_decay) = *sgd;
+    o.train.num_servers = r.num_servers;  // the servers ferry.init() started
+    const bool ps = ferry::train::resolve_topology(ferry::train::strategy_info(o.train.algo), o.train.topology) ==
                     ferry::train::Topology::kParameterServer;
     // Allreduce algorithms run among the workers only; the ps ones over the world (servers included).
-    if (!ps) o.num_servers = 0;
+    if (!ps) o.train.num_servers = 0;
     ferry::comm::Communicator* comm = ps ? r.world.get() : r.side.get();
     py::gil_scoped_release release;
     optimizer_ = std::make_unique<DistributedOptimizer>(std::move(params), comm, o, /*announce_to_servers=*/ps);
@@ -140,6 +149,10 @@ class PyOptimizer {
   std::uint64_t bytes_sent() const { return optimizer_->bytes_sent(); }
   std::string codec() const { return optimizer_->codec(); }
   std::string algo() const { return optimizer_->algo(); }
+  // The job's options, resolved, as JSON (those the job carries: train_option_fields.h, kJob).
+  std::string options() const {
+    return ferry::train::options_json(optimizer_->options(), ferry::train::OptionPlace::kJob).dump();
+  }
 
  private:
   std::unique_ptr<DistributedOptimizer> optimizer_;
@@ -332,7 +345,7 @@ PYBIND11_MODULE(_C, m) {
     ferry::train::register_builtin_strategies();
     return ferry::train::strategy_info(algo).external_optimizer;
   });
-  m.def("validate", [](const DistributedOptimizerOptions& o, int world_size) { ferry::train::validate(o, world_size); });
+  m.def("option_keywords", &ferry::train::option_keywords);
 
   bind_data(m);
 
@@ -353,25 +366,10 @@ PYBIND11_MODULE(_C, m) {
       .def("decode_add", &PyCodec::decode_add)
       .def("custom_allreduce", &PyCodec::custom_allreduce);
 
-  py::class_<DistributedOptimizerOptions>(m, "OptimizerOptions")
-      .def(py::init<>())
-      .def_readwrite("algo", &DistributedOptimizerOptions::algo)
-      .def_readwrite("topology", &DistributedOptimizerOptions::topology)
-      .def_readwrite("num_servers", &DistributedOptimizerOptions::num_servers)
-      .def_readwrite("lr", &DistributedOptimizerOptions::lr)
-      .def_readwrite("momentum", &DistributedOptimizerOptions::momentum)
-      .def_readwrite("weight_decay", &DistributedOptimizerOptions::weight_decay)
-      .def_readwrite("codec", &DistributedOptimizerOptions::codec)
-      .def_readwrite("pull_codec", &DistributedOptimizerOptions::pull_codec)
-      .def_readwrite("link", &DistributedOptimizerOptions::link)
-      .def_readwrite("batch", &DistributedOptimizerOptions::batch)
-      .def_readwrite("external_optimizer", &DistributedOptimizerOptions::external_optimizer)
-      .def_readwrite("checkpoint_dir", &DistributedOptimizerOptions::checkpoint_dir)
-      .def_readwrite("resume", &DistributedOptimizerOptions::resume)
-      .def_readwrite("keep_checkpoints", &DistributedOptimizerOptions::keep_checkpoints);
-
   py::class_<PyOptimizer>(m, "Optimizer")
-      .def(py::init<std::vector<at::Tensor>, const DistributedOptimizerOptions&>())
+      .def(py::init<std::vector<at::Tensor>, const std::string&, const std::optional<std::tuple<float, float, float>>&,
+                    bool>(),
+           py::arg("params"), py::arg("keywords"), py::arg("sgd"), py::arg("external_optimizer"))
       .def("zero_grad", &PyOptimizer::zero_grad)
       .def("step", &PyOptimizer::step)
       .def("finish", &PyOptimizer::finish)
@@ -382,5 +380,6 @@ PYBIND11_MODULE(_C, m) {
       .def("comm_wait_s", &PyOptimizer::comm_wait_s)
       .def("bytes_sent", &PyOptimizer::bytes_sent)
       .def("codec", &PyOptimizer::codec)
-      .def("algo", &PyOptimizer::algo);
+      .def("algo", &PyOptimizer::algo)
+      .def("options", &PyOptimizer::options);
 }

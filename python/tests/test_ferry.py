@@ -465,6 +465,40 @@ print("all bad options refused")
 '''
 
 
+# The keywords that are options of ferry train come from ferry's option table: the test-only
+# test_option, declared there alone, is one; the job runs with it, typed and checked in C++.
+def test_option_table_keywords_reach_the_job(tmp_path):
+    run_alone(OPTION_KEYWORDS, "option keywords ok")
+
+
+OPTION_KEYWORDS = r'''
+import pathlib, torch, ferry, ferry.torch as ft
+ferry.init()
+keywords = ft.option_keywords()
+for k in ("topology", "codec", "compress_pull", "link", "checkpoint_dir", "resume", "keep_checkpoints", "batch",
+          "test_option"):
+    assert k in keywords, (k, keywords)
+m = torch.nn.Linear(2, 2)
+opt = ft.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.5), algo="localsgd", sync_every=3, test_option=7,
+                              batch=8, checkpoint_dir=pathlib.Path("unused"), keep_checkpoints=None)
+o = opt.options
+assert o["test_option"] == 7 and o["batch"] == 8 and o["keep_checkpoints"] == 2, o
+assert o["algo"] == opt.metrics()["algo"] and "sync_every=3" in o["algo"] and o["topology"] == "allreduce", o
+assert o["lr"] == 0.5 and o["codec"] == opt.metrics()["codec"], o
+opt.finish()
+for kwargs, want in [(dict(test_option="7"), "test_option=\"7\": expected an int"),
+                     (dict(keep_checkpoints=True), "keep_checkpoints=true: expected an int"),
+                     (dict(batch=0), "batch must be at least 1")]:
+    try:
+        ft.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.5), **kwargs)
+    except ValueError as e:
+        assert want in str(e), (kwargs, str(e))
+    else:
+        raise SystemExit(f"accepted {kwargs}")
+print("option keywords ok")
+'''
+
+
 # DiLoCo with the user's own AdamW as the inner optimizer, one worker, one outer step of outer SGD
 # with lr 1 and no momentum: the global weights are θ0 − (θ0 − θ1) for θ1 what torch's AdamW alone
 # reaches in H steps: within one rounding of each subtraction, |w − θ1| ≤ u·(|θ0 − θ1| + |θ1|).

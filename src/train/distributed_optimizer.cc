@@ -5,7 +5,6 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "comm/link/link_options.h"
 #include "comm/message_tags.h"
 #include "core/error.h"
 #include "train/checkpoint.h"
@@ -24,22 +23,11 @@ namespace {
 // checks both `ferry train`'s flags and this API.
 TrainOptions as_train_options(const DistributedOptimizerOptions& o, int world_size) {
   register_builtin_strategies();
-  TrainOptions t;
-  t.algo = canonical_algo(o.algo);  // an unknown name or key first
-  t.topology = o.topology;
-  const Topology topology = resolve_topology(strategy_info(o.algo), o.topology);
-  t.num_servers = topology == Topology::kParameterServer ? o.num_servers : 0;
+  TrainOptions t = o.train;
+  t.algo = canonical_algo(o.train.algo);  // an unknown name or key first
+  const Topology topology = resolve_topology(strategy_info(t.algo), t.topology);
+  t.num_servers = topology == Topology::kParameterServer ? o.train.num_servers : 0;
   t.num_workers = world_size - t.num_servers;
-  t.lr = o.lr;
-  t.momentum = o.momentum;
-  t.weight_decay = o.weight_decay;
-  t.codec = o.codec.empty() ? default_codec(t.algo) : o.codec;
-  t.pull_codec = o.pull_codec;
-  t.link = comm::parse_link_spec(o.link);
-  if (o.batch > 0) t.batch = o.batch;
-  t.checkpoint_dir = o.checkpoint_dir;
-  t.keep_checkpoints = o.keep_checkpoints;
-  t.resume = o.resume;
   t.oversubscribe = true;  // the world exists already: its size is the launcher's business
   return t;
 }
@@ -55,12 +43,13 @@ std::string external_optimizer_algos() {
 // The checks of this API's own options; the rest are ferry train's, on as_train_options().
 void validate_optimizer_options(const DistributedOptimizerOptions& o, int world_size) {
   register_builtin_strategies();
-  canonical_algo(o.algo);  // an unknown algorithm, key or value first, whatever the world
-  FERRY_REQUIRE(!o.external_optimizer || strategy_info(o.algo).external_optimizer, "optimizer: --algo ",
-                algo_name(o.algo), " runs ferry's own SGD update; only ", external_optimizer_algos(),
+  const TrainOptions& t = o.train;
+  canonical_algo(t.algo);  // an unknown algorithm, key or value first, whatever the world
+  FERRY_REQUIRE(!o.external_optimizer || strategy_info(t.algo).external_optimizer, "optimizer: --algo ",
+                algo_name(t.algo), " runs ferry's own SGD update; only ", external_optimizer_algos(),
                 " step with the caller's optimizer");
-  const Topology topology = resolve_topology(strategy_info(o.algo), o.topology);
-  FERRY_REQUIRE(o.num_servers < world_size || topology == Topology::kAllreduce, "--servers ", o.num_servers,
+  const Topology topology = resolve_topology(strategy_info(t.algo), t.topology);
+  FERRY_REQUIRE(t.num_servers < world_size || topology == Topology::kAllreduce, "--servers ", t.num_servers,
                 " leaves no worker in a world of ", world_size, " ranks");
 }
 
@@ -80,7 +69,7 @@ DistributedOptimizer::DistributedOptimizer(std::vector<at::Tensor> params, comm:
   TrainJob job = make_train_job(as_train_options(options_, comm->size()));
   if (announce_to_servers && comm->rank() == 0) {
     const std::string text = nlohmann::json{{"job", job.to_json()}, {"shapes", shapes_of(params_)}}.dump();
-    for (int s = job.world.num_workers; s < comm->size(); ++s)
+    for (int s = job.world().num_workers; s < comm->size(); ++s)
       comm->send(s, comm::kTagTrainJob, std::as_bytes(std::span(text.data(), text.size())));
   }
   context_ = std::make_unique<WorkerContext>(std::move(job), *comm);
@@ -110,7 +99,7 @@ std::string DistributedOptimizer::save_checkpoint() {
   // Every strategy saves the state of iteration_ complete steps (wfbp completes the buckets
   // still in flight first, whether or not a caller's layer gate would have).
   checkpoints_->save(iteration_, *strategy_, *flat_, WorkerLoopState{});
-  return checkpoint_dir(options_.checkpoint_dir, iteration_);
+  return checkpoint_dir(context_->job().checkpoint_root, iteration_);
 }
 
 void DistributedOptimizer::zero_grad() {
@@ -151,7 +140,7 @@ bool DistributedOptimizer::serve_announced_job(comm::Communicator* comm, int num
   const auto announced = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(m.data.data()), m.data.size()));
   if (announced.is_null()) return false;
   TrainJob job = TrainJob::from_json(announced.at("job"));
-  FERRY_CHECK(job.world.num_servers == num_servers, "the job announces ", job.world.num_servers,
+  FERRY_CHECK(job.world().num_servers == num_servers, "the job announces ", job.world().num_servers,
               " servers; this world has ", num_servers);
   WorkerContext(std::move(job), *comm).serve(announced.at("shapes").get<TensorShapes>());
   return true;
@@ -161,8 +150,6 @@ double DistributedOptimizer::comm_wait_s() const { return strategy_ ? strategy_-
 
 std::uint64_t DistributedOptimizer::bytes_sent() const { return context_->comm().counters().bytes_sent; }
 
-const std::string& DistributedOptimizer::codec() const { return context_->job().codec; }
-
-const std::string& DistributedOptimizer::algo() const { return context_->job().algo; }
+const TrainOptions& DistributedOptimizer::options() const { return context_->job().options; }
 
 }  // namespace ferry::train

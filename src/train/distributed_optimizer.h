@@ -4,7 +4,7 @@
 //
 //   ferry::comm::MpiRuntime mpi(&argc, &argv);
 //   ferry::comm::MpiCommunicator comm;
-//   ferry::train::DistributedOptimizer opt(model->parameters(), &comm, {.algo = "ssgd", .lr = 0.05f});
+//   ferry::train::DistributedOptimizer opt(model->parameters(), &comm, {.train = {.algo = "ssgd", .lr = 0.05f}});
 //   for (auto& batch : my_data) { opt.zero_grad(); loss(model, batch).backward(); opt.step(); }
 //   opt.finish();
 #pragma once
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "train/train_options.h"
 
 namespace ferry::train {
 
@@ -25,28 +26,19 @@ class FlatParams;
 class Strategy;
 class WorkerContext;
 
-// The options of `ferry train` that concern the optimizer (same names, same checks: validate()).
 struct DistributedOptimizerOptions {
-  std::string algo = "ssgd";          // --algo spec: a strategy name (strategy_names()) and its keys
-  std::string topology = "";          // allreduce | ps; empty = the strategy's default
-  int num_servers = 0;                // parameter-server ranks (the last ranks of the world)
-  float lr = 0.05f;                   // learning rate of the global optimizer
-  float momentum = 0.9f;              // its momentum
-  float weight_decay = 0.0f;          // its L2 coefficient
-  std::string codec = "";             // gradient codec spec; empty = the algorithm's default
-  std::string pull_codec = "";        // ps: codec of the pull replies; empty = fp32 pulls
-  std::string link = "none";          // emulated NIC of every rank: BANDWIDTH[,LATENCY] or none
+  // `ferry train`'s options (train_options.h; the Python keywords are those the option table marks,
+  // train_option_fields.h). Those of the job count: algo, topology, num_servers (the last ranks of
+  // the world; the others are the workers), lr, momentum, weight_decay, codec ("": the
+  // algorithm's), pull_codec, link, batch (for codec thresholds in MXNet's units), deterministic
+  // (collectives in a fixed order), and the checkpoints of ferry's own state (checkpoint.h's format, as `ferry train
+  // --checkpoint-every` writes them): save_checkpoint() writes checkpoint_dir/ckpt-<iterations>
+  // (refused without a checkpoint_dir), `resume` (a checkpoint, or a directory whose newest
+  // complete one is taken) restores every worker's and server's state, keep_checkpoints.
+  TrainOptions train = {};
   // The caller steps the weights with its own optimizer before step() (DiLoCo's inner
   // optimizer); refused for strategies whose update is ferry's (StrategyInfo::external_optimizer).
   bool external_optimizer = false;
-  std::int64_t batch = 0;             // per-worker batch, for codec thresholds in MXNet's units
-                                      // (twobit units=mxnet); 0 = not given
-  // Checkpoints of ferry's own state (checkpoint.h's format, as `ferry train --checkpoint-every`
-  // writes them): save_checkpoint() writes ROOT/ckpt-<iterations>; `resume` (a checkpoint, or a
-  // root whose newest complete one is taken) restores every worker's and server's state.
-  std::string checkpoint_dir = "";    // ROOT; "" = save_checkpoint() is refused
-  std::string resume = "";            // "" = a fresh start
-  int keep_checkpoints = 2;           // the newest ones kept in ROOT
 };
 
 // Checks `options` for a world of `world_size` ranks as `ferry train` checks its flags; throws
@@ -83,6 +75,8 @@ class DistributedOptimizer {
   // shards) as the checkpoint of iterations() steps; a collective: every worker calls it after
   // the same step. Returns the checkpoint's directory.
   std::string save_checkpoint();
+  // The options the job runs with, resolved (TrainJob::options: canonical specs, the topology named).
+  const TrainOptions& options() const;
   // Steps done, counting those of the checkpoint resumed from.
   std::int64_t iterations() const { return iteration_; }
   // wfbp: the per-layer gate (Strategy::layer_gate) for a caller that calls it before each
@@ -96,9 +90,9 @@ class DistributedOptimizer {
   // Bytes this rank has sent so far (through the emulated link when there is one, else raw).
   std::uint64_t bytes_sent() const;
   // The codec spec in use, every option resolved ("none" when uncompressed).
-  const std::string& codec() const;
+  const std::string& codec() const { return options().codec; }
   // The algorithm's spec the strategy runs, every option resolved ("localsgd:sync_every=4,...").
-  const std::string& algo() const;
+  const std::string& algo() const { return options().algo; }
 
  private:
   DistributedOptimizerOptions options_;

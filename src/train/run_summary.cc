@@ -6,10 +6,10 @@
 #include <cstring>
 #include <span>
 
-#include "comm/link/link_options.h"
 #include "comm/message_tags.h"
 #include "core/error.h"
 #include "train/models/model.h"
+#include "train/train_option_fields.h"
 
 namespace ferry::train {
 
@@ -47,26 +47,14 @@ nlohmann::json make_run_summary(const RunSummaryInput& in, const std::vector<Wor
     bytes_recv += s.bytes_recv / all.size();
   }
   const double steps = static_cast<double>(in.iterations - in.resumed_from);
-  nlohmann::json summary = {
-      {"algo", o.algo},
-      {"topology", topology_name(in.topology)},
-      {"np", o.num_workers},
-      {"servers", in.num_servers},
-      {"model", o.model},
+  nlohmann::json summary = options_json(o, OptionPlace::kSummary);
+  summary.update({
       {"parameters", in.parameters},
-      {"epochs", o.epochs},
-      {"batch", o.batch},
-      {"lr", o.lr},
-      {"seed", o.seed},
-      {"link", comm::describe(o.link)},
-      {"codec", in.codec},
-      {"pull_codec", in.pull_codec.empty() ? "fp32" : in.pull_codec},
       {"iterations", in.iterations},
       {"samples_per_s", steps * o.batch * o.num_workers / std::max(max_train, 1e-9)},
       {"resumed_from", in.resumed_from},
       {"skipped_steps", all_bad},
       {"checkpoint_s", in.checkpoint_s},
-      {"deterministic", o.deterministic},
       {"weights_fnv1a", hex64(in.weights_hash)},
       {"test_acc", in.final_eval.accuracy},
       {"test_loss", in.final_eval.mean_loss},
@@ -75,7 +63,7 @@ nlohmann::json make_run_summary(const RunSummaryInput& in, const std::vector<Wor
       {"bytes_sent_per_worker", bytes},
       {"bytes_recv_per_worker", bytes_recv},
       {"comm_wait_fraction", wait_frac},
-  };
+  });
   // Token models: exp of the mean cross-entropy per predicted token.
   if (model_input(o.model) == ModelInput::kTokens) summary["test_perplexity"] = std::exp(in.final_eval.mean_loss);
   return summary;

@@ -11,7 +11,6 @@
 
 #include "comm/communicator.h"
 #include "train/models/evaluate.h"
-#include "train/strategy.h"
 #include "train/train_options.h"
 
 namespace ferry::train {
@@ -33,12 +32,11 @@ std::optional<std::vector<WorkerStats>> gather_worker_stats(comm::Communicator& 
 
 // Everything the summary says that the workers' stats do not.
 struct RunSummaryInput {
-  const TrainOptions* options = nullptr;  // the run's options (the caller's, outlives the call)
-  Topology topology = Topology::kAllreduce;
-  int num_servers = 0;
+  // The run's options, resolved (TrainJob::options: canonical specs, the topology named); those
+  // the option table marks for summary.json (train_option_fields.h) are written. The caller's,
+  // outlives the call.
+  const TrainOptions* options = nullptr;
   std::int64_t parameters = 0;       // the model's parameter count
-  std::string codec;                 // canonical push codec spec
-  std::string pull_codec;            // canonical pull codec spec ("" = fp32)
   std::int64_t iterations = 0;       // iterations done, counting those before a resume
   std::int64_t resumed_from = 0;     // iterations done before this run (0: a fresh run)
   double checkpoint_s = 0;           // rank 0's time writing checkpoints

@@ -47,7 +47,7 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
                             const std::function<void(const std::string& why)>& on_stall) {
   WorkerContext context(make_train_job(o), raw_comm);
   const TrainJob& job = context.job();
-  const WorldLayout world = job.world;
+  const WorldLayout world = job.world();
   FERRY_REQUIRE(raw_comm.size() == world.num_workers + world.num_servers, "the run needs ",
                 world.num_workers + world.num_servers, " ranks (", world.num_workers, " workers + ", world.num_servers,
                 " servers) but the communicator has ", raw_comm.size());
@@ -142,12 +142,8 @@ nlohmann::json run_training(const TrainOptions& o, comm::Communicator& raw_comm,
   const auto all = gather_worker_stats(raw_comm, world.num_workers, mine);
   if (!all) return {};
   RunSummaryInput in;
-  in.options = &o;
-  in.topology = job.topology;
-  in.num_servers = world.num_servers;
+  in.options = &job.options;
   in.parameters = model->parameter_count();
-  in.codec = job.codec;
-  in.pull_codec = job.pull_codec;
   in.iterations = it;
   in.resumed_from = start_it;
   in.checkpoint_s = checkpoints.seconds();

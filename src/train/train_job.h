@@ -10,7 +10,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "comm/link/link_options.h"
 #include "ps/sgd_optimizer.h"
 #include "train/checkpoint_coordinator.h"
 #include "train/strategy.h"
@@ -19,24 +18,22 @@
 namespace ferry::train {
 
 struct TrainJob {
-  std::string algo;                // canonical --algo spec (canonical_algo)
-  Topology topology = Topology::kAllreduce;
-  WorldLayout world;
-  ps::SgdOptions sgd;              // the global optimizer
-  std::string codec = "none";      // canonical codec spec
-  std::string pull_codec;          // canonical pull codec spec; "" = fp32 pulls
-  std::int64_t batch = 0;          // per-worker batch (codec thresholds in MXNet's units); 0 = unknown
-  comm::LinkOptions link;          // the emulated NIC of every rank; disabled = the raw transport
-  bool deterministic = false;      // collectives in a fixed reduction order
-  // Checkpoints: where they go ("" = none), every how many iterations (0: when the caller asks),
-  // how many are kept, what their metadata records (job_config(); a resume must match it), and
-  // the checkpoint this job continues from.
+  // The options as given, resolved: the canonical algorithm, codec and pull codec specs
+  // (canonical_algo, canonical_codec, canonical_pull_codec; pull_codec "" = fp32 pulls), the
+  // topology named, servers only on the parameter-server topology. The job's JSON carries the
+  // fields the option table marks for it (train_option_fields.h, OptionPlace::kJob).
+  TrainOptions options;
+  float rescale = 1.0f;  // the global optimizer's gradient rescale (ps::SgdOptions)
+  // Checkpoints: where they go ("" = none), what their metadata records (job_config(); a resume
+  // must match it), and the checkpoint this job continues from.
   std::string checkpoint_root;
-  std::int64_t checkpoint_every = 0;
-  int keep_checkpoints = 2;
   nlohmann::json config;
   ResumePoint resume;
 
+  Topology topology() const;
+  WorldLayout world() const { return WorldLayout{options.num_workers, options.num_servers}; }
+  // The global optimizer.
+  ps::SgdOptions sgd() const { return ps::SgdOptions{options.lr, options.momentum, options.weight_decay, rescale}; }
   // What the job's strategy is constructed with.
   StrategyOptions strategy_options(bool external_optimizer = false) const;
   nlohmann::json to_json() const;

@@ -101,9 +101,11 @@ void parse_inject_nan(const std::string& spec, TrainOptions& o) {
   }
 }
 
+std::string codec_or_default(const TrainOptions& o) { return o.codec.empty() ? default_codec(o.algo) : o.codec; }
+
 std::string canonical_codec(const TrainOptions& o) {
   try {
-    return compress::canonical_codec_spec(o.codec);
+    return compress::canonical_codec_spec(codec_or_default(o));
   } catch (const InvalidArgument& e) {
     FERRY_THROW(InvalidArgument, "invalid --codec '", o.codec, "': ", e.what());
   }

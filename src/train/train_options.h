@@ -1,4 +1,6 @@
-// Everything one `ferry train` run is made of; the CLI fills it, tests fill it.
+// Everything one `ferry train` run is made of; the CLI fills it, tests fill it. Each field has its
+// row in train_option_fields.cc (flag, JSON key, Python keyword, help, where it appears): a new
+// option is a field here and a row there.
 #pragma once
 
 #include <cstdint>
@@ -21,11 +23,11 @@ struct TrainOptions {
   float lr = 0.05f;                 // global learning rate
   float momentum = 0.9f;            // SGD momentum
   float weight_decay = 0.0f;        // L2 coefficient
-  comm::LinkOptions link;           // emulated NIC of every rank; disabled = raw transport
-  std::string codec = "none";       // gradient codec spec (docs/compression.md); "none" = raw fp32
+  comm::LinkOptions link = {};      // emulated NIC of every rank; disabled = raw transport
+  std::string codec = "";           // gradient codec spec (docs/compression.md); "" = the algorithm's default
   std::string pull_codec = "";      // --compress-pull: codec of the servers' pull replies; "" = fp32
   std::uint64_t seed = 1;           // model init and data order
-  std::string data_dir;             // --data; "": the model's default (training_data.h)
+  std::string data_dir = "";        // --data; "": the model's default (training_data.h)
   std::int64_t train_limit = 0;     // use only the first N training items; 0 = all
   std::int64_t test_limit = 0;      // evaluate on the first N test items; 0 = all
   bool eval_each_epoch = false;     // evaluate test accuracy after every epoch (rank 0)
@@ -44,6 +46,7 @@ struct TrainOptions {
   double stall_timeout_s = 300;     // abort when a worker makes no progress for this long; 0 = never
   std::int64_t inject_nan_step = -1;  // testing aid: worker 0's gradient is NaN from this iteration...
   std::int64_t inject_nan_count = 1;  // ...for this many iterations
+  std::int64_t test_option = 0;     // testing aid: reaches every place an option can; nothing reads it
 };
 
 // Whether --deterministic makes `algo` bit-reproducible (its registry entry's `deterministic`:
@@ -57,8 +60,10 @@ void validate(const TrainOptions& options);
 // Workers and servers of the run (servers only with the parameter-server topology).
 WorldLayout world_layout(const TrainOptions& options);
 
-// The codec spec with every option resolved ("twobit" -> "twobit:threshold=0.5"); a bad spec is
-// an InvalidArgument naming --codec.
+// The codec as given, or the algorithm's default_codec when none is ("" -> "none" for most).
+std::string codec_or_default(const TrainOptions& options);
+// The codec spec with every option resolved ("twobit" -> "twobit:threshold=0.5"; "" -> the
+// algorithm's default_codec, "none" for most); a bad spec is an InvalidArgument naming --codec.
 std::string canonical_codec(const TrainOptions& options);
 // The pull codec with error feedback on (gradient_codecs.h, pull_codec_spec), or "" for fp32
 // pulls; a bad spec or topology is an InvalidArgument naming --compress-pull.

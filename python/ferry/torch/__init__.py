@@ -1,5 +1,6 @@
 """ferry.torch: a DistributedOptimizer wrapping a torch.optim.SGD with any ferry algorithm and codec,
 and the collectives a training script needs (broadcast_parameters, allreduce)."""
+import json
 import os
 import re
 
@@ -10,7 +11,7 @@ from .. import _unfinished
 
 from . import hooks  # noqa: E402,F401
 
-__all__ = ["DistributedOptimizer", "broadcast_parameters", "allreduce", "algorithms", "hooks"]
+__all__ = ["DistributedOptimizer", "broadcast_parameters", "allreduce", "algorithms", "option_keywords", "hooks"]
 
 def _pythonic(message):
     """ferry's messages name command-line flags (--delay-steps); here they are keyword arguments."""
@@ -20,6 +21,12 @@ def _pythonic(message):
 def algorithms():
     """Every training algorithm ferry has, by name."""
     return list(_C.strategy_names())
+
+
+def option_keywords():
+    """The keywords of DistributedOptimizer that are options of `ferry train` (its flags' names, '_'
+    for '-'), as ferry's option table declares them."""
+    return list(_C.option_keywords())
 
 
 class DistributedOptimizer:
@@ -35,30 +42,45 @@ class DistributedOptimizer:
     default lr). The parameters are moved into one flat buffer; replace their values in place only
     (p.copy_), never by p.data = ... (detected at step()).
 
-    Keyword options: algo, topology ("allreduce" | "ps"; default: the algorithm's), codec (a codec spec,
-    e.g. "twobit:threshold=0.005"; default: the algorithm's), compress_pull (ps: compress pull replies
-    too, with this spec, or True for the codec), link ("1Gbps,50us": an emulated NIC per rank; default:
-    FERRY_LINK or none), checkpoint_dir (where save_checkpoint() writes ferry's state), resume (a
-    checkpoint, or a checkpoint_dir whose newest one is taken, to continue from), keep_checkpoints,
-    model (the torch.nn.Module whose parameters these are: wfbp then completes each update when the
-    next forward reaches the module that reads it, overlapping the back layers' communication with
-    the front layers' forward, as in ferry train; other algorithms do not need it), batch (the
-    per-worker batch size, needed by codec thresholds in MXNet's units, twobit:units=mxnet), and the
-    keys of the algorithm's spec, which join it: algo="ssdsgd", delay_steps=2 is
-    algo="ssdsgd:delay_steps=2", algo="diloco", inner_steps=50 is algo="diloco:inner_steps=50" (the
-    keys are ferry train's flags with '_' for '-'; ferry.torch.algorithms() names the algorithms). A
-    key the algorithm does not have, or a bad value, raises ValueError naming it.
+    Keyword options: algo, and the options of `ferry train` that this API takes, named as its flags
+    with '_' for '-' (option_keywords(); declared once in ferry's option table,
+    src/train/train_option_fields.cc): topology ("allreduce" | "ps"; default: the algorithm's), codec
+    (a codec spec, e.g. "twobit:threshold=0.005"; default: the algorithm's), compress_pull (ps:
+    compress pull replies too, with this spec, or True for the codec), link ("1Gbps,50us": an
+    emulated NIC per rank; default: FERRY_LINK or none), checkpoint_dir (where save_checkpoint()
+    writes ferry's state), resume (a checkpoint, or a checkpoint_dir whose newest one is taken, to
+    continue from), keep_checkpoints, batch (the per-worker batch size, needed by codec thresholds in
+    MXNet's units, twobit:units=mxnet); None stands for the default. model (the torch.nn.Module whose
+    parameters these are: wfbp then completes each update when the next forward reaches the module
+    that reads it, overlapping the back layers' communication with the front layers' forward, as in
+    ferry train; other algorithms do not need it). Any other keyword is a key of the algorithm's
+    spec, which joins it: algo="ssdsgd", delay_steps=2 is algo="ssdsgd:delay_steps=2",
+    algo="diloco", inner_steps=50 is algo="diloco:inner_steps=50" (the keys are ferry train's flags
+    with '_' for '-'; ferry.torch.algorithms() names the algorithms). A key the algorithm does not
+    have, or a bad value, raises ValueError naming it.
     """
 
-    def __init__(self, optimizer, named_parameters=None, algo="ssgd", topology="", codec="", compress_pull=None,
-                 link=None, checkpoint_dir=None, resume=None, keep_checkpoints=2, model=None, batch=None, **options):
+    def __init__(self, optimizer, named_parameters=None, algo="ssgd", *, model=None, **options):
         if not _C.initialised():
             raise ValueError("ferry is not initialised: call ferry.init() first")
+        keywords = set(option_keywords())
+        given = {k: v for k, v in options.items() if k in keywords and v is not None}
         # The algorithm's own keys given as keyword arguments join its spec, here and nowhere else:
         # algo="diloco", inner_steps=50 is algo="diloco:inner_steps=50" (ferry refuses unknown keys).
-        if options:
-            extra = ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in options.items())
+        spec_keys = {k: v for k, v in options.items() if k not in keywords}
+        if spec_keys:
+            extra = ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in spec_keys.items())
             algo = f"{algo},{extra}" if ":" in algo else f"{algo}:{extra}"
+        compress_pull = given.pop("compress_pull", None)
+        if compress_pull is True:
+            if not given.get("codec"):
+                raise ValueError("compress_pull=True compresses pulls with codec=, which is not given")
+            compress_pull = given["codec"]
+        if compress_pull:
+            given["compress_pull"] = compress_pull
+        given.setdefault("link", os.environ.get("FERRY_LINK", "none"))
+        given = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in given.items()}
+        given["algo"] = algo
         try:
             external = _C.takes_external_optimizer(algo) and not isinstance(optimizer, torch.optim.SGD)
         except ValueError as e:
@@ -92,36 +114,18 @@ class DistributedOptimizer:
             if p.dtype != torch.float32 or p.device.type != "cpu":
                 raise ValueError(f"parameter {i}: expected a float32 CPU tensor, got {p.dtype} on {p.device}")
 
-        o = _C.OptimizerOptions()
-        o.algo = algo
-        o.topology = topology
-        o.external_optimizer = external
-        if not external:
-            o.lr, o.momentum, o.weight_decay = float(g["lr"]), float(g["momentum"]), float(g["weight_decay"])
-        o.codec = codec
-        if compress_pull is True:
-            if not codec:
-                raise ValueError("compress_pull=True compresses pulls with codec=, which is not given")
-            o.pull_codec = codec
-        elif compress_pull:
-            o.pull_codec = compress_pull
-        o.link = link if link is not None else os.environ.get("FERRY_LINK", "none")
-        o.checkpoint_dir = os.fspath(checkpoint_dir) if checkpoint_dir is not None else ""
-        o.resume = os.fspath(resume) if resume is not None else ""
-        if not isinstance(keep_checkpoints, int) or isinstance(keep_checkpoints, bool):
-            raise ValueError(f"keep_checkpoints={keep_checkpoints!r}: expected an int")
-        o.keep_checkpoints = keep_checkpoints
-        if batch is not None:
-            if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-                raise ValueError(f"batch={batch!r}: expected the per-worker batch size, an int >= 1")
-            o.batch = batch
+        try:
+            keywords_json = json.dumps(given, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"options: {e}") from None
+        sgd = None if external else (float(g["lr"]), float(g["momentum"]), float(g["weight_decay"]))
         gates = self._layer_gates(model, params) if model is not None else {}
         self._optimizer = optimizer
         self._external = external
         self._params = params
         self._lr = g["lr"]  # as given (o.lr is its float32 rounding)
         try:
-            self._impl = _C.Optimizer(params, o)
+            self._impl = _C.Optimizer(params, keywords_json, sgd, external)
         except ValueError as e:
             raise ValueError(_pythonic(str(e))) from None
         self._finished = False
@@ -227,6 +231,12 @@ class DistributedOptimizer:
     def iterations(self):
         """Steps done, counting those of the checkpoint resumed from."""
         return self._impl.iterations()
+
+    @property
+    def options(self):
+        """The options the job runs with, resolved (canonical algorithm and codec specs, the topology
+        named), by their keys in ferry's job: {"algo": ..., "codec": ..., "batch": ..., ...}."""
+        return json.loads(self._impl.options())
 
     def metrics(self):
         return {"comm_wait_s": self._impl.comm_wait_s(), "bytes_sent": self._impl.bytes_sent(),
