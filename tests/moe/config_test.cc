@@ -65,7 +65,7 @@ TEST(Config, KeysThatChangeTheMathAreRefusedByName) {
       {"mixtral", "rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}, "rope_scaling = "},
       {"mixtral", "rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}, {"beta_fast", 32}}, "field 'beta_fast'"},
       {"mixtral", "rope_scaling", {{"rope_type", "linear"}, {"factor", -2.0}}, "factor must be finite and greater than 0"},
-      {"mixtral", "rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}, "rope_scaling = "},
+      {"mixtral", "rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}, "rope_scaling yarn is implemented as DeepSeek"},
       {"mixtral", "rope_parameters", {{"rope_type", "llama3"}, {"rope_theta", 5e5}}, "rope_parameters = "},
       {"mixtral", "attention_bias", true, "key 'attention_bias' is not implemented for model_type 'mixtral'"},
       {"mixtral", "shared_expert_intermediate_size", 16, "key 'shared_expert_intermediate_size'"},
@@ -377,6 +377,80 @@ TEST(Config, GroupLimitedSigmoidRouting) {
   EXPECT_EQ(i[0][0].item<std::int64_t>(), 1);
   EXPECT_EQ(i[0][1].item<std::int64_t>(), 0);
   EXPECT_NEAR(w[0][0].item<float>(), 2.5f * sig(-2.f) / (sig(3.f) + sig(-2.f)), 1e-6);
+}
+
+// DeepSeek-V3's config.json as released (its FP8 quantization_config is refused by name: ferry
+// reads BF16 checkpoints and GGUF files), and Kimi-K2's model_type read as the same family.
+TEST(Config, DeepSeekV3AsReleased) {
+  nlohmann::json j = nlohmann::json::parse(R"({
+    "architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config"}, "aux_loss_alpha": 0.001,
+    "bos_token_id": 0, "eos_token_id": 1, "ep_size": 1, "first_k_dense_replace": 3, "hidden_act": "silu",
+    "hidden_size": 7168, "initializer_range": 0.02, "intermediate_size": 18432, "kv_lora_rank": 512,
+    "max_position_embeddings": 163840, "model_type": "deepseek_v3", "moe_intermediate_size": 2048,
+    "moe_layer_freq": 1, "n_group": 8, "n_routed_experts": 256, "n_shared_experts": 1, "norm_topk_prob": true,
+    "num_attention_heads": 128, "num_experts_per_tok": 8, "num_hidden_layers": 61, "num_key_value_heads": 128,
+    "num_nextn_predict_layers": 1, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                            "weight_block_size": [128, 128]},
+    "rms_norm_eps": 1e-06, "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
+    "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096, "type": "yarn"}, "rope_theta": 10000,
+    "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "seq_aux": true, "tie_word_embeddings": false,
+    "topk_group": 4, "topk_method": "noaux_tc", "torch_dtype": "bfloat16", "transformers_version": "4.33.1",
+    "use_cache": true, "v_head_dim": 128, "vocab_size": 129280})");
+  EXPECT_NE(error_of(j).find("key 'quantization_config'"), std::string::npos) << error_of(j);
+  j.erase("quantization_config");
+  const MoeConfig c = config_from_json(j, "v3");
+  EXPECT_TRUE(c.mla());
+  EXPECT_EQ(c.head_dim, 192);
+  EXPECT_EQ(c.rotary_dims(), 64);
+  EXPECT_EQ(c.kv_lora_rank, 512);
+  EXPECT_EQ(c.q_lora_rank, 1536);
+  EXPECT_EQ(c.v_head_dim, 128);
+  EXPECT_EQ(c.kv_key_width(), 576);  // what the KV cache holds per token and layer
+  EXPECT_EQ(c.kv_value_width(), 0);
+  EXPECT_EQ(c.dense_layers, std::vector<int>({0, 1, 2}));
+  EXPECT_EQ(c.num_experts, 256);
+  EXPECT_EQ(c.shared_expert_intermediate_size, 2048);
+  EXPECT_EQ(c.scoring_func, "sigmoid");
+  EXPECT_TRUE(c.router_bias && !c.group_by_max);
+  EXPECT_EQ(c.n_group, 8);
+  EXPECT_EQ(c.topk_group, 4);
+  EXPECT_EQ(c.routed_scaling_factor, 2.5);
+  EXPECT_EQ(c.nextn_layers, 1);
+  EXPECT_EQ(c.rope_scaling.type, "yarn");
+  EXPECT_NEAR(yarn_softmax_factor(c), std::pow(0.1 * std::log(40.0) + 1, 2), 1e-12);
+  EXPECT_EQ(rope_attention_factor(c), 1.0);  // mscale == mscale_all_dim
+  const MoeConfig again = config_from_json(config_to_json(c), "again");  // written back as read
+  EXPECT_EQ(again.kv_key_width(), 576);
+  EXPECT_EQ(again.rope_scaling.factor, 40);
+  EXPECT_EQ(again.dense_layers, c.dense_layers);
+  nlohmann::json kimi = j;
+  kimi["model_type"] = "kimi_k2";
+  EXPECT_EQ(config_from_json(kimi, "k2").model_type, "deepseek_v3");
+  // V2's defaults and rules: softmax greedy top-k, weights scaled only when not renormalised.
+  nlohmann::json v2 = j;
+  for (const char* k : {"scoring_func", "topk_method", "n_group", "topk_group", "norm_topk_prob"}) v2.erase(k);
+  v2["model_type"] = "deepseek_v2";
+  v2["q_lora_rank"] = nullptr;  // V2-Lite
+  const MoeConfig c2 = config_from_json(v2, "v2");
+  EXPECT_EQ(c2.scoring_func, "softmax");
+  EXPECT_FALSE(c2.router_bias || c2.norm_topk_prob);
+  EXPECT_EQ(c2.n_group, 1);
+  EXPECT_EQ(c2.q_lora_rank, 0);
+  EXPECT_EQ(c2.routed_scaling_factor, 2.5);
+  v2["topk_method"] = "group_limited_greedy";
+  v2["n_group"] = 8;
+  v2["topk_group"] = 3;
+  EXPECT_TRUE(config_from_json(v2, "v2").group_by_max);
+  v2["topk_method"] = "random";
+  EXPECT_NE(error_of(v2).find("topk_method"), std::string::npos) << error_of(v2);
+  nlohmann::json bad = j;
+  bad["attention_bias"] = true;
+  EXPECT_NE(error_of(bad).find("attention_bias"), std::string::npos) << error_of(bad);
+  bad = base("mixtral");  // yarn is DeepSeek's (its softmax scale) only
+  bad["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
+  EXPECT_NE(error_of(bad).find("yarn"), std::string::npos) << error_of(bad);
 }
 
 }  // namespace

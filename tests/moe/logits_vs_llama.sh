@@ -32,17 +32,28 @@ echo "[[$(IFS=,; echo "${tokens[*]}")]]" >"$tmp/tokens.json"
 shape=(--layers 4 --hidden 256 --heads 4 --kv-heads 2 --head-dim 64 --experts 8 --intermediate 256)
 # Mixtral in every format; GLM-4.5 (sigmoid routing with a selection bias in two groups, a shared
 # expert, a leading dense layer, q/k/v biases, half-rotary heads) and DeepSeek-V3 (the same routing,
-# multi-head latent attention with the queries' bottleneck, and without it as V2-Lite) in F32 and Q8_0.
+# multi-head latent attention with the queries' bottleneck, and without it as V2-Lite) in F32 and
+# Q8_0; DeepSeek-V3 with YaRN (its frequencies and its softmax scale) in F32.
 # name:family:types:make-tiny flags
 models=("mixtral:mixtral:F32 Q8_0 Q4_0 Q4_K_M:" "glm4_moe:glm4_moe:F32 Q8_0:--shared-expert 256 --dense-layers 0"
         "deepseek_v3:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 128"
-        "deepseek_v2_lite:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 0")
+        "deepseek_v2_lite:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 0"
+        "deepseek_v3_yarn:deepseek_v3:F32:--dense-layers 0 --q-lora-rank 128")
 failures=0
 for entry in "${models[@]}"; do
   IFS=: read -r name family types extra <<<"$entry"
   # shellcheck disable=SC2086  # $extra holds flags
   "$ferry" moe make-tiny --out "$tmp/$name" --family "$family" "${shape[@]}" $extra >/dev/null \
     || { echo "FAIL: make-tiny $name"; failures=$((failures + 1)); continue; }
+  if [[ $name == *_yarn ]]; then  # DeepSeek-V3's YaRN, its context stretched 4x from 32 positions
+    /usr/bin/python3 - "$tmp/$name/config.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["rope_scaling"] = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32, "beta_fast": 32,
+                     "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}
+json.dump(j, open(sys.argv[1], "w"))
+PY
+  fi
   for t in $types; do
     "$ferry" moe quantize --model "$tmp/$name" --out "$tmp/$name-$t.gguf" --type $t >/dev/null || { echo "FAIL: quantize $name $t"; failures=$((failures + 1)); continue; }
     "$ferry" moe logits --model "$tmp/$name-$t.gguf" --tokens "$tmp/tokens.json" --prompt ${#tokens[@]} --out "$tmp/$name-$t.npy" \

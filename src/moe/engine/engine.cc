@@ -239,8 +239,8 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
 
   auto freqs = torch::outer(torch::arange(0, c.max_position_embeddings, torch::kFloat64), rope_inv_freq(c));
   auto emb = torch::cat({freqs, freqs}, -1);
-  m.rope_cos = emb.cos().to(torch::kFloat32);
-  m.rope_sin = emb.sin().to(torch::kFloat32);
+  m.rope_cos = (emb.cos() * rope_attention_factor(c)).to(torch::kFloat32);
+  m.rope_sin = (emb.sin() * rope_attention_factor(c)).to(torch::kFloat32);
   m.stats.expert_counts.assign(static_cast<std::size_t>(c.num_moe_layers()) * c.num_experts, 0);
   m.stats.budget_bytes = m.budget;
   eng->reset();

@@ -36,7 +36,7 @@ const std::set<std::string>& common_keys() {
       "architectures", "torch_dtype", "dtype", "transformers_version", "_name_or_path", "bos_token_id",
       "eos_token_id", "pad_token_id", "initializer_range", "use_cache", "output_router_logits",
       "router_aux_loss_coef", "router_jitter_noise", "attention_dropout", "return_dict", "output_hidden_states",
-      "output_attentions"};
+      "output_attentions", "auto_map"};
   return keys;
 }
 
@@ -79,8 +79,10 @@ RopeScaling parse_rope_scaling(const nlohmann::json& j, const std::string& origi
     fields.insert("factor");
   } else if (s.type == "llama3") {
     fields.insert({"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
+  } else if (s.type == "yarn") {
+    fields.insert({"factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"});
   } else if (s.type != "default") {
-    refuse("implemented: default, linear, llama3");
+    refuse("implemented: default, linear, llama3, yarn");
   }
   for (auto it = r.begin(); it != r.end(); ++it)
     if (!fields.count(it.key())) refuse("field '" + it.key() + "' is not one of rope_type " + s.type + "'s");
@@ -89,7 +91,17 @@ RopeScaling parse_rope_scaling(const nlohmann::json& j, const std::string& origi
     if (!(std::isfinite(v) && v > 0)) refuse(std::string(field) + " must be finite and greater than 0");
     return v;
   };
-  if (s.type == "linear" || s.type == "llama3") s.factor = positive("factor", 0);
+  if (s.type == "linear" || s.type == "llama3" || s.type == "yarn") s.factor = positive("factor", 0);
+  if (s.type == "yarn") {  // DeepSeek's DeepseekV2YarnRotaryEmbedding and its defaults
+    s.original_max_position_embeddings = config_get_or<int>(r, "original_max_position_embeddings", 4096, origin);
+    if (s.original_max_position_embeddings <= 0) refuse("original_max_position_embeddings must be positive");
+    s.beta_fast = positive("beta_fast", 32);
+    s.beta_slow = positive("beta_slow", 1);
+    s.mscale = config_get_or<double>(r, "mscale", 1, origin);
+    s.mscale_all_dim = config_get_or<double>(r, "mscale_all_dim", 0, origin);
+    if (!(std::isfinite(s.mscale) && std::isfinite(s.mscale_all_dim) && s.mscale >= 0 && s.mscale_all_dim >= 0))
+      refuse("mscale and mscale_all_dim must be finite and at least 0");
+  }
   if (s.type == "llama3") {
     s.low_freq_factor = positive("low_freq_factor", 0);
     s.high_freq_factor = positive("high_freq_factor", 0);
@@ -214,6 +226,9 @@ MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin) {
   // The family's own keys: expert counts and widths, shared experts, dense layers, attention
   // biases and norms, sliding windows.
   family->read(j, c, origin);
+  if (c.rope_scaling.type == "yarn" && !c.mla())
+    FERRY_THROW(FormatError, "config '", origin, "': rope_scaling yarn is implemented as DeepSeek's latent attention "
+                "applies it (its softmax scale), not for model_type '", c.model_type, "'");
   c.validate(origin);
   return c;
 }
@@ -268,6 +283,14 @@ nlohmann::json config_to_json(const MoeConfig& c) {
                          {"low_freq_factor", s.low_freq_factor},
                          {"high_freq_factor", s.high_freq_factor},
                          {"original_max_position_embeddings", s.original_max_position_embeddings}};
+  if (s.type == "yarn")
+    j["rope_scaling"] = {{"type", "yarn"},
+                         {"factor", s.factor},
+                         {"original_max_position_embeddings", s.original_max_position_embeddings},
+                         {"beta_fast", s.beta_fast},
+                         {"beta_slow", s.beta_slow},
+                         {"mscale", s.mscale},
+                         {"mscale_all_dim", s.mscale_all_dim}};
   return j;
 }
 

@@ -13,11 +13,13 @@ namespace ferry::moe {
 
 // config.json's rope_scaling (or rope_parameters), as HF's rope initialisers read it.
 struct RopeScaling {
-  std::string type = "default";                // default, linear or llama3 (others are refused)
+  std::string type = "default";                // default, linear, llama3 or yarn (others are refused)
   double factor = 1.0;                         // linear, llama3: how much longer the context is
   double low_freq_factor = 1.0;                // llama3
   double high_freq_factor = 4.0;               // llama3
-  int original_max_position_embeddings = 8192;  // llama3: the context the model was trained for
+  int original_max_position_embeddings = 8192;  // llama3, yarn: the context the model was trained for
+  double beta_fast = 32, beta_slow = 1;        // yarn: the rotations bounding the interpolated dims
+  double mscale = 1, mscale_all_dim = 0;       // yarn, as DeepSeek's attention applies them (rope_attention_factor)
 };
 
 struct MoeConfig {

@@ -195,12 +195,44 @@ at::Tensor always_active_mlp(const at::Tensor& m, const LayerWeights& lw, const 
   return lw.sgate.defined() ? s * torch::sigmoid(project(m, lw.sgate)) : s;
 }
 
+namespace {
+
+// yarn_get_mscale of DeepSeek's modeling code.
+double yarn_mscale(double factor, double mscale) { return factor <= 1 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0; }
+
+}  // namespace
+
+double rope_attention_factor(const MoeConfig& c) {
+  const RopeScaling& s = c.rope_scaling;
+  return s.type == "yarn" ? yarn_mscale(s.factor, s.mscale) / yarn_mscale(s.factor, s.mscale_all_dim) : 1.0;
+}
+
+double yarn_softmax_factor(const MoeConfig& c) {
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type != "yarn" || s.mscale_all_dim == 0) return 1.0;
+  const double m = yarn_mscale(s.factor, s.mscale_all_dim);
+  return m * m;
+}
+
 at::Tensor rope_inv_freq(const MoeConfig& c) {
   const std::int64_t D = c.rotary_dims();
   at::Tensor inv = 1.0 / torch::pow(c.rope_theta, torch::arange(0, D, 2, torch::kFloat64) / static_cast<double>(D));
   const RopeScaling& s = c.rope_scaling;
   if (s.type == "default") return inv;
   if (s.type == "linear") return inv / s.factor;
+  if (s.type == "yarn") {
+    // DeepSeek's yarn_find_correction_range and linear ramp: the dims that turn fewer than
+    // beta_slow times over the original context are interpolated (divided by factor), those
+    // turning more than beta_fast times kept, a linear blend between.
+    auto dim_of = [&](double turns) {
+      return D * std::log(s.original_max_position_embeddings / (turns * 2 * M_PI)) / (2 * std::log(c.rope_theta));
+    };
+    const double low = std::max(std::floor(dim_of(s.beta_fast)), 0.0);
+    double high = std::min(std::ceil(dim_of(s.beta_slow)), static_cast<double>(D - 1));
+    if (high == low) high += 0.001;
+    const at::Tensor ramp = ((torch::arange(0, D / 2, torch::kFloat64) - low) / (high - low)).clamp(0, 1);
+    return inv / s.factor * ramp + inv * (1 - ramp);
+  }
   FERRY_CHECK(s.type == "llama3", "rope_scaling type '", s.type, "' passed the config's checks");
   // Wavelengths longer than the original context / low_freq_factor are slowed by `factor`, those
   // shorter than ... / high_freq_factor kept, the ones between interpolated smoothly.

@@ -62,6 +62,12 @@ std::pair<at::Tensor, at::Tensor> route(const at::Tensor& m, const LayerWeights&
 // The always-active part of a layer's MLP on m [N, H]: a dense layer's MLP, or an MoE layer's
 // shared expert (times its sigmoid gate), or undefined when the layer has neither.
 at::Tensor always_active_mlp(const at::Tensor& m, const LayerWeights& lw, const MoeConfig& c);
+// YaRN (rope_scaling yarn, as DeepSeek's modeling code applies it): the factor the rotary cos and
+// sin are multiplied by, mscale(factor, mscale) / mscale(factor, mscale_all_dim), and the one the
+// softmax scale is, mscale(factor, mscale_all_dim)^2 (with mscale(s, m) = 0.1 m ln s + 1); both 1
+// without yarn.
+double rope_attention_factor(const MoeConfig& c);
+double yarn_softmax_factor(const MoeConfig& c);
 // The rotary inverse frequencies, float64 [rotary_dims() / 2]: 1 / theta^(2i / D), then rope_scaling
 // ("linear": divided by factor; "llama3": HF's _compute_llama3_parameters).
 at::Tensor rope_inv_freq(const MoeConfig& c);

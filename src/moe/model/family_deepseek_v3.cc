@@ -65,6 +65,7 @@ void read_deepseek_v3(const nlohmann::json& j, MoeConfig& c, const std::string& 
   }
   c.group_by_max = method == "group_limited_greedy";
   c.router_bias = method == "noaux_tc";
+  if (v2 && !config_has(j, "norm_topk_prob")) c.norm_topk_prob = false;  // DeepseekV2Config's default
   c.norm_topk_prob = c.norm_topk_prob && c.top_k > 1;
   c.routed_scaling_factor = config_get_or<double>(j, "routed_scaling_factor", v2 ? 1.0 : 2.5, origin);
   if (v2 && c.norm_topk_prob) c.routed_scaling_factor = 1.0;  // V2 scales only the weights it keeps as they are
@@ -161,6 +162,14 @@ ModelFamily deepseek_v3_family() {
     k.set_f32(k.arch("expert_weights_scale"), c.routed_scaling_factor);
     if (c.norm_topk_prob) k.set_bool(k.arch("expert_weights_norm"), true);
     k.set_u32(k.arch("rope.dimension_count"), c.rotary_dims());
+    if (const RopeScaling& s = c.rope_scaling; s.type == "yarn") {
+      k.set_string(k.arch("rope.scaling.type"), "yarn");
+      k.set_f32(k.arch("rope.scaling.factor"), s.factor);
+      k.set_u32(k.arch("rope.scaling.original_context_length"), s.original_max_position_embeddings);
+      k.set_f32(k.arch("rope.scaling.yarn_beta_fast"), s.beta_fast);
+      k.set_f32(k.arch("rope.scaling.yarn_beta_slow"), s.beta_slow);
+      k.set_f32(k.arch("rope.scaling.yarn_log_multiplier"), 0.1 * s.mscale_all_dim);  // the converter's 0.1 x
+    }
   };
   f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
     // llama.cpp's defaults where DeepseekV3Config's differ: no dense lead, no groups.
@@ -206,6 +215,21 @@ ModelFamily deepseek_v3_family() {
       r.refuse("expert_group_count", "llama.cpp scores groups by their two best scores and DeepSeek-V2 by the best; "
                                      "a file without the router bias leaves which one open");
     j["topk_method"] = bias ? "noaux_tc" : j.value("n_group", 1) > 1 ? "group_limited_greedy" : "greedy";
+    const std::string scaling = r.take_string("rope.scaling.type", "none");
+    if (scaling == "yarn") {  // mscale and mscale_all_dim from the log multiplier (0.1 x mscale_all_dim)
+      const quant::GgufValue* log_mul = r.take("rope.scaling.yarn_log_multiplier");
+      if (log_mul == nullptr || !log_mul->is_number())
+        r.refuse("rope.scaling.type", "yarn without rope.scaling.yarn_log_multiplier leaves DeepSeek's mscale open");
+      const double mscale = (log_mul->is_integer() ? double(log_mul->i) : log_mul->f) / 0.1;
+      nlohmann::json y = {{"type", "yarn"}, {"mscale", mscale}, {"mscale_all_dim", mscale}};
+      r.take_number("rope.scaling.factor", y, "factor");
+      r.take_int("rope.scaling.original_context_length", y, "original_max_position_embeddings");
+      r.take_number("rope.scaling.yarn_beta_fast", y, "beta_fast");
+      r.take_number("rope.scaling.yarn_beta_slow", y, "beta_slow");
+      j["rope_scaling"] = y;
+    } else if (scaling != "none") {
+      r.refuse("rope.scaling.type", "implemented: none, yarn");
+    }
     if (const quant::GgufValue* nextn = r.take("nextn_predict_layers")) {
       const std::int64_t layers = j["num_hidden_layers"].get<std::int64_t>();
       if (!nextn->is_integer() || nextn->i < 0 || nextn->i >= layers)
@@ -215,7 +239,10 @@ ModelFamily deepseek_v3_family() {
     }
   };
   f.gguf_check = [](const MoeConfig& c) {
-    gguf_refuse_rope_scaling(c, false);
+    const RopeScaling& s = c.rope_scaling;
+    if (s.type != "yarn") gguf_refuse_rope_scaling(c, false);
+    FERRY_REQUIRE(s.type != "yarn" || s.mscale == s.mscale_all_dim, "config rope_scaling mscale ", s.mscale,
+                  " != mscale_all_dim ", s.mscale_all_dim, ": a GGUF file carries mscale_all_dim only");
     for (std::size_t k = 0; k < c.dense_layers.size(); ++k)
       FERRY_REQUIRE(c.dense_layers[k] == static_cast<int>(k), "config moe_layer_freq: llama.cpp's deepseek2 has dense "
                                                               "layers only before the first MoE layer");

@@ -71,7 +71,7 @@ MlaInputs mla_project(const at::Tensor& a, const LayerWeights& lw, const MoeConf
   return in;
 }
 
-double mla_scale(const MoeConfig& c) { return 1.0 / std::sqrt(static_cast<double>(c.head_dim)); }
+double mla_scale(const MoeConfig& c) { return yarn_softmax_factor(c) / std::sqrt(static_cast<double>(c.head_dim)); }
 
 at::Tensor mla_attend(const MlaInputs& in, const at::Tensor& latents, const at::Tensor& hidden, const LayerWeights& lw,
                       const MoeConfig& c) {

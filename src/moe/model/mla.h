@@ -33,7 +33,8 @@ struct MlaInputs {
 MlaInputs mla_project(const at::Tensor& a, const LayerWeights& lw, const MoeConfig& c, const at::Tensor& cos,
                       const at::Tensor& sin);
 
-// The softmax scale of q . k: 1 / sqrt(head_dim), head_dim = nope + R.
+// The softmax scale of q . k: 1 / sqrt(head_dim), head_dim = nope + R, times YaRN's
+// (yarn_softmax_factor).
 double mla_scale(const MoeConfig& c);
 
 // The absorbed form: the queries against every cached latent `latents` [B or 1, 1, S, kv_lora + R]

@@ -87,7 +87,8 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
     torch::Tensor q, k, v;
     if (c.mla()) {  // the expanded form: keys and values per head (moe/model/mla.h)
       auto angles = torch::outer(torch::arange(impl_->pos, impl_->pos + T, torch::kFloat64), inv_freq);
-      const MlaInputs in = mla_project(a, lw, c, angles.cos().to(torch::kFloat32), angles.sin().to(torch::kFloat32));
+      const double m = rope_attention_factor(c);
+      const MlaInputs in = mla_project(a, lw, c, (angles.cos() * m).to(torch::kFloat32), (angles.sin() * m).to(torch::kFloat32));
       std::tie(k, v) = mla_expand(in.latent, lw, c);
       q = torch::cat({in.q_nope, in.q_pe}, -1);
     } else {
@@ -103,7 +104,7 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
     impl_->k_cache[l] = k;
     impl_->v_cache[l] = v;
     auto kk = k.repeat_interleave(nh / kvh, 1), vv = v.repeat_interleave(nh / kvh, 1);
-    auto scores = torch::matmul(q, kk.transpose(2, 3)) / std::sqrt(static_cast<double>(D));
+    auto scores = torch::matmul(q, kk.transpose(2, 3)) * (c.mla() ? mla_scale(c) : 1 / std::sqrt(static_cast<double>(D)));
     const std::int64_t S = kk.size(2);
     // query i (absolute position pos+i) may see keys 0..pos+i; in a windowed layer only the last W
     auto qpos = torch::arange(impl_->pos, impl_->pos + T, torch::kInt64).view({T, 1});
