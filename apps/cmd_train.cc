@@ -17,6 +17,7 @@
 
 #include "apps/cli.h"
 #include "apps/command.h"
+#include "apps/link_flag.h"
 #include "apps/mpi_launch.h"
 #include "apps/train_flags.h"
 #include "comm/link/link_options.h"
@@ -78,8 +79,7 @@ void add_train_flags(CLI::App& app, train::TrainOptions& o, std::string& link_sp
   app.add_option("--lr", o.lr, "learning rate")->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
   app.add_option("--wd", o.weight_decay, "weight decay")->capture_default_str();
-  app.add_option("--link", link_spec, "emulated NIC per rank: BANDWIDTH[,LATENCY] (e.g. 1Gbps,50us) or none")
-      ->capture_default_str();
+  add_link_flag(app, link_spec);
   app.add_option("--codec", o.codec,
                  "gradient codec spec NAME[:KEY=VALUE,...], e.g. topk:ratio=0.01 (docs/compression.md); NAME: " +
                      choices(compress::codec_names()))

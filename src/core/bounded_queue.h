@@ -16,7 +16,7 @@ class BoundedQueue {
  public:
   // capacity: the most items held at once; push() blocks when full.
   explicit BoundedQueue(std::size_t capacity) : capacity_(capacity) {
-    FERRY_CHECK(capacity > 0, "queue capacity must be positive");
+    FERRY_CHECK(capacity > 0, "queue capacity must be greater than 0");
   }
 
   // Blocks while full. Returns false (and drops the item) if the queue is closed.
