@@ -44,11 +44,6 @@ class BoundedQueue {
     return take_locked();
   }
 
-  std::optional<T> try_pop() {
-    std::lock_guard lock(mu_);
-    return take_locked();
-  }
-
   // Wakes every waiter; later pushes fail, pops drain what is left.
   void close() {
     std::lock_guard lock(mu_);

@@ -1,5 +1,7 @@
 #include "comm/link/link_options.h"
 
+#include <functional>
+
 #include "core/error.h"
 #include "core/link_spec.h"
 #include "core/registry.h"
@@ -8,13 +10,22 @@
 namespace ferry::comm {
 namespace {
 
+// A kind of training link: its registry entry (core/registry.h).
+struct NicLinkEntry {
+  std::string name;                 // its spec name
+  std::string summary;              // one line for help texts
+  // Reads the entry's options; `text` is the flag's value, for errors. Null: no options, no link.
+  std::function<LinkOptions(SpecReader&, std::string_view text)> read = {};
+  std::string positional_key = {};  // "emulated:1Gbps,50us" = "emulated:rate=1Gbps,50us"
+  bool bare_rate = false;           // BANDWIDTH[,LATENCY] alone reads as this kind
+};
+
 Registry<NicLinkEntry>& registry() {
   static Registry<NicLinkEntry> r("--link");
   return r;
 }
 
-}  // namespace
-
+// emulated and none. Idempotent.
 void register_builtin_nic_links() {
   auto& r = registry();
   r.add_if_absent({.name = "emulated",
@@ -31,6 +42,8 @@ void register_builtin_nic_links() {
                    .bare_rate = true});
   r.add_if_absent({.name = "none", .summary = "no emulation: the transport's own speed"});
 }
+
+}  // namespace
 
 LinkOptions parse_link_spec(std::string_view spec) {
   if (spec.empty()) return {};
