@@ -1,5 +1,6 @@
 #include "moe/engine/engine_specs.h"
 
+#include <cctype>
 #include <cmath>
 #include <string_view>
 
@@ -99,7 +100,12 @@ DeviceMem parse_device_mem(const std::string& text) {
   DeviceMem m;
   if (text == "auto") {
     m.automatic = true;
-  } else if (!text.empty() && text.back() == '%') {
+    return m;
+  }
+  FERRY_REQUIRE(!text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.'),
+                "invalid --device-mem '", text, "': expected auto, a size such as 256MiB or a percentage of all "
+                "experts such as 30%");
+  if (!text.empty() && text.back() == '%') {
     m.percent = parse_percent(text, "--device-mem");
     FERRY_REQUIRE(m.percent > 0 && m.percent <= 100, "invalid --device-mem '", text,
                   "': expected a percentage in (0, 100] such as 30%");
