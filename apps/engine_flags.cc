@@ -60,7 +60,6 @@ void check_hardware(const std::string& link, const std::string& compute, const s
   if (!weights.empty()) moe::quant::parse_weight_format(weights);
 }
 
-
 }  // namespace
 
 void add_weights_flag(CLI::App& app, std::string& weights) {

@@ -105,7 +105,7 @@ DeviceMem parse_device_mem(const std::string& text) {
   FERRY_REQUIRE(!text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.'),
                 "invalid --device-mem '", text, "': expected auto, a size such as 256MiB or a percentage of all "
                 "experts such as 30%");
-  if (!text.empty() && text.back() == '%') {
+  if (text.back() == '%') {
     m.percent = parse_percent(text, "--device-mem");
     FERRY_REQUIRE(m.percent > 0 && m.percent <= 100, "invalid --device-mem '", text,
                   "': expected a percentage in (0, 100] such as 30%");
