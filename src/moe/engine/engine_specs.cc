@@ -57,7 +57,7 @@ void read_times(SpecReader& s, const std::string& text, ComputeProfile& p) {
 }  // namespace
 
 std::string resolve_auto_compute(const std::string& text, const std::string& link_kind) {
-  if (text != "auto") return text;
+  if (Spec::name_of(text) != "auto") return text;
   return link_kind == "emulated" ? "a100" : "none";
 }
 
