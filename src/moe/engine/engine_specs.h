@@ -16,11 +16,13 @@ struct ComputeProfile {
   double host_token_s = 0;     // host time per token routed to one expert
 };
 
-// --compute in the spec grammar (core/spec.h), its kinds listed by compute_help():
-//   none   a100 (device expert 100 us, host 1 ms per token: 10x, host memory bandwidth vs HBM,
-//   docs/moe.md)   paced:device_expert=100us,host_token=1ms   paced:100us,1ms (positional)
-//   100us,1ms (DEVICE,HOST_PER_TOKEN alone: paced)   auto (parses as its name only,
-//   resolve_auto_compute). Throws InvalidArgument naming --compute.
+// --compute, a spec (core/spec.h) of one of the kinds compute_help() lists:
+//   none                                      no padding
+//   a100                                      device expert 100 us, host 1 ms per token (10x: host
+//                                             memory bandwidth vs HBM, docs/moe.md)
+//   paced:device_expert=100us,host_token=1ms  given times; also paced:100us,1ms and 100us,1ms alone
+//   auto                                      parses as its name only (resolve_auto_compute)
+// Throws InvalidArgument naming --compute.
 ComputeProfile parse_compute_profile(const std::string& text);
 // `auto` (the `ferry moe` commands' default): "a100" under an emulated link (the deployment it
 // emulates, and what a scaled link is scaled by), "none" (this CPU's real times) under a real one
