@@ -15,12 +15,14 @@
 #include "apps/child_process.h"
 #include "apps/cli.h"
 #include "apps/command.h"
+#include "apps/link_flag.h"
 #include "apps/train_flags.h"
 #include "apps/render_plots.h"
 #include "comm/link/link_options.h"
 #include "compress/codec_registry.h"
 #include "core/error.h"
 #include "core/spec.h"
+#include "core/units.h"
 #include "train/compare.h"
 #include "train/models/model.h"
 #include "train/strategy.h"
@@ -92,7 +94,7 @@ int run_compare(int argc, char** argv) {
                  "continues the spec before it: none,topk:ratio=0.05,ef=0 is two codecs. NAME: " +
                      choices(compress::codec_names()))
       ->capture_default_str();
-  app.add_option("--link", link, "emulated NIC: BANDWIDTH,LATENCY")->capture_default_str();
+  add_link_flag(app, link);
   app.add_option("--bandwidths", bandwidths,
                  "sweep: comma-separated bandwidths, each run with the latency of --link (plots speedup)");
   app.add_option("--np", np, "worker ranks")->capture_default_str();
@@ -122,18 +124,17 @@ int run_compare(int argc, char** argv) {
   train::compare_run_codec("twobit", twobit);  // a bad --threshold before any run
 
   std::vector<std::string> links;
-  const auto base = comm::parse_link_spec(link);  // validates --link
+  const comm::LinkOptions base = comm::parse_link_spec(link);  // validates --link
   if (bandwidths.empty()) {
     links.push_back(link);
   } else {
-    const auto comma = link.find(',');
-    const std::string latency = comma == std::string::npos ? "" : link.substr(comma);
+    // Each bandwidth with the latency of --link, as BANDWIDTH[,LATENCY].
+    const std::string latency = base.latency_s > 0 ? "," + duration_text(base.latency_s) : "";
     for (const auto& bw : split_list(bandwidths)) {
       comm::parse_link_spec(bw + latency);  // validates each bandwidth
       links.push_back(bw + latency);
     }
   }
-  (void)base;
   const auto plan = train::compare_plan(split_spec_list(algos, "--algos", "an algorithm"),
                                         split_spec_list(codecs, "--codecs", "a codec"), links);
 

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/cli.h"
+#include "apps/link_flag.h"
 #include "apps/mpi_launch.h"
 #include "comm/link/link_options.h"
 #include "core/error.h"
@@ -28,8 +29,7 @@ int run_run(int argc, char** argv) {
   app.add_option("--np", np, "worker ranks")->capture_default_str();
   app.add_option("--servers", servers, "parameter-server ranks (the last ranks; ferry.init() serves on them)")
       ->capture_default_str();
-  app.add_option("--link", link, "emulated NIC per rank for DistributedOptimizer: BANDWIDTH[,LATENCY] or none")
-      ->capture_default_str();
+  add_link_flag(app, link);  // DistributedOptimizer's default link on every rank
   app.add_flag("--oversubscribe", oversubscribe, "allow more than 8 ranks per core");
   app.add_option("command", command, "the program and its arguments, after --")->required();
   parse_command_line(app, argc, argv);

@@ -9,7 +9,7 @@ namespace ferry::apps {
 // Each subcommand's entry point, defined in its cmd_*.cc file.
 int run_compare(int argc, char** argv);
 int run_units(int argc, char** argv);
-int run_moe(int, char**);
+int run_moe(int argc, char** argv);
 int run_train(int argc, char** argv);
 int run_run(int argc, char** argv);
 int run_advise(int argc, char** argv);

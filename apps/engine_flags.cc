@@ -32,19 +32,14 @@ constexpr const char* kDeviceMemHelp =
     "device budget for routed experts: auto (every expert resident when the model fits in the memory this process may "
     "use, else what fits beside the dense weights, the KV cache and the workspace), bytes (256MiB) or % of all experts; "
     "a budget that cannot fit is refused before loading";
-constexpr const char* kLinkHelp =
-    "host-to-device link: pcie3, pcie4, BW,LAT (12GBps,10us), mixtral-a100 (the Mixtral/A100 transfer:compute "
-    "ratio), file (experts read from disk), none, or auto (file for a GGUF model, else mixtral-a100)";
 constexpr const char* kWeightsHelp =
     "the routed experts' weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K (quantized at load); default: as "
     "the model stores them (F32 for a checkpoint directory, the file's types for a GGUF file)";
-constexpr const char* kComputeHelp =
-    "compute profile: none, a100, DEVICE,HOST_PER_TOKEN (100us,1ms), or auto (a100 under an emulated link, else none)";
 std::string sweep(const std::string& help) { return help + "; comma-separated, one run each"; }
 
 void add_hardware_flags(CLI::App& app, std::string& link, std::string& compute, std::string& weights) {
-  app.add_option("--link", link, kLinkHelp)->capture_default_str();
-  app.add_option("--compute", compute, kComputeHelp)->capture_default_str();
+  app.add_option("--link", link, "host-to-device link, " + moe::link_help())->capture_default_str();
+  app.add_option("--compute", compute, moe::compute_help())->capture_default_str();
   app.add_option("--weights", weights, kWeightsHelp)->capture_default_str();
 }
 
@@ -63,11 +58,6 @@ void check_hardware(const std::string& link, const std::string& compute, const s
   moe::parse_link_spec(link);
   moe::parse_compute_profile(compute);
   if (!weights.empty()) moe::quant::parse_weight_format(weights);
-}
-
-// The budget's form only: a percentage of one byte parses as a percentage of any model.
-void check_device_mem(const std::string& text) {
-  if (text != "auto") moe::parse_device_mem(text, /*total_expert_bytes=*/1);
 }
 
 }  // namespace
@@ -93,7 +83,7 @@ void add_engine_sweep_flags(CLI::App& app, moe::BenchOptions& o) {
 
 void check_engine_flags(const moe::EngineOptions& o) {
   check_policy("--policy", o.policy);
-  check_device_mem(o.device_mem);
+  moe::parse_device_mem(o.device_mem);  // the budget's form; against the model when it opens
   check_hardware(o.link, o.compute, o.weights);
 }
 
@@ -102,7 +92,7 @@ void check_engine_sweep_flags(const moe::BenchOptions& o) {
   FERRY_REQUIRE(!o.budgets.empty(), "--device-mem is empty");
   // The list was split on every ',', a spec's own keys too ("prescope:window=2,predictor=...").
   for (const auto& p : join_spec_items(o.policies)) check_policy("--policies:", p, !o.routing_trace.empty());
-  for (const auto& b : o.budgets) check_device_mem(b);
+  for (const auto& b : o.budgets) moe::parse_device_mem(b);
   check_hardware(o.link, o.compute, o.weights);
 }
 

@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "apps/cli.h"
+#include "apps/link_flag.h"
 #include "comm/link/link_options.h"
 
 namespace ferry::apps {
@@ -48,7 +49,7 @@ TrainFlags::TrainFlags(CLI::App& app, train::TrainOptions& o, train::OptionPlace
       using V = std::decay_t<decltype(v)>;
       if constexpr (std::is_same_v<V, comm::LinkOptions>) {
         pending_.push_back({&f, comm::describe(v)});
-        app.add_option(f.flag, pending_.back().text, help);
+        app.add_option(f.flag, pending_.back().text, link_flag_help());
       } else if constexpr (std::is_same_v<V, bool>) {
         if (f.form == train::FlagForm::kNegatedSwitch) {
           pending_.push_back({&f, ""});

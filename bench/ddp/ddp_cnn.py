@@ -205,7 +205,7 @@ def main():
     p.add_argument("--out", default="", help="write the result as JSON here")
     args = p.parse_args()
     if args.np < 1 or args.batch < 1 or args.iters < 1 or args.warmup < 0 or args.epochs < 0:
-        sys.exit("ddp_cnn.py: --np, --batch and --iters must be >= 1; --warmup, --epochs >= 0")
+        sys.exit("ddp_cnn.py: --np, --batch and --iters must be at least 1; --warmup and --epochs at least 0")
     make_model(args.model)  # fail early on an unknown name
     if not os.path.isdir(args.data):
         sys.exit(f"ddp_cnn.py: {args.data}: no such directory")

@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     FERRY_THROW(InvalidArgument, "--kernels: unknown kernels '", name, "' (portable, avx2, avx512vnni)");
   };
   try {
-    FERRY_REQUIRE(reps >= 1, "--reps must be positive");
+    FERRY_REQUIRE(reps >= 1, "--reps must be at least 1");
     torch::NoGradGuard ng;
     std::filesystem::create_directories(out_dir);
     std::map<int, double> roofline;

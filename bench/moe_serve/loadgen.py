@@ -553,7 +553,7 @@ def main():
     args = p.parse_args()
     for name in ("requests_per_client", "requests", "sessions", "turns", "prompt_max", "output_max"):
         if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1")
+            p.error(f"--{name.replace('_', '-')} must be at least 1")
     if not args.measure_bytes_per_token:
         if not args.label or not args.out:
             p.error("--label and --out are required")

@@ -27,7 +27,7 @@ void validate(const ModelProfile& p, const std::string& what) {
   FERRY_REQUIRE_OP(p.batch, >=, 1, what, ": batch");
   auto time_ok = [](double t) { return std::isfinite(t) && t >= 0; };
   FERRY_REQUIRE(time_ok(p.forward_s) && time_ok(p.backward_s) && time_ok(p.update_s), what,
-                ": forward_s, backward_s and update_s must be finite and >= 0, got ", p.forward_s, ", ",
+                ": forward_s, backward_s and update_s must be finite and at least 0, got ", p.forward_s, ", ",
                 p.backward_s, ", ", p.update_s);
   FERRY_REQUIRE_OP(p.forward_s + p.backward_s, >, 0, what, ": forward_s + backward_s");
   for (std::size_t i = 0; i < p.tensors.size(); ++i) {
@@ -78,7 +78,7 @@ ModelProfile model_profile_from_json(const nlohmann::json& j, const std::string&
   if (!(p.device_tflops >= 0)) FERRY_THROW(FormatError, what, ": device_tflops must be at least 0");
   p.compute_noise = j.contains("compute_noise") ? field<double>(j, "compute_noise", what) : 0.0;
   if (!(p.compute_noise >= 0) || !std::isfinite(p.compute_noise))
-    FERRY_THROW(FormatError, what, ": compute_noise must be finite and >= 0");
+    FERRY_THROW(FormatError, what, ": compute_noise must be finite and at least 0");
   const auto tensors = field<nlohmann::json>(j, "tensors", what);
   if (!tensors.is_array()) FERRY_THROW(FormatError, what, ": 'tensors' must be an array");
   const std::size_t n = tensors.size();
@@ -88,12 +88,12 @@ ModelProfile model_profile_from_json(const nlohmann::json& j, const std::string&
     if (t.is_number()) {  // a bare gradient-size list: element counts in registration order
       const double v = t.get<double>();
       if (!(v >= 1) || v != std::floor(v))
-        FERRY_THROW(FormatError, what, ": tensor ", i, " numel must be a positive integer, got ", t.dump());
+        FERRY_THROW(FormatError, what, ": tensor ", i, " numel must be an integer of at least 1, got ", t.dump());
       tp.numel = static_cast<std::size_t>(v);
     } else {
       const double v = field<double>(t, "numel", what);
       if (!(v >= 1) || v != std::floor(v))
-        FERRY_THROW(FormatError, what, ": tensor ", i, " numel must be a positive integer, got ", v);
+        FERRY_THROW(FormatError, what, ": tensor ", i, " numel must be an integer of at least 1, got ", v);
       tp.numel = static_cast<std::size_t>(v);
       tp.name = t.value("name", std::string());
     }

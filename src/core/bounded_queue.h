@@ -16,7 +16,7 @@ class BoundedQueue {
  public:
   // capacity: the most items held at once; push() blocks when full.
   explicit BoundedQueue(std::size_t capacity) : capacity_(capacity) {
-    FERRY_CHECK(capacity > 0, "queue capacity must be positive");
+    FERRY_CHECK(capacity > 0, "queue capacity must be greater than 0");
   }
 
   // Blocks while full. Returns false (and drops the item) if the queue is closed.
@@ -41,11 +41,6 @@ class BoundedQueue {
     std::unique_lock lock(mu_);
     not_empty_.wait_for(lock, std::chrono::duration<double>(timeout_s),
                         [&] { return closed_ || !items_.empty(); });
-    return take_locked();
-  }
-
-  std::optional<T> try_pop() {
-    std::lock_guard lock(mu_);
     return take_locked();
   }
 

@@ -119,13 +119,11 @@ bool is_finite(const V& v) {
   if constexpr (std::is_floating_point_v<V>) return std::isfinite(v);
   return true;
 }
-// How the operator forms word their requirement, as the others do: " must be at least 0",
-// " must be finite and greater than 0" (always, or for a value that is not finite) or " must be
-// positive" (" must be a finite positive number" for a value that is not finite).
-enum class BoundWords { kOperator, kFiniteOperator, kPositive };
+// How the operator forms word their requirement, as the others do: " must be at least 0", or
+// " must be finite and greater than 0" (always, or for a value that is not finite).
+enum class BoundWords { kOperator, kFiniteOperator };
 template <typename B>
 std::string bound_words(BoundWords words, bool finite, const char* op, const B& bound) {
-  if (words == BoundWords::kPositive) return finite ? " must be positive" : " must be a finite positive number";
   if (words == BoundWords::kFiniteOperator || !finite)
     return concat(" must be finite and ", relation_words(relation_of(op)), bound);
   return concat(requirement_words(relation_of(op)), bound);
@@ -191,7 +189,8 @@ constexpr const char* relation_symbol(Relation r) {
 //   InvalidArgument("--latency must be finite and at least 0, got inf");
 // FERRY_REQUIRE_FINITE(o.lr, >, 0, "--lr") says "finite and" whatever the value:
 //   InvalidArgument("--lr must be finite and greater than 0, got -1");
-// FERRY_REQUIRE_POSITIVE(o.threshold, "--threshold") reads "--threshold must be positive, got -1".
+// FERRY_REQUIRE_POSITIVE(o.threshold, "--threshold") is FERRY_REQUIRE_OP(o.threshold, >, 0, "--threshold"):
+//   "--threshold must be greater than 0, got -1".
 #define FERRY_REQUIRE_OP_(words, value, op, bound, ...)                                                   \
   do {                                                                                                    \
     static_assert(::ferry::detail::valid_operator(#op), "FERRY_REQUIRE_OP: op must be ==, !=, <, <=, > or >="); \
@@ -206,8 +205,7 @@ constexpr const char* relation_symbol(Relation r) {
   FERRY_REQUIRE_OP_(::ferry::detail::BoundWords::kOperator, value, op, bound, __VA_ARGS__)
 #define FERRY_REQUIRE_FINITE(value, op, bound, ...) \
   FERRY_REQUIRE_OP_(::ferry::detail::BoundWords::kFiniteOperator, value, op, bound, __VA_ARGS__)
-#define FERRY_REQUIRE_POSITIVE(value, ...) \
-  FERRY_REQUIRE_OP_(::ferry::detail::BoundWords::kPositive, value, >, 0, __VA_ARGS__)
+#define FERRY_REQUIRE_POSITIVE(value, ...) FERRY_REQUIRE_OP(value, >, 0, __VA_ARGS__)
 
 // A range: FERRY_REQUIRE_IN(o.momentum, 0, 1, "[)", "--momentum") throws
 //   InvalidArgument("--momentum must be in [0, 1), got 1.5")

@@ -27,7 +27,7 @@ std::pair<double, std::string_view> split_number(std::string_view text, std::str
   if (ec != std::errc() || end == trimmed.data())
     FERRY_THROW(InvalidArgument, "invalid ", what, " '", text, "': expected a number followed by a unit");
   if (!std::isfinite(value) || value < 0)
-    FERRY_THROW(InvalidArgument, "invalid ", what, " '", text, "': must be a finite non-negative number");
+    FERRY_THROW(InvalidArgument, "invalid ", what, " '", text, "': must be finite and at least 0");
   std::string_view unit(end, trimmed.data() + trimmed.size() - end);
   while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.front()))) unit.remove_prefix(1);
   return {value, unit};
@@ -57,14 +57,19 @@ double parse_bandwidth_bytes_per_s(std::string_view text) {
       // Linux tc's rates (tc(8): kbit, mbit, gbit are decimal bits per second), as scripts/cluster.sh takes them.
       {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}};
   double v = apply_suffix(text, "bandwidth", kSuffixes, "bps, Kbps, Mbps, Gbps, Bps, MBps, GBps, GB/s or tc's mbit", false);
-  if (v <= 0) FERRY_THROW(InvalidArgument, "invalid bandwidth '", text, "': must be positive");
+  if (v <= 0) FERRY_THROW(InvalidArgument, "invalid bandwidth '", text, "': must be greater than 0");
   return v;
 }
 
-double parse_duration_s(std::string_view text) {
+double parse_duration_s(std::string_view text, std::string_view what) {
   static const std::vector<Suffix> kSuffixes = {{"ns", 1e-9}, {"us", 1e-6}, {"µs", 1e-6}, {"ms", 1e-3},
                                                 {"s", 1.0},   {"min", 60.0}, {"h", 3600.0}};
-  return apply_suffix(text, "duration", kSuffixes, "ns, us, ms, s, min or h", false);
+  return apply_suffix(text, what, kSuffixes, "ns, us, ms, s, min or h", false);
+}
+
+double parse_percent(std::string_view text, std::string_view what) {
+  static const std::vector<Suffix> kSuffixes = {{"%", 1.0}};
+  return apply_suffix(text, what, kSuffixes, "%", false);
 }
 
 BandwidthLatency parse_bandwidth_latency(std::string_view text, std::string_view whole) {
@@ -87,15 +92,15 @@ BandwidthLatency parse_bandwidth_latency(std::string_view text, std::string_view
   return out;
 }
 
-std::uint64_t parse_bytes(std::string_view text) {
+std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
   static const std::vector<Suffix> kSuffixes = {
       {"B", 1.0},          {"KB", 1e3},          {"MB", 1e6},          {"GB", 1e9},         {"TB", 1e12},
       {"KiB", 1024.0},     {"MiB", 1048576.0},   {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
       {"K", 1024.0},       {"M", 1048576.0},     {"G", 1073741824.0}};
-  double v = apply_suffix(text, "size", kSuffixes, "B, KB, MB, GB, KiB, MiB or GiB", true);
+  double v = apply_suffix(text, what, kSuffixes, "B, KB, MB, GB, KiB, MiB or GiB", true);
   // 2^64 and above do not fit (llround would also wrap above 2^63).
   if (!(std::round(v) < 18446744073709551616.0))
-    FERRY_THROW(InvalidArgument, "invalid size '", text, "': too large (at most 2^64 - 1 bytes, about 16 EiB)");
+    FERRY_THROW(InvalidArgument, "invalid ", what, " '", text, "': too large (at most 2^64 - 1 bytes, about 16 EiB)");
   return static_cast<std::uint64_t>(std::round(v));
 }
 
@@ -117,6 +122,20 @@ std::string format_duration(double s) {
   else if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.3g us", s * 1e6);
   else if (s < 1) std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
   else std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+std::string duration_text(double s) {
+  if (s == 0) return "0";
+  static const Suffix kUnits[] = {{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
+  const Suffix* unit = &kUnits[3];
+  for (const Suffix& u : kUnits)
+    if (s >= u.factor) {
+      unit = &u;
+      break;
+    }
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9g%s", s / unit->factor, std::string(unit->name).c_str());
   return buf;
 }
 

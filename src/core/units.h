@@ -11,13 +11,16 @@ namespace ferry {
 // bytes (B) matter.
 double parse_bandwidth_bytes_per_s(std::string_view text);
 // "50us", "1.5ms", "2s", "100ns" -> seconds. A bare "0" is allowed.
-double parse_duration_s(std::string_view text);
+// The parsers throw InvalidArgument "invalid WHAT 'TEXT': ..."; `what` names the quantity or the
+// flag it came from ("--device-mem").
+double parse_duration_s(std::string_view text, std::string_view what = "duration");
 // "24GiB", "512MiB", "1.5GB", "4096" -> bytes. Binary (KiB) and decimal (KB) prefixes.
-std::uint64_t parse_bytes(std::string_view text);
+std::uint64_t parse_bytes(std::string_view text, std::string_view what = "size");
+// "30%" -> 30.
+double parse_percent(std::string_view text, std::string_view what = "percentage");
 
 // A link's rate and delay, written "BANDWIDTH[,LATENCY]": "1Gbps,50us", "12GBps,10us", "10Gbps"
-// (latency 0). The one grammar of --link, for training's emulated NICs (comm/link) and MoE's
-// host-to-device links (moe/store/link.h), which add their own named links around it.
+// (latency 0): the rate of every paced link kind of --link (core/link_spec.h).
 struct BandwidthLatency {
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
@@ -31,6 +34,9 @@ BandwidthLatency parse_bandwidth_latency(std::string_view text, std::string_view
 std::string format_bytes(double bytes);
 // 0.000050 -> "50 us".
 std::string format_duration(double seconds);
+// 0.000050 -> "50us", 0.0015 -> "1.5ms", 0 -> "0": as a flag is written, in the largest unit that
+// keeps it at least 1, to 9 digits (parse_duration_s reads it back).
+std::string duration_text(double seconds);
 // 1.25e8 -> "1 Gbps".
 std::string format_bandwidth(double bytes_per_s);
 

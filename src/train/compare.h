@@ -40,9 +40,10 @@ struct CompareResult {
   int exit_code = 0;
 };
 
-// Which pairs make sense: a codec applies to ssgd, asgd, odsgd and ssdsgd; cdsgd runs with
-// each compressing codec of the list (twobit when there is none); localsgd, wfbp and
-// compute-only send fp32. compute-only is always added (the iteration-time floor).
+// Which pairs make sense, asked of the strategies' entries: one that takes a codec runs with each
+// codec of the list; one that needs one (cdsgd) with each compressing codec of it (its default
+// codec when there is none); one that takes none sends fp32. The compute floor (compute-only) is
+// always added.
 std::vector<CompareConfig> compare_plan(const std::vector<std::string>& algos, const std::vector<std::string>& codecs,
                                         const std::vector<std::string>& links);
 

@@ -161,7 +161,7 @@ const StrategyInfo& compute_floor_strategy();
 // of the spec, else "none".
 std::string default_codec(const std::string& algo_spec);
 // Throws InvalidArgument when the strategy cannot use a codec other than the identity (its
-// takes_codec is false: localsgd, wfbp, compute-only exchange weights or fused buckets in fp32).
+// takes_codec is false: it exchanges weights or fused buckets in fp32).
 void validate_algorithm_codec(const StrategyInfo& info, const std::string& codec_spec);
 // The --algo spec the strategy `name` reads its options from: options.algo, or the bare name when
 // it is empty (a caller that builds StrategyOptions by hand takes the defaults); InvalidArgument

@@ -60,7 +60,7 @@ std::span<const OptionField> train_option_fields() {
       {"lr", "--lr", "learning rate", kCompared | P::kConfig | P::kJob | P::kSummary, &T::lr},
       {"momentum", "--momentum", "SGD momentum", kCompared | P::kConfig | P::kJob, &T::momentum},
       {"weight_decay", "--wd", "weight decay", kCompared | P::kConfig | P::kJob, &T::weight_decay},
-      {"link", "--link", "emulated NIC per rank: BANDWIDTH[,LATENCY] (e.g. 1Gbps,50us) or none",
+      {"link", "--link", "emulated NIC per rank",
        kCompared | P::kConfig | P::kJob | P::kSummary | P::kPython, &T::link},
       {"codec", "--codec",
        "gradient codec spec NAME[:KEY=VALUE,...], e.g. topk:ratio=0.01 (docs/compression.md; default: the "

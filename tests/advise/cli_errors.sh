@@ -11,7 +11,7 @@ echo '{"name": "x", "batch": 8, "forward_s": 0.1, "backward_s": 0.1, "tensors": 
 expect_cli_error "unknown model 'nosuch'" "$FERRY" advise --model nosuch
 expect_cli_error "cannot read model profile file" "$FERRY" advise --model "$tmp/missing.json"
 expect_cli_error "is not valid JSON" "$FERRY" advise --model "$tmp/corrupt.json"
-expect_cli_error "numel must be a positive integer" "$FERRY" advise --model "$tmp/zero.json"
+expect_cli_error "numel must be an integer of at least 1" "$FERRY" advise --model "$tmp/zero.json"
 expect_cli_error "unknown --device 'tpu9'" "$FERRY" advise --model mlp --device tpu9
 expect_cli_error "--workers" "$FERRY" advise --model mlp --workers 4,x
 expect_cli_error "--workers" "$FERRY" advise --model mlp --workers 0

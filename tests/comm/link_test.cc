@@ -33,6 +33,30 @@ TEST(LinkSpec, MalformedIsClear) {
   }
 }
 
+// --link is a spec of the link registry, in MoE's grammar (core/link_spec.h): the key form, the
+// positional form and the bare rate are one link; MoE's kinds are not training's.
+TEST(LinkSpec, SpecFormsAreOneLink) {
+  for (const char* text : {"1Gbps,50us", "emulated:1Gbps,50us", "emulated:bandwidth=1Gbps,latency=50us",
+                           "Emulated: bandwidth=1Gbps, latency=50us"}) {
+    const LinkOptions l = parse_link_spec(text);
+    EXPECT_DOUBLE_EQ(l.bandwidth_bytes_per_s, 1.25e8) << text;
+    EXPECT_DOUBLE_EQ(l.latency_s, 50e-6) << text;
+  }
+  EXPECT_DOUBLE_EQ(parse_link_spec("emulated:bandwidth=10Gbps").latency_s, 0);
+  EXPECT_FALSE(parse_link_spec("").enabled());
+  for (const char* bad : {"emulated", "none:rate=1Gbps", "emulated:latency=50us", "emulated:speed=1Gbps", "pcie4",
+                          "emulated:bandwidth=1Gbps,rate=1Gbps"}) {
+    try {
+      parse_link_spec(bad);
+      FAIL() << bad;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("--link"), std::string::npos) << e.what();
+    }
+  }
+  const std::string help = link_help();
+  for (const char* kind : {"emulated (", "none ("}) EXPECT_NE(help.find(kind), std::string::npos) << help;
+}
+
 // The pacing arithmetic, exactly: M bytes at bandwidth B leave the sender after M/B and arrive a
 // latency later.
 TEST(NicClock, OneTransferTakesBytesOverBandwidthPlusLatency) {

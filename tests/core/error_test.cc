@@ -49,8 +49,8 @@ TEST(Require, OperatorFormsWriteTheirOperator) {
   EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(5, <, 5, "k"); }), "k must be less than 5, got 5");
   EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(3, ==, 4, "n"); }), "n must be 4, got 3");
   EXPECT_EQ(message_of([&] { FERRY_REQUIRE_FINITE(-1.0, >, 0, "--lr"); }), "--lr must be finite and greater than 0, got -1");
-  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_POSITIVE(-1, "--threshold"); }), "--threshold must be positive, got -1");
-  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_POSITIVE(0.0f, "bucket_mb"); }), "bucket_mb must be positive, got 0");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_POSITIVE(-1, "--threshold"); }), "--threshold must be greater than 0, got -1");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_POSITIVE(0.0f, "bucket_mb"); }), "bucket_mb must be greater than 0, got 0");
   EXPECT_NO_THROW(FERRY_REQUIRE_OP(0, >=, 0, "x"));
   EXPECT_NO_THROW(FERRY_REQUIRE_OP(1.5, >, 0, "x"));
   EXPECT_NO_THROW(FERRY_REQUIRE_OP(4, <=, 4, "x"));
@@ -70,7 +70,7 @@ TEST(Require, OperatorFormsRefuseWhatIsNotFinite) {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
   EXPECT_EQ(message_of([&] { FERRY_REQUIRE_OP(inf, >=, 0, "--latency"); }), "--latency must be finite and at least 0, got inf");
   EXPECT_EQ(message_of([&] { FERRY_REQUIRE_FINITE(inf, >, 0, "--lr"); }), "--lr must be finite and greater than 0, got inf");
-  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_POSITIVE(inf, "t"); }), "t must be a finite positive number, got inf");
+  EXPECT_EQ(message_of([&] { FERRY_REQUIRE_POSITIVE(inf, "t"); }), "t must be finite and greater than 0, got inf");
   EXPECT_THROW(FERRY_REQUIRE_OP(nan, <=, 1, "x"), InvalidArgument);
   EXPECT_THROW(FERRY_REQUIRE_OP(-inf, <, 0, "x"), InvalidArgument);
   EXPECT_THROW(FERRY_REQUIRE_POSITIVE(nan, "x"), InvalidArgument);

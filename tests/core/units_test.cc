@@ -35,6 +35,18 @@ TEST(Units, Bytes) {
   EXPECT_THROW(parse_bytes("1e300B"), InvalidArgument);
 }
 
+TEST(Units, PercentagesAndDurationTexts) {
+  EXPECT_DOUBLE_EQ(parse_percent("30%"), 30);
+  EXPECT_DOUBLE_EQ(parse_percent("12.5%"), 12.5);
+  EXPECT_THROW(parse_percent("30"), InvalidArgument);
+  EXPECT_THROW(parse_percent("-1%"), InvalidArgument);
+  // What a flag writes parse_duration_s reads back.
+  for (double s : {50e-6, 1.5e-3, 2.0, 100e-9, 12.345e-6, 3600.0}) EXPECT_DOUBLE_EQ(parse_duration_s(duration_text(s)), s) << s;
+  EXPECT_EQ(duration_text(50e-6), "50us");
+  EXPECT_EQ(duration_text(1.5e-3), "1.5ms");
+  EXPECT_EQ(duration_text(0), "0");
+}
+
 TEST(Units, ErrorsNameTheInputAndTheExpectation) {
   try {
     parse_bandwidth_bytes_per_s("10Gbs");
@@ -51,6 +63,13 @@ TEST(Units, ErrorsNameTheInputAndTheExpectation) {
   EXPECT_THROW(parse_duration_s("5 parsecs"), InvalidArgument);
   EXPECT_THROW(parse_bytes("12XB"), InvalidArgument);
   EXPECT_THROW(parse_bytes(""), InvalidArgument);
+  // A caller names the flag a value came from.
+  try {
+    parse_bytes("lots", "--device-mem");
+    FAIL() << "no throw";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("invalid --device-mem 'lots'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Units, Formatting) {

@@ -60,7 +60,7 @@ expect_cli_error "invalid --link '1Gbs'" "$ferry" run --link 1Gbs -- /bin/true
 expect_cli_error "give --oversubscribe" "$ferry" run --np 1000 -- /bin/true
 "$ferry" run --np 2 --servers 1 -- /bin/sh -c 'test "$FERRY_SERVERS" = 1 && test "$FERRY_LINK" = none' >/dev/null 2>&1 \
   || { echo "FAIL: ferry run does not start the command with FERRY_SERVERS and FERRY_LINK"; failures=$((failures + 1)); }
-expect_cli_error "--threshold must be positive" "$ferry" compare --threshold 0 --out "$tmp/cmp"
+expect_cli_error "--threshold must be greater than 0" "$ferry" compare --threshold 0 --out "$tmp/cmp"
 # compare refuses, before any run, flags that ferry train does not have and those it sets itself.
 expect_cli_error "--bogus" "$ferry" compare --bogus 3 --out "$tmp/cmp"
 expect_cli_error "--algo is set by ferry compare" "$ferry" compare --algo ssgd --out "$tmp/cmp"

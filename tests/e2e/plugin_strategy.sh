@@ -53,5 +53,5 @@ expect_error "unknown --algo 'test-scaled'" --algo test-scaled:scale=0.5
 expect_error "plugin $tmp/none.so: no such file" --plugin "$tmp/none.so" --algo ssgd
 not_plugin=$(ldd "$ferry" | awk '$3 ~ /^\// {print $3; exit}')
 expect_error "defines no ferry_plugin_register()" --plugin "$not_plugin" --algo ssgd
-expect_error "scale must be positive, got -1" --plugin "$plugin" --algo test-scaled:scale=-1
+expect_error "scale must be greater than 0, got -1" --plugin "$plugin" --algo test-scaled:scale=-1
 echo "PASS"

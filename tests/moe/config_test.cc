@@ -75,7 +75,7 @@ TEST(Config, KeysThatChangeTheMathAreRefusedByName) {
       {"qwen3_moe", "use_sliding_window", true, "use_sliding_window = true is not implemented"},
       {"qwen3_moe", "shared_expert_intermediate_size", 16, "key 'shared_expert_intermediate_size'"},
       {"olmoe", "sliding_window", 16, "key 'sliding_window' is not implemented for model_type 'olmoe'"},
-      {"olmoe", "clip_qkv", -1.0, "clip_qkv must be a positive number"},
+      {"olmoe", "clip_qkv", -1.0, "clip_qkv must be a number greater than 0"},
       {"deepseek", "scoring_func", "sigmoid", "scoring_func = \"sigmoid\" is not implemented"},
       {"deepseek", "head_dim", 16, "key 'head_dim' is not implemented for model_type 'deepseek'"},
       {"deepseek", "moe_layer_freq", 0, "moe_layer_freq at least 1"},
@@ -113,7 +113,7 @@ TEST(Config, SlidingWindowsAsHfAppliesThem) {
   EXPECT_TRUE(c.windowed(2));
   EXPECT_EQ(config_from_json(config_to_json(c), "again").max_window_layers, 2);  // written back as read
   q["sliding_window"] = -3;
-  EXPECT_NE(error_of(q).find("sliding_window must be positive"), std::string::npos) << error_of(q);
+  EXPECT_NE(error_of(q).find("sliding_window must be greater than 0"), std::string::npos) << error_of(q);
 }
 
 TEST(Config, DenseLayersAsEachFamilyChoosesThem) {

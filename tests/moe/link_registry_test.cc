@@ -98,6 +98,38 @@ TEST(LinkRegistry, SpecFormsAndShorthandsAreOneGrammar) {
   }
 }
 
+// --link's help is the registry's: every kind is listed.
+TEST(LinkRegistry, HelpListsEveryKind) {
+  const std::string help = link_help();
+  for (const std::string& kind : link_kinds()) EXPECT_NE(help.find(kind + " ("), std::string::npos) << kind;
+  EXPECT_NE(help.find("BANDWIDTH[,LATENCY] alone (= emulated:"), std::string::npos) << help;
+}
+
+// --compute is a spec: the key form, the positional form and DEVICE,HOST_PER_TOKEN alone are one
+// profile; a bad one names --compute.
+TEST(ComputeProfile, SpecFormsAreOneProfile) {
+  for (const char* text : {"100us,1ms", "paced:100us,1ms", "paced:device_expert=100us,host_token=1ms",
+                           "PACED:host_token=1ms, device_expert=100us"}) {
+    const ComputeProfile p = parse_compute_profile(text);
+    EXPECT_DOUBLE_EQ(p.device_expert_s, 100e-6) << text;
+    EXPECT_DOUBLE_EQ(p.host_token_s, 1e-3) << text;
+    EXPECT_EQ(p.name, text);
+  }
+  EXPECT_EQ(parse_compute_profile("none").device_expert_s, 0);
+  EXPECT_EQ(parse_compute_profile("auto").name, "auto");
+  for (const char* bad : {"fast", "100us", "100us,fast", "paced", "paced:100us", "paced:device_expert=100us",
+                          "paced:100us,1ms,2ms", "a100:device_expert=1us", "none:x=1", "paced:100us,device_expert=1us"}) {
+    try {
+      parse_compute_profile(bad);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("--compute"), std::string::npos) << bad << ": " << e.what();
+    }
+  }
+  const std::string help = compute_help();
+  for (const char* kind : {"none (", "a100 (", "paced (", "auto ("}) EXPECT_NE(help.find(kind), std::string::npos) << kind;
+}
+
 // Whether the engine keeps a host copy is the entry's capability, not its name.
 TEST(LinkRegistry, KeepingAHostCopyIsACapability) {
   register_builtin_links();

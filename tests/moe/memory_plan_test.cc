@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "moe/engine/engine_specs.h"
 
 namespace ferry::moe {
 namespace {
@@ -56,6 +57,25 @@ TEST(MemoryPlan, RefusesWhatCannotFitNamingWhatWould) {
   EXPECT_THROW(plan_memory("auto", needs(), room(360)), InvalidArgument);  // below two experts
   EXPECT_THROW(plan_memory("auto", needs(), room(0)), InvalidArgument);
   EXPECT_THROW(plan_memory("bogus", needs(), room(4096)), InvalidArgument);
+}
+
+// --device-mem: auto, bytes in core/units.h's sizes, or a percentage of all experts; a bad value
+// names the flag.
+TEST(MemoryPlan, DeviceMemIsAutoBytesOrAPercentage) {
+  EXPECT_TRUE(parse_device_mem("auto").automatic);
+  EXPECT_EQ(parse_device_mem("256MiB").budget_bytes(1000), 256 * kMiB);
+  EXPECT_EQ(parse_device_mem("0").budget_bytes(1000), 0u);
+  EXPECT_EQ(parse_device_mem("30%").budget_bytes(1000), 300u);
+  EXPECT_EQ(parse_device_mem("100%").budget_bytes(640 * kMiB), 640 * kMiB);
+  for (const char* bad : {"150%", "0%", "abc%", "-5%", "%", "abc", "12parsecs", ""}) {
+    try {
+      parse_device_mem(bad);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("invalid --device-mem '") + bad + "'"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(MemoryPlan, WorkspaceGrowsWithTheStep) {

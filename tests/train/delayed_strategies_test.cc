@@ -282,7 +282,7 @@ TEST(DelayedOptions, BadValuesAreClearErrors) {
   expect_error([&] { auto o = base; o.algo = "localsgd:sync_every=0"; o.num_servers = 0; return o; }(),
                "sync_every must be at least 1");
   expect_error([&] { auto o = base; o.algo = "wfbp:bucket_mb=0"; o.num_servers = 0; return o; }(),
-               "bucket_mb must be positive");
+               "bucket_mb must be greater than 0");
   for (const char* algo : {"odsgd", "ssdsgd", "cdsgd"})
     expect_error([&] { auto o = base; o.algo = algo; o.topology = "allreduce"; o.num_servers = 0; return o; }(),
                  std::string(algo) + " does not run on --topology allreduce");

@@ -126,7 +126,7 @@ MemoryNeeds memory_needs(const Checkpoint& ck, const HostPool& pool, const Engin
 bool streams_from_disk(const std::string& model_dir, const EngineOptions& options) {
   register_builtin_links();
   if (link_entry(parse_link_spec(resolved_link(model_dir, options)).kind).keeps_host_copy) return false;
-  if (options.device_mem != "auto") return true;
+  if (!parse_device_mem(options.device_mem).automatic) return true;
   // auto: streams unless every expert is expected to be resident (the estimate before loading).
   try {
     const auto ck = Checkpoint::open(model_dir);

@@ -41,7 +41,8 @@ MemoryPlan plan_memory(const std::string& device_mem, const MemoryNeeds& n, cons
   const std::uint64_t left = left_for_experts(n, room);
   const std::uint64_t fits = left / n.expert_bytes * n.expert_bytes;  // whole experts
   MemoryPlan p;
-  if (device_mem == "auto") {
+  const DeviceMem mem = parse_device_mem(device_mem);
+  if (mem.automatic) {
     FERRY_REQUIRE(fits >= n.min_budget_bytes, "--device-mem auto: the model does not fit: one layer's active experts need ",
                   bytes(n.min_budget_bytes), " but ", accounting(n, room), " leave ", bytes(left),
                   " (give the process more memory, or lower --kv-mem)");
@@ -52,7 +53,7 @@ MemoryPlan plan_memory(const std::string& device_mem, const MemoryNeeds& n, cons
                                  " of experts, what fits (" + accounting(n, room) + ")";
     return p;
   }
-  p.budget_bytes = parse_device_mem(device_mem, n.total_expert_bytes);
+  p.budget_bytes = mem.budget_bytes(n.total_expert_bytes);
   FERRY_REQUIRE(p.budget_bytes <= left, "--device-mem ", device_mem, " (", bytes(p.budget_bytes),
                 ") does not fit in memory: ", accounting(n, room), "; at most ", bytes(fits),
                 " is left for experts: use --device-mem auto or at most that");

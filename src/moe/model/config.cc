@@ -107,7 +107,7 @@ RopeScaling parse_rope_scaling(const nlohmann::json& j, const std::string& origi
     s.high_freq_factor = positive("high_freq_factor", 0);
     if (!(s.high_freq_factor > s.low_freq_factor)) refuse("high_freq_factor must exceed low_freq_factor");
     s.original_max_position_embeddings = config_get_or<int>(r, "original_max_position_embeddings", 0, origin);
-    if (s.original_max_position_embeddings <= 0) refuse("original_max_position_embeddings must be positive");
+    if (s.original_max_position_embeddings <= 0) refuse("original_max_position_embeddings must be greater than 0");
   }
   return s;
 }
@@ -143,19 +143,19 @@ void MoeConfig::validate(const std::string& origin) const {
   auto need = [&](bool ok, const std::string& what) {
     if (!ok) FERRY_THROW(InvalidArgument, "config '", origin, "': ", what);
   };
-  need(vocab_size > 0, "vocab_size must be positive");
-  need(hidden_size > 0, "hidden_size must be positive");
-  need(intermediate_size > 0, "intermediate_size must be positive");
-  need(num_layers > 0, "num_hidden_layers must be positive");
-  need(num_heads > 0 && num_kv_heads > 0, "attention heads must be positive");
+  need(vocab_size > 0, "vocab_size must be greater than 0");
+  need(hidden_size > 0, "hidden_size must be greater than 0");
+  need(intermediate_size > 0, "intermediate_size must be greater than 0");
+  need(num_layers > 0, "num_hidden_layers must be greater than 0");
+  need(num_heads > 0 && num_kv_heads > 0, "attention heads must be greater than 0");
   need(num_heads % num_kv_heads == 0, "num_attention_heads (" + std::to_string(num_heads) +
                                           ") must be a multiple of num_key_value_heads (" +
                                           std::to_string(num_kv_heads) + ")");
-  need(head_dim > 0 && head_dim % 2 == 0, "head_dim must be positive and even");
-  need(num_experts > 0, "num_local_experts must be positive");
+  need(head_dim > 0 && head_dim % 2 == 0, "head_dim must be even and greater than 0");
+  need(num_experts > 0, "num_local_experts must be greater than 0");
   need(top_k > 0 && top_k <= num_experts, "num_experts_per_tok (" + std::to_string(top_k) + ") must be in 1.." +
                                               std::to_string(num_experts));
-  need(max_position_embeddings > 0, "max_position_embeddings must be positive");
+  need(max_position_embeddings > 0, "max_position_embeddings must be greater than 0");
   need(std::isfinite(rms_norm_eps) && rms_norm_eps >= 0,
        "rms_norm_eps must be finite and at least 0, got " + std::to_string(rms_norm_eps));
   need(std::isfinite(rope_theta) && rope_theta > 0, "rope_theta must be finite and greater than 0, got " + std::to_string(rope_theta));
@@ -164,7 +164,7 @@ void MoeConfig::validate(const std::string& origin) const {
            (dense_layers.empty() || (dense_layers.front() >= 0 && dense_layers.back() < num_layers)),
        "dense layers must be distinct layer indices");
   need(num_moe_layers() >= 1, "every layer is dense: a model without experts is not an MoE model");
-  need(dense_layers.empty() || dense_intermediate_size > 0, "the dense layers' intermediate_size must be positive");
+  need(dense_layers.empty() || dense_intermediate_size > 0, "the dense layers' intermediate_size must be greater than 0");
   need(qk_norm.empty() || qk_norm == "head" || qk_norm == "full", "qk_norm must be head, full or empty");
   need(qk_norm != "full" || num_heads * head_dim == hidden_size,
        "OLMoE's q/k norms span hidden_size, so num_attention_heads x head_dim must equal it");

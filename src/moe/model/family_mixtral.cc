@@ -29,7 +29,7 @@ ModelFamily mixtral_family() {
       c.sliding_window = config_get_or<int>(j, "sliding_window", 4096, origin);
       c.max_window_layers = 0;
       if (c.sliding_window <= 0)
-        FERRY_THROW(FormatError, "config '", origin, "': sliding_window must be positive and max_window_layers >= 0");
+        FERRY_THROW(FormatError, "config '", origin, "': sliding_window must be greater than 0 and max_window_layers at least 0");
     }
   };
   f.write = [](const MoeConfig& c, nlohmann::json& j) { j["num_local_experts"] = c.num_experts; };

@@ -26,7 +26,7 @@ ModelFamily olmoe_family() {
     c.qk_norm = "full";
     c.clip_qkv = config_get_or<double>(j, "clip_qkv", 0.0, origin);
     if (config_has(j, "clip_qkv") && !(c.clip_qkv > 0))
-      FERRY_THROW(FormatError, "config '", origin, "': clip_qkv must be a positive number or null, got ",
+      FERRY_THROW(FormatError, "config '", origin, "': clip_qkv must be a number greater than 0 or null, got ",
                   j["clip_qkv"].dump());
   };
   f.write = [](const MoeConfig& c, nlohmann::json& j) {

@@ -58,7 +58,7 @@ ModelFamily qwen2_moe_family() {
       c.sliding_window = config_get_or<int>(j, "sliding_window", 4096, origin);
       c.max_window_layers = config_get_or<int>(j, "max_window_layers", 28, origin);
       if (c.sliding_window <= 0 || c.max_window_layers < 0)
-        FERRY_THROW(FormatError, "config '", origin, "': sliding_window must be positive and max_window_layers >= 0");
+        FERRY_THROW(FormatError, "config '", origin, "': sliding_window must be greater than 0 and max_window_layers at least 0");
     }
   };
   f.write = [](const MoeConfig& c, nlohmann::json& j) {

@@ -86,7 +86,7 @@ SafetensorsHeader parse_safetensors_header(const std::byte* data, std::uint64_t 
     // around could otherwise match a small span and later be read far past it.
     std::uint64_t expect = dtype_size(info.dtype);
     for (const auto& d : v["shape"]) {
-      if (!d.is_number_integer() || d.get<std::int64_t>() < 0) fail("shape entries must be non-negative integers");
+      if (!d.is_number_integer() || d.get<std::int64_t>() < 0) fail("shape entries must be integers of at least 0");
       info.shape.push_back(d.get<std::int64_t>());
       if (__builtin_mul_overflow(expect, static_cast<std::uint64_t>(info.shape.back()), &expect) ||
           expect > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
@@ -94,7 +94,7 @@ SafetensorsHeader parse_safetensors_header(const std::byte* data, std::uint64_t 
     }
     for (const auto& o : v["data_offsets"])
       if (!o.is_number_unsigned() && !(o.is_number_integer() && o.get<std::int64_t>() >= 0))
-        fail("data_offsets must be non-negative integers");
+        fail("data_offsets must be integers of at least 0");
     info.begin = v["data_offsets"][0].get<std::uint64_t>();
     info.end = v["data_offsets"][1].get<std::uint64_t>();
     if (info.end < info.begin) fail("data_offsets end " + std::to_string(info.end) + " < begin " + std::to_string(info.begin));

@@ -201,7 +201,7 @@ GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
       const auto dim = r.read<std::uint64_t>(what);
       if (dim == 0 || dim > kMaxElements || elements > kMaxElements / dim)
         FERRY_THROW(FormatError, f.name_, ": ", what, " has dimension ", d, " of size ", dim,
-                    dim == 0 ? " (must be positive)" : " (the tensor would exceed 2^50 elements)");
+                    dim == 0 ? " (must be greater than 0)" : " (the tensor would exceed 2^50 elements)");
       elements *= dim;
       t.dims.push_back(dim);
     }

@@ -32,7 +32,7 @@ std::vector<HardwareProfile> parse_hardware_profiles(const std::string& text, co
         return dflt;
       }
       if (!p[key].is_number() || p[key].get<double>() < 0)
-        FERRY_THROW(FormatError, "hardware profiles '", path, "': ", name, ".", key, " must be a non-negative number");
+        FERRY_THROW(FormatError, "hardware profiles '", path, "': ", name, ".", key, " must be a number of at least 0");
       return p[key].get<double>();
     };
     // Named entries of the hardware table supply the figures a profile does not give itself.
@@ -131,7 +131,7 @@ std::vector<std::string> model_shape_names() {
 
 TimeModel::TimeModel(HardwareProfile hw, ModelShape shape, int context_tokens)
     : hw_(std::move(hw)), shape_(std::move(shape)), context_tokens_(context_tokens) {
-  FERRY_REQUIRE(context_tokens_ >= 1, "context of ", context_tokens_, " tokens: expected at least 1");
+  FERRY_REQUIRE_GE(context_tokens_, 1, "context_tokens");
 }
 
 double TimeModel::kernel_s(double bytes, double flops) const {

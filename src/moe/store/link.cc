@@ -1,12 +1,10 @@
 #include "moe/store/link.h"
 
-#include <cctype>
-
 #include "core/error.h"
 #include "core/hardware.h"
+#include "core/link_spec.h"
 #include "core/registry.h"
 #include "core/spec.h"
-#include "core/units.h"
 
 namespace ferry::moe {
 
@@ -23,20 +21,12 @@ Registry<LinkEntry>& registry() {
   return r;
 }
 
-// A link's rate: the positional "rate" (BANDWIDTH[,LATENCY], training's --link grammar) or the keys
-// bandwidth and latency; absent, `spec` keeps what it had.
+// A link's rate (core/link_spec.h); absent, `spec` keeps what it had.
 void read_rate(SpecReader& s, LinkSpec& spec) {
-  const std::string rate = s.get_string("rate", "");
-  const std::string bandwidth = s.get_string("bandwidth", "");
-  const std::string latency = s.get_string("latency", "");
-  FERRY_REQUIRE(rate.empty() || (bandwidth.empty() && latency.empty()), "invalid --link '", spec.text,
-                "': give BANDWIDTH[,LATENCY] or bandwidth= and latency=, not both");
-  FERRY_REQUIRE(latency.empty() || !bandwidth.empty(), "invalid --link '", spec.text, "': latency= needs bandwidth=");
-  if (rate.empty() && bandwidth.empty()) return;
-  const BandwidthLatency r =
-      parse_bandwidth_latency(!rate.empty() ? rate : latency.empty() ? bandwidth : bandwidth + "," + latency, spec.text);
-  spec.bandwidth_bytes_per_s = r.bandwidth_bytes_per_s;
-  spec.latency_s = r.latency_s;
+  if (const auto rate = read_link_rate(s, spec.text)) {
+    spec.bandwidth_bytes_per_s = rate->bandwidth_bytes_per_s;
+    spec.latency_s = rate->latency_s;
+  }
 }
 
 // An unpaced link: no bandwidth limit, no latency.
@@ -45,20 +35,13 @@ void unpaced(LinkSpec& spec) {
   spec.latency_s = 0;
 }
 
-// BANDWIDTH[,LATENCY] alone ("12GBps,10us", "3GBps") is the emulated link's shorthand.
-bool is_bare_rate(const std::string& text) {
-  return text.find(':') == std::string::npos &&
-         (text.find(',') != std::string::npos || (!text.empty() && std::isdigit(static_cast<unsigned char>(text[0]))));
-}
-
 }  // namespace
 
 LinkSpec parse_link_spec(const std::string& text) {
   register_builtin_links();
   LinkSpec spec;
   spec.text = text;
-  const bool bare_rate = is_bare_rate(text) && !registry().contains(Spec::name_of(text));
-  auto [entry, options] = registry().parse(bare_rate ? "emulated:" + text : text);
+  auto [entry, options] = parse_link(registry(), text);
   spec.kind = entry->name;
   if (entry->read) entry->read(options, spec);
   options.finish();
@@ -93,7 +76,8 @@ void register_builtin_links() {
                    .summary = "memcpy paced to a bandwidth and a per-transfer latency (default: PCIe 4.0's)",
                    .make = make_emulated_link,
                    .read = read_rate,
-                   .positional_key = "rate"});
+                   .positional_key = "rate",
+                   .bare_rate = true});
   r.add_if_absent({.name = "none",
                    .summary = "unpaced memcpy",
                    .make = [](const LinkSpec& spec, const LinkSource& source) {
@@ -163,5 +147,10 @@ const LinkEntry* find_link(const std::string& kind) { return registry().find(kin
 const LinkEntry& link_entry(const std::string& kind) { return registry().at(kind); }
 
 std::vector<std::string> link_kinds() { return registry().names(); }
+
+std::string link_help() {
+  register_builtin_links();
+  return ferry::link_help(registry());
+}
 
 }  // namespace ferry::moe

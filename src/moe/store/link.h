@@ -37,14 +37,13 @@ struct LinkSource {
   const Checkpoint* checkpoint = nullptr; // for the file link (outlives the link: owned by the engine)
 };
 
-// Parses --link in the spec grammar (core/spec.h) over the link registry:
+// Parses --link in the links' grammar (core/link_spec.h, training's --link too) over the link registry:
 //   emulated:bandwidth=12GBps,latency=10us   emulated:12GBps,10us (positional rate)   emulated (PCIe 4.0)
 //   file   file:2GBps,50us   none   cuda   scaled:R (scaled:ratio=R)
 // and the shorthands, entries of their own that read as one of the above: pcie3, pcie4, pcie5
 // (emulated at core/hardware.h's figures), mixtral-a100 (= scaled:62), and BANDWIDTH[,LATENCY]
-// alone (12GBps,10us = emulated:12GBps,10us; the grammar of training's --link too, core/units.h,
-// parse_bandwidth_latency). A scaled spec is resolved against the device compute time by
-// resolve_scaled_link(). Throws InvalidArgument naming the text.
+// alone (12GBps,10us = emulated:12GBps,10us). A scaled spec is resolved against the device compute
+// time by resolve_scaled_link(). Throws InvalidArgument naming the text.
 LinkSpec parse_link_spec(const std::string& text);
 
 // `auto` (the `ferry moe` commands' default): the tier the experts really come from. The experts
@@ -88,6 +87,7 @@ struct LinkEntry {
   // the entry takes no options.
   std::function<void(SpecReader&, LinkSpec&)> read = {};
   std::string positional_key = {};  // "file:2GBps,50us" = "file:rate=2GBps,50us"
+  bool bare_rate = false;           // BANDWIDTH[,LATENCY] alone reads as this kind (core/link_spec.h)
   // Capability: false when the link reads the experts from the checkpoint itself, so the engine
   // keeps no host copy of them (and none can run on the host).
   bool keeps_host_copy = true;
@@ -106,5 +106,7 @@ const LinkEntry* find_link(const std::string& kind);
 const LinkEntry& link_entry(const std::string& kind);
 // Sorted; for --help.
 std::vector<std::string> link_kinds();
+// --link's help: the grammar and every kind with its summary (core/link_spec.h).
+std::string link_help();
 
 }  // namespace ferry::moe

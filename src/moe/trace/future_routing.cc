@@ -7,7 +7,7 @@
 namespace ferry::moe {
 
 FutureRouting form_batches(const RoutingTrace& trace, int batch, bool include_prefill) {
-  FERRY_REQUIRE(batch >= 1, "batch of ", batch, ": expected at least 1");
+  FERRY_REQUIRE_GE(batch, 1, "batch");
   std::vector<const TraceToken*> stream;
   for (const auto& t : trace.tokens)
     if (include_prefill || !t.prefill) stream.push_back(&t);

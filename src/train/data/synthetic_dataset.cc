@@ -11,7 +11,7 @@ Dataset make_synthetic_dataset(const SyntheticOptions& o) {
   FERRY_REQUIRE_OP(o.size, >=, 0, "synthetic size");
   FERRY_REQUIRE_OP(o.num_classes, >, 0, "synthetic num_classes");
   FERRY_REQUIRE(o.channels > 0 && o.height > 0 && o.width > 0, "synthetic image shape must be "
-                "positive, got ", o.channels, "x", o.height, "x", o.width);
+                "greater than 0, got ", o.channels, "x", o.height, "x", o.width);
   const std::int64_t item = o.channels * o.height * o.width;
   SplitMix64 pattern_rng(o.seed);
   std::vector<float> patterns(static_cast<std::size_t>(o.num_classes * item));

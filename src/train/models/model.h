@@ -58,7 +58,6 @@ class Model {
   void zero_grad();
   // The underlying module (for torch::optim, serialisation, train()/eval()).
   torch::nn::Module& module() { return *module_; }
-  const std::shared_ptr<torch::nn::Module>& module_ptr() const { return module_; }
 
   // Called by forward() before each layer with the range [first, first + count) of
   // parameters() that the layer reads, so that a strategy can finish that layer's update just

@@ -49,7 +49,7 @@ std::unique_ptr<Model> make_model(const std::string& name, std::uint64_t seed,
   FERRY_REQUIRE(options.in_channels > 0 && options.height > 0 && options.width > 0 && options.num_classes > 0 &&
                     options.vocab > 0 && options.context > 0,
                 "model ", name, ": input shape ", options.in_channels, "x", options.height, "x",
-                options.width, " and ", options.num_classes, " classes must be positive");
+                options.width, " and ", options.num_classes, " classes must be greater than 0");
   const Entry& e = entry(name);
   // The global generator is process-wide: hold it while seeding and initialising.
   static std::mutex init_mutex;

@@ -7,7 +7,6 @@
 // With SGD with momentum and no weight decay, and a power-of-two scale s, test-scaled at lr η is
 // S-SGD at lr s·η bit for bit: multiplying by s is exact, so the velocity is s times S-SGD's
 // and η·(s·v) = (s·η)·v exactly.
-#include <cmath>
 #include <memory>
 #include <string>
 
@@ -25,7 +24,7 @@ constexpr const char* kName = "test-scaled";
 
 double read_scale(SpecReader& r) {
   const double scale = r.get_double("scale", 1.0);
-  FERRY_REQUIRE(scale > 0 && std::isfinite(scale), "--algo ", r.name(), ": scale must be positive, got ", scale);
+  FERRY_REQUIRE_OP(scale, >, 0, "--algo ", r.name(), ": scale");
   return scale;
 }
 
