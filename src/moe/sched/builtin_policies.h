@@ -1,0 +1,19 @@
+// The builtin policies' registry entries, each defined in its policy's own file beside its options
+// struct and spec reader; register_builtin_policies() (policy_registry.cc) adds them.
+#pragma once
+
+#include "moe/sched/policy.h"
+
+namespace ferry::moe {
+
+PolicyEntry ondemand_policy_entry();          // ondemand_policy.cc
+PolicyEntry lru_policy_entry();               // lru_policy.cc
+PolicyEntry static_hot_policy_entry();        // static_hot_policy.cc
+PolicyEntry next_gate_policy_entry();         // next_gate_policy.cc
+PolicyEntry fiddler_policy_entry();           // fiddler_policy.cc
+PolicyEntry moe_infinity_policy_entry();      // moe_infinity_policy.cc
+PolicyEntry prescope_policy_entry();          // prescope_policy.cc
+PolicyEntry prescope_perfect_policy_entry();  // oracle_policy.cc
+PolicyEntry oracle_policy_entry();            // oracle_policy.cc
+
+}  // namespace ferry::moe
