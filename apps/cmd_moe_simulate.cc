@@ -69,7 +69,9 @@ MoeSubcommand add_simulate_command(CLI::App& moe) {
       ->delimiter(',')->capture_default_str();
   sm->add_option("--predictor", so.predictor, "prescope's predictor spec NAME[:ARG]: " + choices(trace_predictor_names()))
       ->capture_default_str();
-  sm->add_option("--window", so.window, "PreSched window in layers (0: auto, the layers one transfer lasts); a spec's window= wins")->capture_default_str();
+  sm->add_option("--window", so.window,
+                 "PreSched window in layers (0: auto, the layers one transfer lasts); a spec's window= wins")
+      ->capture_default_str();
   sm->add_option("--context", so.context_tokens, "KV-cache tokens per sequence")->capture_default_str();
   sm->add_option("--out", flags->out, "output directory")->required();
   return MoeSubcommand{sm, [flags] { return run_simulate_cmd(*flags); }};

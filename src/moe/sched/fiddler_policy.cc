@@ -43,12 +43,7 @@ class FiddlerPolicy : public Policy {
 }  // namespace
 
 PolicyEntry fiddler_policy_entry() {
-  return {.name = "fiddler",
-          .summary = "hot experts resident, misses run on the host (Fiddler)",
-          .uses_counts = true,
-          .make = [](SpecReader&, const PolicyInputs& inputs) -> std::unique_ptr<Policy> {
-            return std::make_unique<FiddlerPolicy>(inputs.expert_counts);
-          }};
+  return counts_policy_entry<FiddlerPolicy>("fiddler", "hot experts resident, misses run on the host (Fiddler)");
 }
 
 }  // namespace ferry::moe

@@ -120,12 +120,7 @@ class MoeInfinityPolicy : public Policy {
 }  // namespace
 
 PolicyEntry moe_infinity_policy_entry() {
-  return {.name = "moe-infinity",
-          .summary = "activation-matrix prefetch (MoE-Infinity)",
-          .uses_counts = true,
-          .make = [](SpecReader&, const PolicyInputs& inputs) -> std::unique_ptr<Policy> {
-            return std::make_unique<MoeInfinityPolicy>(inputs.expert_counts);
-          }};
+  return counts_policy_entry<MoeInfinityPolicy>("moe-infinity", "activation-matrix prefetch (MoE-Infinity)");
 }
 
 }  // namespace ferry::moe

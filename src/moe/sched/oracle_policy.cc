@@ -20,7 +20,7 @@
 namespace ferry::moe {
 namespace {
 
-const FutureRouting* require_future(const PolicyInputs& inputs, const char* name) {
+const FutureRouting* require_future(const PolicyInputs& inputs, const std::string& name) {
   FERRY_REQUIRE(inputs.future != nullptr, "policy '", name,
                 "' needs the recorded routing to come: it runs in the simulator (ferry moe simulate) and in ferry moe "
                 "bench on a trace's routing (--routing)");
@@ -44,7 +44,7 @@ void require_shape(const FutureRouting& f, const PolicyContext& ctx, const char*
 class OraclePolicy : public PreScopePolicy {
  public:
   // Its predictor is the recorded future; it starts with the experts that future routes most.
-  OraclePolicy(const PreScopeOptions& options, const FutureRouting* future)
+  OraclePolicy(const PreScopeOptions& options, const PolicyInputs&, const FutureRouting* future)
       : PreScopePolicy(options, future_counts(*future), nullptr), future_(future) {}
   std::string name() const override { return "oracle"; }
 
@@ -84,9 +84,9 @@ class OraclePolicy : public PreScopePolicy {
 
 class PerfectPredictionPolicy : public PreScopePolicy {
  public:
-  PerfectPredictionPolicy(const PreScopeOptions& options, std::vector<std::uint64_t> expert_counts,
-                          const FutureRouting* future)
-      : PreScopePolicy(options, std::move(expert_counts),
+  // The caller's calibration counts, the recorded future as its predictor.
+  PerfectPredictionPolicy(const PreScopeOptions& options, const PolicyInputs& inputs, const FutureRouting* future)
+      : PreScopePolicy(options, inputs.expert_counts,
                        [future](const PolicyContext&) { return std::make_unique<OraclePredictor>(future, true); }),
         future_(future) {}
   std::string name() const override { return "prescope-perfect"; }
@@ -103,33 +103,33 @@ class PerfectPredictionPolicy : public PreScopePolicy {
   const FutureRouting* future_;  // as above
 };
 
+// The entry of a policy of this file: `entry`'s name, summary and capabilities, PreScope's keys
+// but predictor (its predictor is the recorded future), and a factory that reads them, refuses an
+// unknown key before a missing future, and builds PolicyType(options, inputs, future).
+template <class PolicyType>
+PolicyEntry future_policy_entry(PolicyEntry entry) {
+  entry.keys = prescope_keys(/*predictor_key=*/false);
+  entry.needs_future = true;
+  entry.make = [name = entry.name](SpecReader& spec, const PolicyInputs& inputs) -> std::unique_ptr<Policy> {
+    const PreScopeOptions o = parse_prescope_options(spec, /*predictor_key=*/false);
+    spec.finish();
+    return std::make_unique<PolicyType>(o, inputs, require_future(inputs, name));
+  };
+  return entry;
+}
+
 }  // namespace
 
 PolicyEntry oracle_policy_entry() {
-  return {.name = "oracle",
-          .summary = "the recorded future with PreSched and Belady eviction: the bound",
-          .keys = prescope_keys(/*predictor_key=*/false),
-          .needs_future = true,
-          .is_bound = true,
-          .make = [](SpecReader& spec, const PolicyInputs& inputs) -> std::unique_ptr<Policy> {
-            const PreScopeOptions o = parse_prescope_options(spec, /*predictor_key=*/false);
-            spec.finish();  // an unknown key before the missing future
-            return std::make_unique<OraclePolicy>(o, require_future(inputs, "oracle"));
-          }};
+  return future_policy_entry<OraclePolicy>(
+      {.name = "oracle", .summary = "the recorded future with PreSched and Belady eviction: the bound", .is_bound = true});
 }
 
 PolicyEntry prescope_perfect_policy_entry() {
-  return {.name = "prescope-perfect",
-          .summary = "PreScope with the recorded future as its predictor: the prediction/planning split",
-          .keys = prescope_keys(/*predictor_key=*/false),
-          .needs_future = true,
-          .uses_counts = true,
-          .make = [](SpecReader& spec, const PolicyInputs& inputs) -> std::unique_ptr<Policy> {
-            const PreScopeOptions o = parse_prescope_options(spec, /*predictor_key=*/false);
-            spec.finish();  // an unknown key before the missing future
-            return std::make_unique<PerfectPredictionPolicy>(o, inputs.expert_counts,
-                                                             require_future(inputs, "prescope-perfect"));
-          }};
+  return future_policy_entry<PerfectPredictionPolicy>(
+      {.name = "prescope-perfect",
+       .summary = "PreScope with the recorded future as its predictor: the prediction/planning split",
+       .uses_counts = true});
 }
 
 }  // namespace ferry::moe

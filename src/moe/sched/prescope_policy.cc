@@ -50,6 +50,21 @@ std::size_t slot(const PolicyContext& ctx, ExpertId id) {
   return static_cast<std::size_t>(id.layer) * ctx.num_experts + id.expert;
 }
 
+// The predictor prescope ends up with: its spec's, else the caller's, else (empty) next-gate on the
+// model's routers; wrapped as the caller asks.
+PredictorFactory prescope_predictor(const std::string& spec, const PolicyInputs& inputs) {
+  PredictorFactory make = inputs.predictor;
+  if (!spec.empty())
+    make = [spec](const PolicyContext& ctx) {
+      return make_predictor(spec, PredictorContext{ctx.routers, ctx.num_layers, ctx.num_experts, ctx.top_k});
+    };
+  if (!inputs.wrap_predictor) return make;
+  return [make, wrap = inputs.wrap_predictor](const PolicyContext& ctx) {
+    std::unique_ptr<Predictor> p = make ? make(ctx) : (ctx.routers ? make_next_gate_predictor(ctx.routers) : nullptr);
+    return p ? wrap(std::move(p)) : nullptr;
+  };
+}
+
 }  // namespace
 
 PreScopeOptions parse_prescope_options(SpecReader& spec, bool predictor_key) {
@@ -365,7 +380,8 @@ void PreScopePolicy::on_dispatched(const RouteInfo& route) {
   for (std::size_t j = 0; j < inst.layers.size(); ++j)
     for (std::size_t i = 0; i < inst.layers[j].candidates.size(); ++i)
       if (plan.action[j][i] == PreSchedAction::kPrefetch)
-        wants.push_back({{inst.layers[j].layer, inst.layers[j].candidates[i].expert}, kPriorityPrefetch + static_cast<int>(j)});
+        wants.push_back({{inst.layers[j].layer, inst.layers[j].candidates[i].expert},
+                         kPriorityPrefetch + static_cast<int>(j)});
   std::unordered_map<std::uint32_t, std::size_t> rank;  // ExpertId::key -> place in the victims' order
   for (std::size_t v = 0; v < vict.size(); ++v) rank.emplace(vict[v].first.key(), v);
   const VictimRule rule{[&](ExpertId c, ExpertId) { return rank.count(c.key()) > 0; },
@@ -474,25 +490,6 @@ ExpertId PreScopePolicy::choose_victim(std::span<const ExpertId> candidates, Exp
     if (const VictimKey k = victim_key(id); k < best_k) best = id, best_k = k;
   return best;
 }
-
-namespace {
-
-// The predictor prescope ends up with: its spec's, else the caller's, else (empty) next-gate on the
-// model's routers; wrapped as the caller asks.
-PredictorFactory prescope_predictor(const std::string& spec, const PolicyInputs& inputs) {
-  PredictorFactory make = inputs.predictor;
-  if (!spec.empty())
-    make = [spec](const PolicyContext& ctx) {
-      return make_predictor(spec, PredictorContext{ctx.routers, ctx.num_layers, ctx.num_experts, ctx.top_k});
-    };
-  if (!inputs.wrap_predictor) return make;
-  return [make, wrap = inputs.wrap_predictor](const PolicyContext& ctx) {
-    std::unique_ptr<Predictor> p = make ? make(ctx) : (ctx.routers ? make_next_gate_predictor(ctx.routers) : nullptr);
-    return p ? wrap(std::move(p)) : nullptr;
-  };
-}
-
-}  // namespace
 
 PolicyEntry prescope_policy_entry() {
   return {.name = "prescope",

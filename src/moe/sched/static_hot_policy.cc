@@ -60,12 +60,7 @@ class StaticHotPolicy : public Policy {
 }  // namespace
 
 PolicyEntry static_hot_policy_entry() {
-  return {.name = "static-hot",
-          .summary = "the calibration's most routed experts stay resident",
-          .uses_counts = true,
-          .make = [](SpecReader&, const PolicyInputs& inputs) -> std::unique_ptr<Policy> {
-            return std::make_unique<StaticHotPolicy>(inputs.expert_counts);
-          }};
+  return counts_policy_entry<StaticHotPolicy>("static-hot", "the calibration's most routed experts stay resident");
 }
 
 }  // namespace ferry::moe
