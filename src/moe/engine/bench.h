@@ -29,7 +29,7 @@ struct BenchOptions {
   std::string corpus;                        // prompts and calibration text come from here ("" = random tokens)
   int calibration_tokens = 512;              // routing counts for static-hot / fiddler, from other text than the prompts
   std::uint64_t seed = 1;                    // prompt selection
-  std::string lru_scope = "global";          // lru / next-gate eviction scope (their key scope, unless the spec gives it)
+  std::string lru_scope = "global";          // lru / next-gate key scope, where a spec does not give it
   // An untimed run of the same prompts first (as llama-bench's warm-up): the timed run starts with
   // the experts the warm-up left on the device, page cache and CPU caches warm.
   bool warmup = false;

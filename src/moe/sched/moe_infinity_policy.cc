@@ -68,10 +68,11 @@ class MoeInfinityPolicy : public Policy {
     std::vector<PrefetchWant> wants;
     for (const auto& s : scored) wants.push_back(s.second);
     // Room: the least frequently activated expert that is not wanted now.
-    const VictimRule rule{[&](ExpertId c, ExpertId) {
-                            return std::none_of(wants.begin(), wants.end(), [c](const PrefetchWant& w) { return w.id == c; });
-                          },
-                          [this](std::span<const ExpertId> c, ExpertId incoming) { return choose_victim(c, incoming); }};
+    auto unwanted = [&](ExpertId c, ExpertId) {
+      return std::none_of(wants.begin(), wants.end(), [c](const PrefetchWant& w) { return w.id == c; });
+    };
+    auto least_frequent = [this](std::span<const ExpertId> c, ExpertId incoming) { return choose_victim(c, incoming); };
+    const VictimRule rule{unwanted, least_frequent};
     prefetch_with_room(*ctx_.cache, wants, rule);
   }
 

@@ -122,7 +122,9 @@ PolicyEntry future_policy_entry(PolicyEntry entry) {
 
 PolicyEntry oracle_policy_entry() {
   return future_policy_entry<OraclePolicy>(
-      {.name = "oracle", .summary = "the recorded future with PreSched and Belady eviction: the bound", .is_bound = true});
+      {.name = "oracle",
+       .summary = "the recorded future with PreSched and Belady eviction: the bound",
+       .is_bound = true});
 }
 
 PolicyEntry prescope_perfect_policy_entry() {

@@ -88,8 +88,8 @@ std::vector<std::string> trace_policy_names() {
 
 std::string with_policy_key(const std::string& spec, const std::string& key, const std::string& value) {
   const PolicyEntry* entry = find_policy(Spec::name_of(spec));
-  if (entry == nullptr || std::none_of(entry->keys.begin(), entry->keys.end(), [&](const PolicyKey& k) { return k.name == key; }))
-    return spec;
+  const auto named = [&](const PolicyKey& k) { return k.name == key; };
+  if (entry == nullptr || std::none_of(entry->keys.begin(), entry->keys.end(), named)) return spec;
   Spec s = Spec::parse(spec, "policy", entry->positional_key);
   if (std::any_of(s.params.begin(), s.params.end(), [&](const auto& kv) { return kv.first == key; })) return spec;
   s.params.emplace_back(key, value);

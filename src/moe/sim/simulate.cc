@@ -91,7 +91,8 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
         inputs.predictor = make_pred;
         inputs.future = &routing;
         // --window is the window= of the specs that have the key and do not give it.
-        auto policy = make_policy(with_policy_key(name, "window", o.window ? std::to_string(o.window) : "auto"), inputs);
+        const std::string window = o.window ? std::to_string(o.window) : "auto";
+        auto policy = make_policy(with_policy_key(name, "window", window), inputs);
         rows.push_back({hw.name, mem, simulate(routing, *policy, tm, so)});
         rows.back().result.policy = policy_label(name);
       }
