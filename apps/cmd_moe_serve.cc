@@ -75,7 +75,7 @@ int run_serve(ServeFlags& f) {
 
   if (eo.policy != "auto" && policy_entry(eo.policy).uses_counts) {
     const std::string corpus = f.calibration == "default" ? default_corpus_path() : f.calibration;
-    eo.policy_options.expert_counts = calibration_counts(f.model, corpus, 512, 99, eo);
+    eo.policy_inputs.expert_counts = calibration_counts(f.model, corpus, 512, 99, eo);
   }
   auto engine = MoeEngine::open(f.model, eo);
   f.serve.batcher.kv_bytes = engine->kv_reserve_bytes();

@@ -63,11 +63,15 @@ MoeSubcommand add_simulate_command(CLI::App& moe) {
   sm->add_option("--weights", so.weights, "the routed experts' weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K")->capture_default_str();
   sm->add_option("--device-mem", so.device_mem, "GPU memory for the model, e.g. 24GiB (default: the profile's)");
   sm->add_option("--batch", so.batches, "comma-separated batch sizes")->delimiter(',')->capture_default_str();
-  sm->add_option("--policies", so.policies, "comma-separated policies: " + choices(trace_policy_names()))
+  std::vector<std::string> policies;  // with their keys, from the registry
+  for (const auto& name : trace_policy_names()) policies.push_back(policy_usage(name));
+  sm->add_option("--policies", so.policies, "comma-separated policies NAME[:KEY=VALUE,...]: " + choices(policies))
       ->delimiter(',')->capture_default_str();
   sm->add_option("--predictor", so.predictor, "prescope's predictor spec NAME[:ARG]: " + choices(trace_predictor_names()))
       ->capture_default_str();
-  sm->add_option("--window", so.window, "PreSched window in layers (0: auto, the layers one transfer lasts)")->capture_default_str();
+  sm->add_option("--window", so.window,
+                 "PreSched window in layers (0: auto, the layers one transfer lasts); a spec's window= wins")
+      ->capture_default_str();
   sm->add_option("--context", so.context_tokens, "KV-cache tokens per sequence")->capture_default_str();
   sm->add_option("--out", flags->out, "output directory")->required();
   return MoeSubcommand{sm, [flags] { return run_simulate_cmd(*flags); }};

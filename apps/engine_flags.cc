@@ -19,12 +19,14 @@ namespace {
 
 // One help text per flag; a sweep's adds that it takes a list (sweep()).
 
-// Every policy is listed (help_test checks it); those that read the recorded future are marked.
+// Every policy is listed with its keys, from its registry entry (help_test checks it); those that
+// read the recorded future are marked.
 std::string policy_help() {
   std::vector<std::string> engine, simulator;
-  for (const auto& name : moe::policy_names()) (moe::find_policy(name)->needs_future ? simulator : engine).push_back(name);
-  std::string help = "offloading policy NAME[:ARGS]: auto (lru with every expert loaded at start when they all fit "
-                     "the budget, else prescope), " + choices(engine);
+  for (const auto& name : moe::policy_names())
+    (moe::find_policy(name)->needs_future ? simulator : engine).push_back(moe::policy_usage(name));
+  std::string help = "offloading policy NAME[:KEY=VALUE,...]: auto (lru with every expert loaded at start when they "
+                     "all fit the budget, else prescope), " + choices(engine);
   if (!simulator.empty()) help += " (in the simulator and on --routing only: " + choices(simulator) + ")";
   return help;
 }

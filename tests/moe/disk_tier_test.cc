@@ -97,9 +97,9 @@ TEST_F(DiskTierTest, StaticHotKeepsItsHotExpertsWhileColdOnesStream) {
   EngineOptions o;
   o.policy = "static-hot";
   o.link = "file";
-  o.policy_options.expert_counts.assign(static_cast<std::size_t>(layers) * experts, 1);
+  o.policy_inputs.expert_counts.assign(static_cast<std::size_t>(layers) * experts, 1);
   for (int l = 0; l < layers; ++l)
-    for (int e : {0, 1}) o.policy_options.expert_counts[static_cast<std::size_t>(l) * experts + e] = 1000;
+    for (int e : {0, 1}) o.policy_inputs.expert_counts[static_cast<std::size_t>(l) * experts + e] = 1000;
   {
     EngineOptions probe;
     probe.link = "none";

@@ -41,7 +41,7 @@ class ConstantPredictor final : public Predictor {
 // The policy's "one file": LRU until `limit` layers were routed, then every expert on the host.
 class HostAfterPolicy final : public LruPolicy {
  public:
-  HostAfterPolicy(const PolicyOptions& o, std::int64_t limit) : LruPolicy(o), limit_(limit) {}
+  HostAfterPolicy(const PolicyInputs&, std::int64_t limit) : limit_(limit) {}
   std::string name() const override { return "test-host-after"; }
   void on_route(const RouteInfo& route, std::span<Placement> placement) override {
     LruPolicy::on_route(route, placement);
@@ -64,7 +64,7 @@ void register_dummies() {
                           return std::make_unique<ConstantPredictor>(ctx, static_cast<int>(e));
                         }});
     register_policy({.name = "test-host-after", .summary = "test only: LRU, then everything on the host",
-                     .make = [](SpecReader& s, const PolicyOptions& o) -> std::unique_ptr<Policy> {
+                     .make = [](SpecReader& s, const PolicyInputs& o) -> std::unique_ptr<Policy> {
                        const std::int64_t limit = s.get_int("limit", 1'000'000);
                        return std::make_unique<HostAfterPolicy>(o, limit);
                      }});
@@ -81,7 +81,7 @@ SimResult run(const std::string& spec) {
   TimeModel tm(a100(), model_shape("mixtral-8x7b"), 512);
   SimOptions so;
   so.capacity_experts = 24;
-  PolicyOptions o;
+  PolicyInputs o;
   o.future = &f;
   auto p = make_policy(spec, o);
   return simulate(f, *p, tm, so);
@@ -117,7 +117,7 @@ TEST(DummyPolicy, UnknownKeysAndBadValuesAreRefused) {
   EXPECT_NE(make_policy("lru:scope=layer"), nullptr);
   EXPECT_NE(make_policy("prescope:window=2"), nullptr);
   EXPECT_THROW(make_policy("no-such-policy"), InvalidArgument);
-  EXPECT_THROW(register_policy("lru", [](const PolicyOptions& o) { return make_policy("lru", o); }),
+  EXPECT_THROW(register_policy("lru", [](const PolicyInputs& o) { return make_policy("lru", o); }),
                InvalidArgument);
 }
 
@@ -147,6 +147,38 @@ TEST(PolicyRegistry, PositionalPredictorAndCommaSplitSpecs) {
   EXPECT_GT(g_predictions.load(), 0);
   EXPECT_EQ(join_spec_items({"lru", "prescope:window=2", "predictor=cooccurrence"}),
             (std::vector<std::string>{"lru", "prescope:window=2,predictor=cooccurrence"}));
+}
+
+// Each policy's entry lists the keys its reader reads, in its order: the "known:" list of an
+// unknown key's error is the entry's, and the help text shows them.
+TEST(PolicyRegistry, EntryKeysAreWhatItsReaderReads) {
+  register_builtin_policies();
+  for (const std::string& name : policy_names()) {
+    const PolicyEntry& entry = policy_entry(name);
+    if (name.rfind("test-", 0) == 0) continue;  // the dummies list no keys
+    std::string known;
+    for (const PolicyKey& k : entry.keys) known += (known.empty() ? "" : ", ") + k.name;
+    try {
+      make_policy(name + ":no_such_key=1");
+      ADD_FAILURE() << name << ": unknown key accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("(known: " + (known.empty() ? "none" : known) + ")"), std::string::npos)
+          << name << ": " << e.what();
+    }
+  }
+  EXPECT_EQ(policy_usage("ondemand"), "ondemand");
+  EXPECT_EQ(policy_usage("next-gate"), "next-gate[:scope=global/layer,lookahead=1..64]");
+}
+
+// A flag that stands for a key is folded into the specs that have the key and do not give it.
+TEST(PolicyRegistry, WithPolicyKeyAddsOnlyWhereTheKeyExistsAndIsAbsent) {
+  EXPECT_EQ(with_policy_key("lru", "scope", "layer"), "lru:scope=layer");
+  EXPECT_EQ(with_policy_key("next-gate:lookahead=2", "scope", "layer"), "next-gate:lookahead=2,scope=layer");
+  EXPECT_EQ(with_policy_key("lru:scope=global", "scope", "layer"), "lru:scope=global");  // the spec's wins
+  EXPECT_EQ(with_policy_key("ondemand", "scope", "layer"), "ondemand");                  // no such key
+  EXPECT_EQ(with_policy_key("prescope:cooccurrence", "window", "auto"), "prescope:predictor=cooccurrence,window=auto");
+  EXPECT_EQ(with_policy_key("auto", "scope", "layer"), "auto");  // not an entry: left to the caller
+  EXPECT_NE(make_policy(with_policy_key("prescope:cooccurrence", "window", "auto")), nullptr);
 }
 
 }  // namespace

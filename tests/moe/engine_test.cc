@@ -78,7 +78,7 @@ TEST_F(EngineTest, RandomisedStressNeverExceedsBudget) {
     o.device_mem = std::to_string(slots * eb + rng() % eb);  // not a multiple of the expert size
     o.link = (rng() % 2) ? "none" : "1GBps,2us";
     o.chunk_bytes = 1024 + rng() % 8192;
-    if (rng() % 2) o.policy_options.lru_scope = "layer";
+    if (rng() % 2) o.policy = with_policy_key(o.policy, "scope", "layer");
     const int batch = 1 + static_cast<int>(rng() % 5);
     auto seqs = random_tokens(batch, kPrompt + kDecode, 1000 + trial);
     auto expect = reference_logits(dir_->path(), seqs);

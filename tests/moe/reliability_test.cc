@@ -34,7 +34,7 @@ struct RouteLog {
 // LRU that writes down every layer's routing, to tell the wrong predictor what will NOT happen.
 class RecordingPolicy : public LruPolicy {
  public:
-  RecordingPolicy(const PolicyOptions& o, std::shared_ptr<RouteLog> log) : LruPolicy(o), log_(std::move(log)) {}
+  RecordingPolicy(const PolicyInputs&, std::shared_ptr<RouteLog> log) : log_(std::move(log)) {}
   std::string name() const override { return "test-record"; }
   void on_route(const RouteInfo& route, std::span<Placement> placement) override {
     log_->routes.emplace_back(route.layer, std::vector<int>(route.experts.begin(), route.experts.end()));
@@ -81,9 +81,9 @@ struct WrongPrefetchCounters {
 // predictor works as intended).
 class WrongPrefetchPolicy : public LruPolicy {
  public:
-  WrongPrefetchPolicy(const PolicyOptions& o, std::shared_ptr<const RouteLog> log,
+  WrongPrefetchPolicy(const PolicyInputs&, std::shared_ptr<const RouteLog> log,
                       std::shared_ptr<WrongPrefetchCounters> counters)
-      : LruPolicy(o), log_(std::move(log)), counters_(std::move(counters)) {}
+      : log_(std::move(log)), counters_(std::move(counters)) {}
   std::string name() const override { return "test-wrong-prefetch"; }
   void attach(const PolicyContext& ctx) override {
     LruPolicy::attach(ctx);
@@ -145,8 +145,8 @@ TEST(MoeReliability, AlwaysWrongPredictorKeepsBudgetAndLogits) {
   auto log = std::make_shared<RouteLog>();
   auto counters = std::make_shared<WrongPrefetchCounters>();
   register_builtin_policies();
-  register_policy("test-record", [log](const PolicyOptions& o) { return std::make_unique<RecordingPolicy>(o, log); });
-  register_policy("test-wrong-prefetch", [log, counters](const PolicyOptions& o) {
+  register_policy("test-record", [log](const PolicyInputs& o) { return std::make_unique<RecordingPolicy>(o, log); });
+  register_policy("test-wrong-prefetch", [log, counters](const PolicyInputs& o) {
     return std::make_unique<WrongPrefetchPolicy>(o, log, counters);
   });
 

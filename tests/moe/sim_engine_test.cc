@@ -64,8 +64,8 @@ HardwareProfile link_profile() {
 constexpr const char* kLink = "25GBps,10us";
 constexpr const char* kCompute = "100us,1ms";
 
-PolicyOptions options_for(const std::string& policy) {
-  PolicyOptions o;
+PolicyInputs options_for(const std::string& policy) {
+  PolicyInputs o;
   if (policy == "prescope")  // a routing-only predictor: the same predictions with and without hidden states
     o.predictor = [](const PolicyContext& ctx) {
       register_builtin_predictors();
@@ -98,7 +98,7 @@ class SimEngine : public ::testing::Test {
                            EngineStats* stats_out = nullptr) {
     EngineOptions eo;
     eo.policy = policy;
-    eo.policy_options = options_for(policy);
+    eo.policy_inputs = options_for(policy);
     eo.link = kLink;
     eo.compute = kCompute;
     eo.forced_routing = &trace;
@@ -292,7 +292,7 @@ TEST_F(SimEngine, OraclePoliciesRunOnTheReplayedFuture) {
     EngineOptions eo;
     eo.forced_routing = &trace;
     eo.policy = policy;
-    eo.policy_options.future = &future;
+    eo.policy_inputs.future = &future;
     eo.link = kLink;
     eo.compute = kCompute;
     eo.device_mem = std::to_string(3 * c.top_k * kBatch * MoeEngine::open(dir_->path(), EngineOptions{})->expert_bytes());

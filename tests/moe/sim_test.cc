@@ -40,7 +40,7 @@ TEST(HardwareProfiles, BuiltInEqualsTheSourceFile) {
 std::unique_ptr<Policy> policy_for(const std::string& name, const FutureRouting* future,
                                    const std::vector<std::uint64_t>& counts = {}) {
   register_builtin_policies();
-  PolicyOptions o;
+  PolicyInputs o;
   o.future = future;
   o.expert_counts = counts;
   o.predictor = [](const PolicyContext& ctx) {

@@ -89,7 +89,7 @@ std::vector<std::uint64_t> counts_of(const FutureRouting& f) {
 }
 
 RecordingPolicy run(const std::string& spec, const FutureRouting& f, std::uint64_t capacity, int batch,
-                    SimResult* out = nullptr, PolicyOptions o = {}) {
+                    SimResult* out = nullptr, PolicyInputs o = {}) {
   register_builtin_policies();
   o.future = &f;
   if (o.expert_counts.empty()) o.expert_counts = counts_of(f);
@@ -155,7 +155,7 @@ TEST(Speculation, DemandLoadWaitsAtMostOneChunkForAPrefetch) {
       for (const std::string spec : {"prescope", "oracle", "moe-infinity"}) {
         const RoutingTrace t = testing::random_trace(9, 32, 8, 2, 8, 2);
         const FutureRouting f = form_batches(t, b);
-        PolicyOptions o;
+        PolicyInputs o;
         o.predictor = [](const PolicyContext& ctx) {
           return make_predictor("cooccurrence", PredictorContext{nullptr, ctx.num_layers, ctx.num_experts, ctx.top_k});
         };
@@ -201,7 +201,7 @@ TEST(Speculation, AlwaysWrongPredictorCostsAtMostTheBound) {
           layer.erase(std::unique(layer.begin(), layer.end()), layer.end());
         }
       const FutureRouting f = form_batches(t, b);
-      PolicyOptions o;
+      PolicyInputs o;
       o.predictor = [](const PolicyContext& ctx) {
         return std::make_unique<AlwaysWrongPredictor>(ctx.num_layers, ctx.num_experts,
                                                       std::vector<std::set<int>>(ctx.num_layers, {6, 7}));
@@ -223,7 +223,7 @@ TEST(Speculation, BudgetHoldsUnderEveryNewPath) {
       for (const std::string spec :
            {"prescope", "prescope:window=auto", "prescope:horizon=64", "prescope-perfect", "oracle:window=auto"}) {
         const FutureRouting f = form_batches(t, b);
-        PolicyOptions o;
+        PolicyInputs o;
         o.predictor = [](const PolicyContext& ctx) {
           return make_predictor("cooccurrence", PredictorContext{nullptr, ctx.num_layers, ctx.num_experts, ctx.top_k});
         };

@@ -66,9 +66,7 @@ TEST(Traces, MixtralLruHitRateMatchesIndependentComputation) {
   EXPECT_EQ(t.top_k, 2);
   EXPECT_EQ(t.tokens.size(), 244u);
   register_builtin_policies();
-  PolicyOptions po;
-  po.lru_scope = "layer";
-  auto lru = make_policy("lru", po);
+  auto lru = make_policy("lru:scope=layer");
   ReplayOptions ro;
   ro.capacity_experts = 4 * 32;  // 4 of 8 experts per layer
   auto r = replay_trace(t, *lru, ro);

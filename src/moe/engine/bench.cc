@@ -70,7 +70,6 @@ EngineOptions engine_options(const BenchOptions& o, const std::string& budget) {
   eo.link = o.link;
   eo.compute = o.compute;
   eo.weights = o.weights;
-  eo.policy_options.lru_scope = o.lru_scope;  // a scope= key in a policy spec overrides it
   return eo;
 }
 
@@ -107,6 +106,8 @@ std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, cons
 std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& progress, std::string* engine) {
   FERRY_REQUIRE(!o.policies.empty() && !o.batches.empty() && !o.budgets.empty(), "bench needs policies, batches and budgets");
   for (int b : o.batches) FERRY_REQUIRE_POSITIVE(b, "--batch values");
+  FERRY_REQUIRE(o.lru_scope == "global" || o.lru_scope == "layer", "invalid --lru-scope '", o.lru_scope,
+                "': expected global or layer");
   FERRY_REQUIRE(o.new_tokens >= 2, "--tokens must be at least 2 (one prefill, one decode step)");
   std::vector<BenchRow> rows;
   const std::vector<std::string> policies = join_spec_items(o.policies);  // a spec's keys were split off on ','
@@ -146,11 +147,13 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
       }
       for (const auto& policy : policies) {
         EngineOptions eo = engine_options(o, budget);
-        eo.policy = policy;  // the spec: the policy reads its keys (predictor=, window=, ...)
-        eo.policy_options.expert_counts = counts;
+        // The spec: the policy reads its keys (predictor=, window=, ...); --lru-scope is its scope=
+        // where the spec does not give one.
+        eo.policy = with_policy_key(policy, "scope", o.lru_scope);
+        eo.policy_inputs.expert_counts = counts;
         if (!o.routing_trace.empty()) {
           eo.forced_routing = &trace;
-          eo.policy_options.future = &future;
+          eo.policy_inputs.future = &future;
         }
         auto eng = MoeEngine::open(o.model_dir, eo);
         if (engine != nullptr && rows.empty()) *engine = eng->describe();

@@ -29,7 +29,7 @@ struct BenchOptions {
   std::string corpus;                        // prompts and calibration text come from here ("" = random tokens)
   int calibration_tokens = 512;              // routing counts for static-hot / fiddler, from other text than the prompts
   std::uint64_t seed = 1;                    // prompt selection
-  std::string lru_scope = "global";          // lru / next-gate eviction scope
+  std::string lru_scope = "global";          // lru / next-gate key scope, where a spec does not give it
   // An untimed run of the same prompts first (as llama-bench's warm-up): the timed run starts with
   // the experts the warm-up left on the device, page cache and CPU caches warm.
   bool warmup = false;
@@ -87,7 +87,7 @@ OverheadResult measure_overhead(const std::string& model_dir, int batch, int pro
                                 int repeats, const std::string& corpus);
 
 // Routing counts [layer * E + e] of `tokens` calibration tokens for the static placements
-// (static-hot, fiddler: PolicyOptions::expert_counts): from the last quarter of the corpus, which
+// (static-hot, fiddler: PolicyInputs::expert_counts): from the last quarter of the corpus, which
 // make_prompts() never takes prompts from, or random tokens drawn with `seed` when corpus is empty.
 // `run`: the engine options of the runs the counts are for (the experts' format; and, when the
 // experts stream from disk, the link and budget the calibration run uses too).

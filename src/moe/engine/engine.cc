@@ -148,7 +148,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   parse_compute_profile(options.compute);  // a bad spec fails before loading
   // The predictor the policy is given (prescope; next-gate on the model's routers unless the caller
   // chose one) is timed into stats.predictor_s. Policies that do not take one ignore the factory.
-  PolicyOptions po = options.policy_options;
+  PolicyInputs po = options.policy_inputs;
   {
     double* total = &m.stats.predictor_s;
     po.wrap_predictor = [total](std::unique_ptr<Predictor> p) -> std::unique_ptr<Predictor> {

@@ -23,7 +23,7 @@ struct EngineOptions {
   // A policy spec (make_policy(): "lru", "prescope:window=2", ...), or "auto": lru with every
   // expert loaded at start when the budget holds them all (nothing to prefetch), else prescope.
   std::string policy = "lru";
-  PolicyOptions policy_options;    // passed to the policy factory
+  PolicyInputs policy_inputs;      // what the policy is built from besides its spec (make_policy())
   // Device budget for routed experts: bytes, % of all experts, or "auto" (memory_plan.h: every
   // expert resident when the model fits in what this process may use, else what fits). Every
   // budget is checked against that memory before the experts load (InvalidArgument when it cannot fit).

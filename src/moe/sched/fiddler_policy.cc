@@ -2,7 +2,8 @@
 // calibration run); a missing expert runs on the host when that is cheaper than moving it,
 //   host_token_s x tokens  <  transfer_s,
 // and is loaded (LRU eviction) otherwise, as happens for large batches.
-#include "moe/sched/policy.h"
+#include "moe/sched/builtin_policies.h"
+#include "moe/sched/prefetch_room.h"
 #include "moe/sched/recency_tracker.h"
 
 namespace ferry::moe {
@@ -10,14 +11,13 @@ namespace {
 
 class FiddlerPolicy : public Policy {
  public:
-  explicit FiddlerPolicy(const PolicyOptions& options) : counts_(options.expert_counts) {}
+  explicit FiddlerPolicy(std::vector<std::uint64_t> counts) : counts_(std::move(counts)) {}
   std::string name() const override { return "fiddler"; }
 
   void attach(const PolicyContext& ctx) override {
     ctx_ = ctx;
     recency_.set_shape(ctx.num_layers, ctx.num_experts);
-    for (ExpertId id : hottest_experts(ctx, counts_, ctx.cache->capacity_slots()))
-      ctx.cache->prefetch(id, kPriorityPrefetch + id.layer);
+    prefetch_hottest(ctx, counts_, ctx.cache->capacity_slots());
   }
 
   void on_route(const RouteInfo& route, std::span<Placement> placement) override {
@@ -42,6 +42,8 @@ class FiddlerPolicy : public Policy {
 
 }  // namespace
 
-std::unique_ptr<Policy> make_fiddler_policy(const PolicyOptions& options) { return std::make_unique<FiddlerPolicy>(options); }
+PolicyEntry fiddler_policy_entry() {
+  return counts_policy_entry<FiddlerPolicy>("fiddler", "hot experts resident, misses run on the host (Fiddler)");
+}
 
 }  // namespace ferry::moe

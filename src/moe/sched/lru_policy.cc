@@ -1,17 +1,21 @@
 // LRU expert cache (mixtral-offloading, Eliseev & Mazur 2023): experts stay on the device after
 // use; when room is needed the least recently used one leaves. Scope "global": one LRU over all
 // layers; scope "layer": each layer keeps at most slots / layers experts, evicting within itself.
+#include "moe/sched/lru_policy.h"
+
 #include <algorithm>
 
-#include "core/error.h"
-#include "moe/sched/lru_policy.h"
+#include "moe/sched/builtin_policies.h"
+#include "moe/sched/prefetch_room.h"
 
 namespace ferry::moe {
 
-LruPolicy::LruPolicy(const PolicyOptions& options) : per_layer_(options.lru_scope == "layer") {
-  FERRY_REQUIRE(options.lru_scope == "global" || options.lru_scope == "layer", "invalid LRU scope '",
-                options.lru_scope, "': expected global or layer");
+LruOptions parse_lru_options(SpecReader& spec) {
+  const bool layer = spec.get_choice("scope", "global", {"global", "layer"}) == "layer";
+  return {.scope = layer ? LruScope::kLayer : LruScope::kGlobal};
 }
+
+LruPolicy::LruPolicy(LruOptions options) : per_layer_(options.scope == LruScope::kLayer) {}
 
 void LruPolicy::attach(const PolicyContext& ctx) {
   ctx_ = ctx;
@@ -29,15 +33,15 @@ void LruPolicy::on_access(ExpertId id, bool hit) {
   }
   ++pending_;
   const std::uint64_t quota = std::max<std::uint64_t>(1, ctx_.cache->capacity_slots() / ctx_.num_layers);
+  const VictimRule same_layer{[](ExpertId c, ExpertId incoming) { return c.layer == incoming.layer; },
+                              [this](std::span<const ExpertId> c, ExpertId) { return recency_.least_recent(c); }};
   for (;;) {
     std::uint64_t held = 0;
     for (int e = 0; e < ctx_.num_experts; ++e) held += ctx_.cache->contains({id.layer, e});
     if (held + pending_ <= quota) break;
-    std::vector<ExpertId> same;
-    for (ExpertId c : ctx_.cache->evictable())
-      if (c.layer == id.layer) same.push_back(c);
-    if (same.empty()) break;
-    ctx_.cache->evict(recency_.least_recent(same));
+    const std::optional<ExpertId> victim = find_victim(*ctx_.cache, same_layer, id);
+    if (!victim) break;
+    ctx_.cache->evict(*victim);
   }
 }
 
@@ -56,6 +60,13 @@ ExpertId LruPolicy::choose_victim(std::span<const ExpertId> candidates, ExpertId
   return recency_.least_recent(candidates);
 }
 
-std::unique_ptr<Policy> make_lru_policy(const PolicyOptions& options) { return std::make_unique<LruPolicy>(options); }
+PolicyEntry lru_policy_entry() {
+  return {.name = "lru",
+          .summary = "least-recently-used expert cache",
+          .keys = {{"scope", "global/layer"}},
+          .make = [](SpecReader& spec, const PolicyInputs&) -> std::unique_ptr<Policy> {
+            return std::make_unique<LruPolicy>(parse_lru_options(spec));
+          }};
+}
 
 }  // namespace ferry::moe

@@ -6,9 +6,20 @@
 
 namespace ferry::moe {
 
+enum class LruScope {
+  kGlobal,  // one LRU over all layers
+  kLayer,   // each layer keeps at most slots / layers experts, evicting within itself
+};
+
+struct LruOptions {
+  LruScope scope = LruScope::kGlobal;  // spec key scope=global|layer
+};
+// Reads scope (next-gate's reader reads it too).
+LruOptions parse_lru_options(SpecReader& spec);
+
 class LruPolicy : public Policy {
  public:
-  explicit LruPolicy(const PolicyOptions& options);
+  explicit LruPolicy(LruOptions options = {});
   std::string name() const override { return "lru"; }
   void attach(const PolicyContext& ctx) override;
   void on_route(const RouteInfo&, std::span<Placement>) override {}

@@ -12,7 +12,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "moe/sched/policy.h"
+#include "moe/sched/builtin_policies.h"
+#include "moe/sched/prefetch_room.h"
 #include "moe/sched/recency_tracker.h"
 
 namespace ferry::moe {
@@ -25,7 +26,7 @@ constexpr double kMinProbability = 0.1;
 
 class MoeInfinityPolicy : public Policy {
  public:
-  explicit MoeInfinityPolicy(const PolicyOptions& options) : calibration_(options.expert_counts) {}
+  explicit MoeInfinityPolicy(std::vector<std::uint64_t> counts) : calibration_(std::move(counts)) {}
   std::string name() const override { return "moe-infinity"; }
 
   void attach(const PolicyContext& ctx) override {
@@ -52,12 +53,7 @@ class MoeInfinityPolicy : public Policy {
     const std::vector<double>* match = best_match(route.layer);
     if (!match) return;
     const int E = ctx_.num_experts, L = ctx_.num_layers;
-    struct Want {
-      ExpertId id;
-      double priority;
-      int distance;
-    };
-    std::vector<Want> want;
+    std::vector<std::pair<double, PrefetchWant>> scored;  // priority, want
     for (int d = 1; d <= kLookahead && route.layer + d < L; ++d) {
       const int layer = route.layer + d;
       double tokens = 0;
@@ -65,24 +61,19 @@ class MoeInfinityPolicy : public Policy {
       if (tokens <= 0) continue;
       for (int e = 0; e < E; ++e) {
         const double p = std::min(1.0, (*match)[index({layer, e})] / tokens * ctx_.top_k);
-        if (p >= kMinProbability) want.push_back({{layer, e}, p * (1.0 - (d - 1.0) / L), d});
+        if (p >= kMinProbability) scored.push_back({p * (1.0 - (d - 1.0) / L), {{layer, e}, kPriorityPrefetch + d}});
       }
     }
-    std::stable_sort(want.begin(), want.end(), [](const Want& a, const Want& b) { return a.priority > b.priority; });
-    std::vector<ExpertId> wanted;
-    for (const Want& w : want) wanted.push_back(w.id);
-    for (const Want& w : want) {
-      if (ctx_.cache->contains(w.id)) continue;
-      if (ctx_.cache->free_slots() == 0) {
-        // Make room by the least frequently activated expert that is not wanted now.
-        std::vector<ExpertId> c;
-        for (ExpertId id : ctx_.cache->evictable())
-          if (std::find(wanted.begin(), wanted.end(), id) == wanted.end()) c.push_back(id);
-        if (c.empty()) return;
-        ctx_.cache->evict(choose_victim(c, w.id));
-      }
-      ctx_.cache->prefetch(w.id, kPriorityPrefetch + w.distance);
-    }
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<PrefetchWant> wants;
+    for (const auto& s : scored) wants.push_back(s.second);
+    // Room: the least frequently activated expert that is not wanted now.
+    auto unwanted = [&](ExpertId c, ExpertId) {
+      return std::none_of(wants.begin(), wants.end(), [c](const PrefetchWant& w) { return w.id == c; });
+    };
+    auto least_frequent = [this](std::span<const ExpertId> c, ExpertId incoming) { return choose_victim(c, incoming); };
+    const VictimRule rule{unwanted, least_frequent};
+    prefetch_with_room(*ctx_.cache, wants, rule);
   }
 
   void on_step_done() override {
@@ -129,8 +120,8 @@ class MoeInfinityPolicy : public Policy {
 
 }  // namespace
 
-std::unique_ptr<Policy> make_moe_infinity_policy(const PolicyOptions& options) {
-  return std::make_unique<MoeInfinityPolicy>(options);
+PolicyEntry moe_infinity_policy_entry() {
+  return counts_policy_entry<MoeInfinityPolicy>("moe-infinity", "activation-matrix prefetch (MoE-Infinity)");
 }
 
 }  // namespace ferry::moe

@@ -1,6 +1,6 @@
 // On-demand loading: every active expert is moved to the device when its layer needs it and
 // dropped when the layer is done; nothing is cached across layers. The bound with no reuse.
-#include "moe/sched/policy.h"
+#include "moe/sched/builtin_policies.h"
 #include "moe/sched/recency_tracker.h"
 
 namespace ferry::moe {
@@ -31,6 +31,12 @@ class OnDemandPolicy : public Policy {
 
 }  // namespace
 
-std::unique_ptr<Policy> make_ondemand_policy(const PolicyOptions&) { return std::make_unique<OnDemandPolicy>(); }
+PolicyEntry ondemand_policy_entry() {
+  return {.name = "ondemand",
+          .summary = "load each missed expert when it is needed; no cache policy",
+          .make = [](SpecReader&, const PolicyInputs&) -> std::unique_ptr<Policy> {
+            return std::make_unique<OnDemandPolicy>();
+          }};
+}
 
 }  // namespace ferry::moe

@@ -12,18 +12,27 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "moe/trace/future_routing.h"
+#include "moe/sched/builtin_policies.h"
 #include "moe/sched/oracle_predictor.h"
 #include "moe/sched/prescope_policy.h"
+#include "moe/trace/future_routing.h"
 
 namespace ferry::moe {
 namespace {
 
-const FutureRouting* require_future(const PolicyOptions& options, const char* name) {
-  FERRY_REQUIRE(options.future != nullptr, "policy '", name,
+const FutureRouting* require_future(const PolicyInputs& inputs, const std::string& name) {
+  FERRY_REQUIRE(inputs.future != nullptr, "policy '", name,
                 "' needs the recorded routing to come: it runs in the simulator (ferry moe simulate) and in ferry moe "
                 "bench on a trace's routing (--routing)");
-  return options.future;
+  return inputs.future;
+}
+
+// The routing counts of the recorded future, [layer * E + e]: the oracle's start.
+std::vector<std::uint64_t> future_counts(const FutureRouting& f) {
+  std::vector<std::uint64_t> counts(static_cast<std::size_t>(f.num_layers) * f.num_experts, 0);
+  for (std::int64_t pos = 0; pos < f.positions(); ++pos)
+    for (int e : f.at(pos).experts) ++counts[static_cast<std::size_t>(pos % f.num_layers) * f.num_experts + e];
+  return counts;
 }
 
 void require_shape(const FutureRouting& f, const PolicyContext& ctx, const char* name) {
@@ -34,14 +43,9 @@ void require_shape(const FutureRouting& f, const PolicyContext& ctx, const char*
 
 class OraclePolicy : public PreScopePolicy {
  public:
-  explicit OraclePolicy(const PolicyOptions& options) : PreScopePolicy(options), future_(require_future(options, "oracle")) {
-    options_.predictor = nullptr;  // its predictor is the recorded future
-    // The start: the experts the recorded future routes most.
-    options_.expert_counts.assign(static_cast<std::size_t>(future_->num_layers) * future_->num_experts, 0);
-    for (std::int64_t pos = 0; pos < future_->positions(); ++pos)
-      for (int e : future_->at(pos).experts)
-        ++options_.expert_counts[static_cast<std::size_t>(pos % future_->num_layers) * future_->num_experts + e];
-  }
+  // Its predictor is the recorded future; it starts with the experts that future routes most.
+  OraclePolicy(const PreScopeOptions& options, const PolicyInputs&, const FutureRouting* future)
+      : PreScopePolicy(options, future_counts(*future), nullptr), future_(future) {}
   std::string name() const override { return "oracle"; }
 
   void attach(const PolicyContext& ctx) override {
@@ -75,15 +79,16 @@ class OraclePolicy : public PreScopePolicy {
   }
 
  private:
-  const FutureRouting* future_;  // owned by the caller, outlives the policy (PolicyOptions::future)
+  const FutureRouting* future_;  // owned by the caller, outlives the policy (PolicyInputs::future)
 };
 
 class PerfectPredictionPolicy : public PreScopePolicy {
  public:
-  explicit PerfectPredictionPolicy(const PolicyOptions& options)
-      : PreScopePolicy(options), future_(require_future(options, "prescope-perfect")) {
-    options_.predictor = [f = future_](const PolicyContext&) { return std::make_unique<OraclePredictor>(f, true); };
-  }
+  // The caller's calibration counts, the recorded future as its predictor.
+  PerfectPredictionPolicy(const PreScopeOptions& options, const PolicyInputs& inputs, const FutureRouting* future)
+      : PreScopePolicy(options, inputs.expert_counts,
+                       [future](const PolicyContext&) { return std::make_unique<OraclePredictor>(future, true); }),
+        future_(future) {}
   std::string name() const override { return "prescope-perfect"; }
   void attach(const PolicyContext& ctx) override {
     PreScopePolicy::attach(ctx);
@@ -98,11 +103,35 @@ class PerfectPredictionPolicy : public PreScopePolicy {
   const FutureRouting* future_;  // as above
 };
 
+// The entry of a policy of this file: `entry`'s name, summary and capabilities, PreScope's keys
+// but predictor (its predictor is the recorded future), and a factory that reads them, refuses an
+// unknown key before a missing future, and builds PolicyType(options, inputs, future).
+template <class PolicyType>
+PolicyEntry future_policy_entry(PolicyEntry entry) {
+  entry.keys = prescope_keys(/*predictor_key=*/false);
+  entry.needs_future = true;
+  entry.make = [name = entry.name](SpecReader& spec, const PolicyInputs& inputs) -> std::unique_ptr<Policy> {
+    const PreScopeOptions o = parse_prescope_options(spec, /*predictor_key=*/false);
+    spec.finish();
+    return std::make_unique<PolicyType>(o, inputs, require_future(inputs, name));
+  };
+  return entry;
+}
+
 }  // namespace
 
-std::unique_ptr<Policy> make_oracle_policy(const PolicyOptions& options) { return std::make_unique<OraclePolicy>(options); }
-std::unique_ptr<Policy> make_perfect_prediction_policy(const PolicyOptions& options) {
-  return std::make_unique<PerfectPredictionPolicy>(options);
+PolicyEntry oracle_policy_entry() {
+  return future_policy_entry<OraclePolicy>(
+      {.name = "oracle",
+       .summary = "the recorded future with PreSched and Belady eviction: the bound",
+       .is_bound = true});
+}
+
+PolicyEntry prescope_perfect_policy_entry() {
+  return future_policy_entry<PerfectPredictionPolicy>(
+      {.name = "prescope-perfect",
+       .summary = "PreScope with the recorded future as its predictor: the prediction/planning split",
+       .uses_counts = true});
 }
 
 }  // namespace ferry::moe

@@ -41,27 +41,23 @@ struct PolicyContext {
   CostModel cost;                        // link and compute times
 };
 
-// What a policy is built from. The scalar fields are also spec keys (make_policy): "lru:scope=layer",
-// "next-gate:lookahead=2", "prescope:window=3,predictor=llapor:DIR"; a key given in the spec
-// overrides the field, an absent one keeps it. The others are data only the caller has.
-struct PolicyOptions {
-  std::string lru_scope = "global";          // lru / next-gate eviction (key scope): "global" or "layer"
-                                             // (quota = slots / layers)
-  std::vector<std::uint64_t> expert_counts;  // static-hot, fiddler: routing counts [layer * E + e] of a calibration
-                                             // run (empty: spread evenly over layers)
-  int lookahead = 1;                         // next-gate (key lookahead): layers ahead to speculate
-  int window = 3;                            // prescope, oracle (key window): layers PreSched plans ahead;
-                                             // 0 = auto, the layers one transfer lasts (ceil(T / layer time), 1 to 8)
-  int horizon = 0;                           // prescope, oracle (key horizon): layers idle-link speculation looks
-                                             // ahead; 0 = one token (the oracle and prescope-perfect: two)
-  bool speculate = true;                     // prescope, oracle (key speculate): fill the idle link (docs/moe.md)
-  // prescope: builds the predictor when the policy is attached; empty: next-gate from the model's
-  // routers (none in trace replay and the simulator, where the caller must give one). The spec key
-  // predictor=SPEC (predictor_registry.h) sets it.
-  std::function<std::unique_ptr<Predictor>(const PolicyContext&)> predictor;
-  const FutureRouting* future = nullptr;     // oracle: the recorded routing to come (simulator, replay); outlives the policy
-  // Wraps the predictor a policy that takes one ends up with, from `predictor` or the spec, or
-  // else next-gate on the model's routers (the engine times it this way); empty: no wrapper.
+// Builds a policy's predictor once the model's shape is known (Policy::attach).
+using PredictorFactory = std::function<std::unique_ptr<Predictor>(const PolicyContext&)>;
+
+// What a policy is built from besides its spec keys: data only the caller has. A policy reads the
+// fields its entry's capabilities name (PolicyEntry) and ignores the others. Its spec keys
+// ("lru:scope=layer", "prescope:window=3,predictor=llapor:DIR") are its own options struct, read
+// by its entry (e.g. LruOptions, PreScopeOptions).
+struct PolicyInputs {
+  std::vector<std::uint64_t> expert_counts;  // uses_counts: routing counts [layer * E + e] of a calibration run
+                                             // (empty: spread evenly over layers)
+  const FutureRouting* future = nullptr;     // needs_future: the recorded routing to come (simulator, replay);
+                                             // outlives the policy
+  // takes_predictor: the predictor when the spec names none (key predictor); empty: next-gate from
+  // the model's routers (none in trace replay and the simulator, where the caller must give one).
+  PredictorFactory predictor;
+  // takes_predictor: wraps the predictor the policy ends up with, from the spec, `predictor` or
+  // next-gate on the model's routers (the engine times it this way); empty: no wrapper.
   std::function<std::unique_ptr<Predictor>(std::unique_ptr<Predictor>)> wrap_predictor;
 };
 
@@ -97,20 +93,28 @@ class Policy : public EvictionAdvisor {
   ExpertId choose_victim(std::span<const ExpertId> candidates, ExpertId incoming) override = 0;
 };
 
-using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicyOptions&)>;
+using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicyInputs&)>;
+
+// One spec key of a policy, for help texts.
+struct PolicyKey {
+  std::string name;    // "scope"
+  std::string values;  // what it takes: "global/layer", "1..64", "SPEC"
+};
 
 // A policy's registry entry (core/registry.h): capabilities are data, asked instead of names.
 struct PolicyEntry {
   std::string name;
   std::string summary;                   // one line for help texts
+  std::vector<PolicyKey> keys = {};      // the spec keys `make` reads, in the order it reads them
   std::string positional_key = {};       // prescope: "predictor", so "prescope:llapor:DIR" works
-  bool takes_predictor = false;          // uses PolicyOptions::predictor (spec key predictor=SPEC)
-  bool needs_future = false;             // needs PolicyOptions::future (simulator, replay only)
+  bool takes_predictor = false;          // uses PolicyInputs::predictor (spec key predictor=SPEC)
+  bool needs_future = false;             // needs PolicyInputs::future (simulator, replay only)
   bool is_bound = false;                 // knows the future: the bound other policies are reported against
   bool needs_routers = false;            // reads the model's routers (PolicyContext::routers): not in a trace
-  bool uses_counts = false;              // reads PolicyOptions::expert_counts (calibration routing counts)
-  // Reads the policy's spec keys (absent keys keep the values in `options`), then builds it.
-  std::function<std::unique_ptr<Policy>(SpecReader& spec, const PolicyOptions& options)> make = {};
+  bool uses_counts = false;              // reads PolicyInputs::expert_counts (calibration routing counts)
+  // Reads the policy's options from its spec keys (its own options struct and reader, in its own
+  // file; absent keys keep their defaults), then builds it from them and `inputs`.
+  std::function<std::unique_ptr<Policy>(SpecReader& spec, const PolicyInputs& inputs)> make = {};
 };
 
 // Adds a policy to the process's registry; InvalidArgument if the name is taken.
@@ -119,10 +123,10 @@ void register_policy(PolicyEntry entry);
 void register_policy(const std::string& name, PolicyFactory factory);
 // ondemand, lru, static-hot, next-gate, fiddler, moe-infinity, prescope, prescope-perfect, oracle. Idempotent.
 void register_builtin_policies();
-// Builds the policy of `spec` ("lru", "lru:scope=layer", ...) from `options` overridden by the
-// spec's keys. Throws InvalidArgument naming an unknown policy (listing the known ones), an
-// unknown key (listing the policy's keys) or a bad value.
-std::unique_ptr<Policy> make_policy(const std::string& spec, const PolicyOptions& options = {});
+// Builds the policy of `spec` ("lru", "lru:scope=layer", ...) from its keys and `inputs`. Throws
+// InvalidArgument naming an unknown policy (listing the known ones), an unknown key (listing the
+// policy's keys) or a bad value.
+std::unique_ptr<Policy> make_policy(const std::string& spec, const PolicyInputs& inputs = {});
 // Checks a spec without running it: builds it once (a policy that reads the recorded future gets
 // an empty one), so a bad name, key or value fails as make_policy() says before a model loads.
 void check_policy_spec(const std::string& spec);
@@ -132,15 +136,16 @@ const PolicyEntry& policy_entry(const std::string& spec);
 const PolicyEntry* find_policy(const std::string& name);
 // Sorted; for --help.
 std::vector<std::string> policy_names();
+// A policy's name and keys for help texts, from its entry: "ondemand", "lru[:scope=global/layer]".
+std::string policy_usage(const std::string& name);
 // Those that do not need the model's routers: the ones a routing trace can drive (simulate, replay).
 std::vector<std::string> trace_policy_names();
+// `spec` with key=value added when its policy reads `key` and the spec does not set it, else `spec`
+// as given: a flag that stands for a key (ferry moe bench --lru-scope, ferry moe simulate
+// --window) is folded into each spec of a list, and a key the spec gives wins.
+std::string with_policy_key(const std::string& spec, const std::string& key, const std::string& value);
 // The name a report prints for a policy spec: the spec as given, or "prescope+llapor" for one whose
 // only key is its predictor ("prescope:llapor:DIR"), so that two specs of one policy stay apart.
 std::string policy_label(const std::string& spec);
-
-// The `slots` experts with the highest calibration counts (ties and missing counts: spread
-// evenly over layers), for static placements.
-std::vector<ExpertId> hottest_experts(const PolicyContext& ctx, const std::vector<std::uint64_t>& counts,
-                                      std::uint64_t slots);
 
 }  // namespace ferry::moe

@@ -1,101 +1,22 @@
-// The policy registry (policy.h): each builtin policy's entry, with its spec keys and capabilities.
-#include <charconv>
-#include <initializer_list>
+// The policy registry (policy.h): the builtin policies' entries (builtin_policies.h), each with its
+// spec keys and capabilities, and the lookups.
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/registry.h"
 #include "core/registry_names.h"
-#include "moe/predict/predictor_registry.h"
-#include "moe/sched/policy.h"
+#include "moe/sched/builtin_policies.h"
 #include "moe/trace/future_routing.h"
 
 namespace ferry::moe {
-
-std::unique_ptr<Policy> make_ondemand_policy(const PolicyOptions&);
-std::unique_ptr<Policy> make_lru_policy(const PolicyOptions&);
-std::unique_ptr<Policy> make_static_hot_policy(const PolicyOptions&);
-std::unique_ptr<Policy> make_next_gate_policy(const PolicyOptions&);
-std::unique_ptr<Policy> make_fiddler_policy(const PolicyOptions&);
-std::unique_ptr<Policy> make_moe_infinity_policy(const PolicyOptions&);
-std::unique_ptr<Policy> make_prescope_policy(const PolicyOptions&);
-std::unique_ptr<Policy> make_oracle_policy(const PolicyOptions&);
-std::unique_ptr<Policy> make_perfect_prediction_policy(const PolicyOptions&);
 
 namespace {
 
 Registry<PolicyEntry>& registry() {
   static Registry<PolicyEntry> r("policy");
   return r;
-}
-
-// The spec keys, one reader per PolicyOptions field.
-void read_scope(SpecReader& s, PolicyOptions& o) {
-  o.lru_scope = s.get_choice("scope", o.lru_scope, {"global", "layer"});
-}
-
-// PreScopePolicy checks the same range for a window the caller sets. window=auto (or 0): the
-// layers one transfer lasts, from the link/compute ratio.
-void read_window(SpecReader& s, PolicyOptions& o) {
-  const std::string v = s.get_string("window", o.window == 0 ? "auto" : std::to_string(o.window));
-  if (v == "auto") {
-    o.window = 0;
-    return;
-  }
-  int w = -1;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), w);
-  FERRY_REQUIRE(ec == std::errc() && end == v.data() + v.size() && w >= 1 && w <= 8, "policy '", s.name(),
-                "': window=", v, ": expected 1 to 8 layers, or auto");
-  o.window = w;
-}
-
-// Idle-link speculation: speculate=0 turns it off; horizon=N layers (0: the policy's default).
-void read_speculation(SpecReader& s, PolicyOptions& o) {
-  o.speculate = s.get_bool("speculate", o.speculate);
-  const std::int64_t h = s.get_int("horizon", o.horizon);
-  FERRY_REQUIRE(h >= 0 && h <= 1024, "policy '", s.name(), "': horizon=", h, ": expected 0 (auto) to 1024 layers");
-  o.horizon = static_cast<int>(h);
-}
-
-// predictor=SPEC: the predictor is built when the policy is attached (it needs the model's shape);
-// its name is checked now.
-void read_predictor(SpecReader& s, PolicyOptions& o) {
-  const std::string spec = s.get_string("predictor", "");
-  if (spec.empty()) return;
-  predictor_entry(spec);  // an unknown predictor fails here, before any run
-  o.predictor = [spec](const PolicyContext& ctx) {
-    return make_predictor(spec, PredictorContext{ctx.routers, ctx.num_layers, ctx.num_experts, ctx.top_k});
-  };
-}
-
-using KeyReader = void (*)(SpecReader&, PolicyOptions&);
-
-// A factory that applies `keys` to a copy of the options and builds with `make`.
-std::function<std::unique_ptr<Policy>(SpecReader&, const PolicyOptions&)> with_keys(
-    std::initializer_list<KeyReader> keys, PolicyFactory make) {
-  std::vector<KeyReader> k(keys);
-  return [k, make](SpecReader& spec, const PolicyOptions& options) {
-    PolicyOptions o = options;
-    for (KeyReader read : k) read(spec, o);
-    spec.finish();
-    if (o.wrap_predictor) {  // after the keys, so that a predictor= of the spec is wrapped too
-      o.predictor = [inner = o.predictor, wrap = o.wrap_predictor](const PolicyContext& ctx) {
-        std::unique_ptr<Predictor> p =
-            inner ? inner(ctx) : (ctx.routers ? make_next_gate_predictor(ctx.routers) : nullptr);
-        return p ? wrap(std::move(p)) : nullptr;
-      };
-      o.wrap_predictor = nullptr;
-    }
-    return make(o);
-  };
-}
-
-void read_lookahead(SpecReader& s, PolicyOptions& o) {
-  const std::int64_t k = s.get_int("lookahead", o.lookahead);
-  if (s.has("lookahead"))
-    FERRY_REQUIRE(k >= 1 && k <= 64, "policy '", s.name(), "': lookahead=", k, ": expected 1 to 64 layers");
-  o.lookahead = static_cast<int>(k);
 }
 
 }  // namespace
@@ -106,48 +27,35 @@ void register_policy(PolicyEntry entry) {
 }
 
 void register_policy(const std::string& name, PolicyFactory factory) {
-  register_policy(PolicyEntry{.name = name, .summary = "", .make = with_keys({}, std::move(factory))});
+  register_policy(PolicyEntry{.name = name,
+                              .summary = "",
+                              .make = [factory = std::move(factory)](SpecReader& spec, const PolicyInputs& inputs) {
+                                spec.finish();
+                                return factory(inputs);
+                              }});
 }
 
 void register_builtin_policies() {
   auto& r = registry();
-  r.add_if_absent({.name = "ondemand", .summary = "load each missed expert when it is needed; no cache policy",
-                   .make = with_keys({}, make_ondemand_policy)});
-  r.add_if_absent({.name = "lru", .summary = "least-recently-used expert cache (scope=global|layer)",
-                   .make = with_keys({read_scope}, make_lru_policy)});
-  r.add_if_absent({.name = "static-hot", .summary = "the calibration's most routed experts stay resident",
-                   .uses_counts = true, .make = with_keys({}, make_static_hot_policy)});
-  r.add_if_absent({.name = "next-gate", .summary = "prefetch what the next layers' gates predict (scope, lookahead)",
-                   .needs_routers = true, .make = with_keys({read_scope, read_lookahead}, make_next_gate_policy)});
-  r.add_if_absent({.name = "fiddler", .summary = "hot experts resident, misses run on the host (Fiddler)",
-                   .uses_counts = true, .make = with_keys({}, make_fiddler_policy)});
-  r.add_if_absent({.name = "moe-infinity", .summary = "activation-matrix prefetch (MoE-Infinity)",
-                   .uses_counts = true, .make = with_keys({}, make_moe_infinity_policy)});
-  r.add_if_absent({.name = "prescope", .summary = "PreScope: predictor + cross-layer PreSched plan (window, predictor)",
-                   .positional_key = "predictor", .takes_predictor = true,
-                   .uses_counts = true, .make = with_keys({read_window, read_speculation, read_predictor}, make_prescope_policy)});
-  r.add_if_absent({.name = "prescope-perfect",
-                   .summary = "PreScope with the recorded future as its predictor: the prediction/planning split",
-                   .needs_future = true,
-                   .uses_counts = true, .make = with_keys({read_window, read_speculation}, make_perfect_prediction_policy)});
-  r.add_if_absent({.name = "oracle", .summary = "the recorded future with PreSched and Belady eviction: the bound",
-                   .needs_future = true, .is_bound = true,
-                   .make = with_keys({read_window, read_speculation}, make_oracle_policy)});
+  for (auto entry : {ondemand_policy_entry, lru_policy_entry, static_hot_policy_entry, next_gate_policy_entry,
+                     fiddler_policy_entry, moe_infinity_policy_entry, prescope_policy_entry,
+                     prescope_perfect_policy_entry, oracle_policy_entry})
+    r.add_if_absent(entry());
 }
 
-std::unique_ptr<Policy> make_policy(const std::string& spec, const PolicyOptions& options) {
+std::unique_ptr<Policy> make_policy(const std::string& spec, const PolicyInputs& inputs) {
   register_builtin_policies();
   auto [entry, reader] = registry().parse(spec);
-  std::unique_ptr<Policy> policy = entry->make(reader, options);
+  std::unique_ptr<Policy> policy = entry->make(reader, inputs);
   reader.finish();
   return policy;
 }
 
 void check_policy_spec(const std::string& spec) {
   const FutureRouting none{};
-  PolicyOptions options;
-  options.future = &none;
-  make_policy(spec, options);
+  PolicyInputs inputs;
+  inputs.future = &none;
+  make_policy(spec, inputs);
 }
 
 const PolicyEntry& policy_entry(const std::string& spec) {
@@ -165,9 +73,27 @@ std::vector<std::string> policy_names() {
   return registry().names();
 }
 
+std::string policy_usage(const std::string& name) {
+  const PolicyEntry& entry = policy_entry(name);
+  std::string usage = entry.name;
+  for (std::size_t i = 0; i < entry.keys.size(); ++i)
+    usage += (i == 0 ? "[:" : ",") + entry.keys[i].name + "=" + entry.keys[i].values;
+  return entry.keys.empty() ? usage : usage + "]";
+}
+
 std::vector<std::string> trace_policy_names() {
   register_builtin_policies();
   return names_where(registry(), [](const auto& e) { return !e.needs_routers; });
+}
+
+std::string with_policy_key(const std::string& spec, const std::string& key, const std::string& value) {
+  const PolicyEntry* entry = find_policy(Spec::name_of(spec));
+  const auto named = [&](const PolicyKey& k) { return k.name == key; };
+  if (entry == nullptr || std::none_of(entry->keys.begin(), entry->keys.end(), named)) return spec;
+  Spec s = Spec::parse(spec, "policy", entry->positional_key);
+  if (std::any_of(s.params.begin(), s.params.end(), [&](const auto& kv) { return kv.first == key; })) return spec;
+  s.params.emplace_back(key, value);
+  return s.str();
 }
 
 std::string policy_label(const std::string& spec) {

@@ -18,11 +18,17 @@
 #include "moe/sched/prescope_policy.h"
 
 #include <algorithm>
-#include <ctime>
+#include <charconv>
 #include <cmath>
+#include <ctime>
+#include <optional>
 #include <tuple>
+#include <unordered_map>
 
 #include "core/error.h"
+#include "moe/predict/predictor_registry.h"
+#include "moe/sched/builtin_policies.h"
+#include "moe/sched/prefetch_room.h"
 
 namespace ferry::moe {
 namespace {
@@ -44,19 +50,64 @@ std::size_t slot(const PolicyContext& ctx, ExpertId id) {
   return static_cast<std::size_t>(id.layer) * ctx.num_experts + id.expert;
 }
 
+// The predictor prescope ends up with: its spec's, else the caller's, else (empty) next-gate on the
+// model's routers; wrapped as the caller asks.
+PredictorFactory prescope_predictor(const std::string& spec, const PolicyInputs& inputs) {
+  PredictorFactory make = inputs.predictor;
+  if (!spec.empty())
+    make = [spec](const PolicyContext& ctx) {
+      return make_predictor(spec, PredictorContext{ctx.routers, ctx.num_layers, ctx.num_experts, ctx.top_k});
+    };
+  if (!inputs.wrap_predictor) return make;
+  return [make, wrap = inputs.wrap_predictor](const PolicyContext& ctx) {
+    std::unique_ptr<Predictor> p = make ? make(ctx) : (ctx.routers ? make_next_gate_predictor(ctx.routers) : nullptr);
+    return p ? wrap(std::move(p)) : nullptr;
+  };
+}
+
 }  // namespace
 
-PreScopePolicy::PreScopePolicy(const PolicyOptions& options) : options_(options) {
-  FERRY_REQUIRE(options.window >= 0 && options.window <= 8, "PreSched window of ", options.window,
+PreScopeOptions parse_prescope_options(SpecReader& spec, bool predictor_key) {
+  PreScopeOptions o;
+  // window=auto (or 0): the layers one transfer lasts, from the link/compute ratio.
+  const std::string w = spec.get_string("window", std::to_string(o.window));
+  if (w == "auto") {
+    o.window = 0;
+  } else {
+    const auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), o.window);
+    FERRY_REQUIRE(ec == std::errc() && end == w.data() + w.size() && o.window >= 1 && o.window <= 8, "policy '",
+                  spec.name(), "': window=", w, ": expected 1 to 8 layers, or auto");
+  }
+  o.speculate = spec.get_bool("speculate", o.speculate);
+  const std::int64_t h = spec.get_int("horizon", o.horizon);
+  FERRY_REQUIRE(h >= 0 && h <= 1024, "policy '", spec.name(), "': horizon=", h, ": expected 0 (auto) to 1024 layers");
+  o.horizon = static_cast<int>(h);
+  if (predictor_key) {
+    o.predictor = spec.get_string("predictor", "");
+    if (!o.predictor.empty()) predictor_entry(o.predictor);  // an unknown predictor fails here, before any run
+  }
+  return o;
+}
+
+std::vector<PolicyKey> prescope_keys(bool predictor_key) {
+  std::vector<PolicyKey> keys = {{"window", "1..8/auto"}, {"speculate", "0/1"}, {"horizon", "0..1024"}};
+  if (predictor_key) keys.push_back({"predictor", "SPEC"});
+  return keys;
+}
+
+PreScopePolicy::PreScopePolicy(PreScopeOptions options, std::vector<std::uint64_t> expert_counts,
+                               PredictorFactory predictor)
+    : options_(std::move(options)), expert_counts_(std::move(expert_counts)), predictor_factory_(std::move(predictor)) {
+  FERRY_REQUIRE(options_.window >= 0 && options_.window <= 8, "PreSched window of ", options_.window,
                 " layers: expected 1 to 8 (0: auto)");
-  FERRY_REQUIRE(options.horizon >= 0, "speculation horizon of ", options.horizon, " layers: expected >= 0 (0: auto)");
+  FERRY_REQUIRE(options_.horizon >= 0, "speculation horizon of ", options_.horizon, " layers: expected >= 0 (0: auto)");
 }
 
 void PreScopePolicy::attach(const PolicyContext& ctx) {
   ctx_ = ctx;
   recency_.set_shape(ctx.num_layers, ctx.num_experts);
-  if (options_.predictor)
-    predictor_ = options_.predictor(ctx);
+  if (predictor_factory_)
+    predictor_ = predictor_factory_(ctx);
   else
     predictor_ = ctx.routers ? make_next_gate_predictor(ctx.routers) : nullptr;
   activations_.assign(static_cast<std::size_t>(ctx.num_layers) * ctx.num_experts, 0);
@@ -80,19 +131,17 @@ void PreScopePolicy::attach(const PolicyContext& ctx) {
   tokens_seen_ = 0;
   batch_ = 1;
   const std::size_t n = static_cast<std::size_t>(ctx.num_layers) * ctx.num_experts;
-  if (options_.expert_counts.size() == n && ctx.num_layers > 0) {
+  if (expert_counts_.size() == n && ctx.num_layers > 0) {
     std::uint64_t tokens = 0;  // calibration tokens: the routings of layer 0 over top_k
-    for (int e = 0; e < ctx.num_experts; ++e) tokens += options_.expert_counts[e];
+    for (int e = 0; e < ctx.num_experts; ++e) tokens += expert_counts_[e];
     if (tokens > 0) {
       prior_.resize(n);
       for (std::size_t k = 0; k < n; ++k)
-        prior_[k] = static_cast<double>(options_.expert_counts[k]) / (static_cast<double>(tokens) / std::max(1, ctx.top_k));
+        prior_[k] = static_cast<double>(expert_counts_[k]) / (static_cast<double>(tokens) / std::max(1, ctx.top_k));
     }
   }
   // Start as the static placements do: the most routed experts of the calibration fill the device.
-  if (!options_.expert_counts.empty())
-    for (ExpertId id : hottest_experts(ctx, options_.expert_counts, ctx.cache->capacity_slots()))
-      ctx.cache->prefetch(id, kPriorityPrefetch + id.layer);
+  if (!expert_counts_.empty()) prefetch_hottest(ctx, expert_counts_, ctx.cache->capacity_slots());
 }
 
 // Share of tokens routed to `id`: what was seen, with the calibration (or top_k / E) as a prior
@@ -325,19 +374,23 @@ void PreScopePolicy::on_dispatched(const RouteInfo& route) {
   const PreSchedPlan plan = presched_solve(inst);
   ++timing_.plans;
   timing_.states += plan.states;
-  // Issue the prefetches in layer order (the planner's link order), most probable first.
-  std::size_t next_victim = 0;
-  int issued = 0;
-  for (std::size_t j = 0; j < inst.layers.size(); ++j) {
-    for (std::size_t i = 0; i < inst.layers[j].candidates.size(); ++i) {
-      if (plan.action[j][i] != PreSchedAction::kPrefetch) continue;
-      const ExpertId id{inst.layers[j].layer, inst.layers[j].candidates[i].expert};
-      if (ctx_.cache->contains(id)) continue;
-      while (ctx_.cache->free_slots() == 0 && next_victim < vict.size()) ctx_.cache->evict(vict[next_victim++].first);
-      if (ctx_.cache->free_slots() == 0) break;
-      if (ctx_.cache->prefetch(id, kPriorityPrefetch + static_cast<int>(j))) ++issued;
-    }
-  }
+  // Issue the prefetches in layer order (the planner's link order), most probable first; room is
+  // made by the plan's victims, in its order.
+  std::vector<PrefetchWant> wants;
+  for (std::size_t j = 0; j < inst.layers.size(); ++j)
+    for (std::size_t i = 0; i < inst.layers[j].candidates.size(); ++i)
+      if (plan.action[j][i] == PreSchedAction::kPrefetch)
+        wants.push_back({{inst.layers[j].layer, inst.layers[j].candidates[i].expert},
+                         kPriorityPrefetch + static_cast<int>(j)});
+  std::unordered_map<std::uint32_t, std::size_t> rank;  // ExpertId::key -> place in the victims' order
+  for (std::size_t v = 0; v < vict.size(); ++v) rank.emplace(vict[v].first.key(), v);
+  const VictimRule rule{[&](ExpertId c, ExpertId) { return rank.count(c.key()) > 0; },
+                        [&](std::span<const ExpertId> c, ExpertId) {
+                          return *std::min_element(c.begin(), c.end(), [&](ExpertId a, ExpertId b) {
+                            return rank.at(a.key()) < rank.at(b.key());
+                          });
+                        }};
+  const std::size_t issued = prefetch_with_room(*ctx_.cache, wants, rule);
   timing_.prefetches += issued;
   backlog_after_plan_s_ = backlog + issued * T;
   speculate(rows, static_cast<int>(inst.layers.size()), lead, keep);
@@ -384,6 +437,10 @@ void PreScopePolicy::speculate(const std::vector<WindowLayer>& rows, int window,
     }
     t += std::max(dev, host);
   }
+  // A swap's victim: the lowest victim key outside the plan's window.
+  const VictimRule outside_window{
+      [&keep](ExpertId id, ExpertId) { return std::find(keep.begin(), keep.end(), id) == keep.end(); },
+      [this](std::span<const ExpertId> ids, ExpertId incoming) { return choose_victim(ids, incoming); }};
   for (int n = 0; n < kMaxSpeculative && backlog_after_plan_s_ <= std::max(layer_s, 0.5 * T); ++n) {
     const double arrive = backlog_after_plan_s_ + T;
     double best = 0, cand_miss = 0;
@@ -404,14 +461,10 @@ void PreScopePolicy::speculate(const std::vector<WindowLayer>& rows, int window,
     if (cand.layer < 0) return;
     taken.push_back(cand);
     if (ctx_.cache->free_slots() == 0) {
-      ExpertId victim{-1, -1};
-      VictimKey victim_k{};
-      for (ExpertId id : ctx_.cache->evictable()) {
-        if (std::find(keep.begin(), keep.end(), id) != keep.end()) continue;
-        const VictimKey k = victim_key(id);
-        if (victim.layer < 0 || k < victim_k) victim = id, victim_k = k;
-      }
-      if (victim.layer < 0) return;
+      const std::optional<ExpertId> found = find_victim(*ctx_.cache, outside_window, cand);
+      if (!found) return;
+      const ExpertId victim = *found;
+      const VictimKey victim_k = victim_key(victim);
       // The candidate's saving against the victim's loss: with the exact future, over the cand_d
       // layers until the candidate's use (Belady: a victim used later can come back in time).
       const double saving = best * cand_d;
@@ -438,8 +491,18 @@ ExpertId PreScopePolicy::choose_victim(std::span<const ExpertId> candidates, Exp
   return best;
 }
 
-std::unique_ptr<Policy> make_prescope_policy(const PolicyOptions& options) {
-  return std::make_unique<PreScopePolicy>(options);
+PolicyEntry prescope_policy_entry() {
+  return {.name = "prescope",
+          .summary = "PreScope: predictor + cross-layer PreSched plan",
+          .keys = prescope_keys(/*predictor_key=*/true),
+          .positional_key = "predictor",
+          .takes_predictor = true,
+          .uses_counts = true,
+          .make = [](SpecReader& spec, const PolicyInputs& inputs) -> std::unique_ptr<Policy> {
+            PreScopeOptions o = parse_prescope_options(spec, /*predictor_key=*/true);
+            PredictorFactory predictor = prescope_predictor(o.predictor, inputs);
+            return std::make_unique<PreScopePolicy>(std::move(o), inputs.expert_counts, std::move(predictor));
+          }};
 }
 
 }  // namespace ferry::moe

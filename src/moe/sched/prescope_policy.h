@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <unordered_set>
 #include <utility>
@@ -19,10 +20,30 @@ namespace ferry::moe {
 
 using PreSchedTiming = PlanTiming;  // policy.h
 
+// The keys of prescope and of the policies built on its scheduler (oracle, prescope-perfect).
+struct PreScopeOptions {
+  int window = 3;         // spec key window: layers PreSched plans ahead, 1 to 8; 0 (window=auto) = the
+                          // layers one transfer lasts (ceil(T / layer time), 1 to 8)
+  int horizon = 0;        // spec key horizon: layers idle-link speculation looks ahead, 0 to 1024; 0 = one
+                          // token (the oracle and prescope-perfect: two)
+  bool speculate = true;  // spec key speculate: fill the idle link (docs/moe.md)
+  // spec key predictor (prescope only: the others' predictor is the recorded future): a predictor
+  // spec (predictor_registry.h), built when the policy is attached; empty: the caller's
+  // (PolicyInputs::predictor), else next-gate from the model's routers.
+  std::string predictor;
+};
+// Reads window, speculate, horizon and, with `predictor_key`, predictor (an unknown predictor
+// fails here, before any run).
+PreScopeOptions parse_prescope_options(SpecReader& spec, bool predictor_key);
+// The keys parse_prescope_options() reads, in its order, for the registry entries.
+std::vector<PolicyKey> prescope_keys(bool predictor_key);
+
 class PreScopePolicy : public Policy {
  public:
   static constexpr std::int64_t kNoUse = std::numeric_limits<std::int64_t>::max();  // no predicted use
-  explicit PreScopePolicy(const PolicyOptions& options);
+  // `expert_counts`: calibration routing counts [layer * E + e] (the start and the prior; empty:
+  // none); `predictor`: builds the predictor at attach (empty: next-gate from the model's routers).
+  PreScopePolicy(PreScopeOptions options, std::vector<std::uint64_t> expert_counts, PredictorFactory predictor);
   std::string name() const override { return "prescope"; }
   void attach(const PolicyContext& ctx) override;
   void on_route(const RouteInfo& route, std::span<Placement> placement) override;
@@ -72,7 +93,9 @@ class PreScopePolicy : public Policy {
 
   PolicyContext ctx_;
   RecencyTracker recency_;
-  PolicyOptions options_;
+  PreScopeOptions options_;
+  std::vector<std::uint64_t> expert_counts_;  // the calibration's (the oracle: the recorded future's)
+  PredictorFactory predictor_factory_;        // see the constructor
   std::unique_ptr<Predictor> predictor_;
   std::vector<std::uint64_t> activations_;  // [layer * E + e] -> tokens routed to it so far
   std::uint64_t steps_ = 0;

@@ -10,7 +10,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "moe/sched/policy.h"
+#include "moe/sched/builtin_policies.h"
+#include "moe/sched/prefetch_room.h"
 #include "moe/sched/recency_tracker.h"
 
 namespace ferry::moe {
@@ -18,7 +19,7 @@ namespace {
 
 class StaticHotPolicy : public Policy {
  public:
-  explicit StaticHotPolicy(const PolicyOptions& options) : counts_(options.expert_counts) {}
+  explicit StaticHotPolicy(std::vector<std::uint64_t> counts) : counts_(std::move(counts)) {}
   std::string name() const override { return "static-hot"; }
 
   void attach(const PolicyContext& ctx) override {
@@ -30,10 +31,7 @@ class StaticHotPolicy : public Policy {
       const std::uint64_t reserve = static_cast<std::uint64_t>(ctx.num_experts);
       slots = slots > reserve ? slots - reserve : 0;
     }
-    for (ExpertId id : hottest_experts(ctx, counts_, slots)) {
-      hot_.insert(id.key());
-      ctx.cache->prefetch(id, kPriorityPrefetch + id.layer);
-    }
+    for (ExpertId id : prefetch_hottest(ctx, counts_, slots)) hot_.insert(id.key());
   }
 
   void on_route(const RouteInfo& route, std::span<Placement> placement) override {
@@ -61,8 +59,8 @@ class StaticHotPolicy : public Policy {
 
 }  // namespace
 
-std::unique_ptr<Policy> make_static_hot_policy(const PolicyOptions& options) {
-  return std::make_unique<StaticHotPolicy>(options);
+PolicyEntry static_hot_policy_entry() {
+  return counts_policy_entry<StaticHotPolicy>("static-hot", "the calibration's most routed experts stay resident");
 }
 
 }  // namespace ferry::moe

@@ -86,12 +86,13 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
       so.batch = b;
       so.capacity_experts = static_cast<std::uint64_t>(tm.expert_budget_bytes(mem, b) / shape.expert_bytes());
       for (const auto& name : policies) {
-        PolicyOptions po;
-        po.expert_counts = counts;
-        po.window = o.window;
-        po.predictor = make_pred;
-        po.future = &routing;
-        auto policy = make_policy(name, po);
+        PolicyInputs inputs;
+        inputs.expert_counts = counts;
+        inputs.predictor = make_pred;
+        inputs.future = &routing;
+        // --window is the window= of the specs that have the key and do not give it.
+        const std::string window = o.window ? std::to_string(o.window) : "auto";
+        auto policy = make_policy(with_policy_key(name, "window", window), inputs);
         rows.push_back({hw.name, mem, simulate(routing, *policy, tm, so)});
         rows.back().result.policy = policy_label(name);
       }
