@@ -6,12 +6,12 @@ group (gloo or any other), for users who keep DDP:
 
 Each parameter gets its own codec instance, as in ferry's own training loop, so error feedback
 (the codec's residual) follows the parameter even when DDP rebuilds its buckets after the first
-iteration. The bucket's exchange is ferry's C++ one, the one `ferry train` runs (train/bucket_averager.h
-over train/bucket_exchange.h): the tensors are encoded, their payloads all-gathered in one message per
+iteration. The bucket's exchange is the C++ one `ferry train` runs (train/bucket_exchange.h, through
+train/bucket_averager.h): the tensors are encoded, their payloads all-gathered in one message per
 worker, decoded and summed (PowerSGD runs its own two allreduces per tensor), then divided by the
-number of workers, as DDP's allreduce averages; with "none" the bucket is allreduced as DDP's default
-hook does. This module only hands it the bucket and two callables, allreduce and allgather, over the
-transport.
+number of workers, as DDP's allreduce averages; with "none" the bucket is allreduced as DDP's
+default hook does. This module hands it the bucket and the transport, two callables: allreduce_
+(sums a tensor in place over the workers) and allgather (every worker's bytes, in rank order).
 
 compress(spec, link="1Gbps,50us") sends the payloads over ferry's MPI workers instead (ferry.init()
 first), through ferry's emulated link, the one `DistributedOptimizer(link=...)` and `ferry run --link`
