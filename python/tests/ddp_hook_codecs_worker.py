@@ -7,8 +7,8 @@ path) with the hook's spec and its parameters in the order the hook first saw th
 tensor ids). After each backward DDP's p.grad is the hook's average; the copy, with its weights
 zeroed before ferry's update (lr 1, no momentum, rescale 1/2), holds -(sum of the decoded
 gradients) / 2: the two must be equal exactly. Rank 0 writes, per spec, the (step, parameter)
-pairs that differ, how many were compared, and whether the hook's average differs from the fp32
-one (the codec compressed something), as JSON to argv[1]."""
+pairs that differ, how many were compared, whether the hook's average differs from the fp32 one
+(the codec compressed something) and the buckets of each step, as JSON to argv[1]."""
 import json
 import os
 import sys
@@ -36,12 +36,16 @@ def make_model():
 def compare(spec, rank):
     model, copy = make_model(), make_model()
     seen = []  # the parameters in the order the hook first saw them
+    buckets = []  # per step, how many buckets the hook was given
 
     def hook(state, bucket, inner=ferry.torch.hooks.compress(spec)):
         seen.extend(p for p in bucket.parameters() if all(p is not q for q in seen))
+        buckets[-1] += 1
         return inner(state, bucket)
 
-    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.001)  # several buckets
+    # One bucket in the first step; DDP then rebuilds them, here into several (1 KiB each).
+    dist._DEFAULT_FIRST_BUCKET_BYTES = 1024
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=1 / 1024)
     ddp.register_comm_hook(None, hook)
     sgd = torch.optim.SGD(model.parameters(), lr=0.1)
     names = {id(p): n for n, p in model.named_parameters()}
@@ -52,6 +56,7 @@ def compare(spec, rank):
         g = torch.Generator().manual_seed(100 * step + rank)
         x, t = torch.randn(BATCH, 2, 6, 6, generator=g), torch.randn(BATCH, 5, generator=g)
         sgd.zero_grad()
+        buckets.append(0)
         ((ddp(x) - t) ** 2).sum().backward()
         if opt is None:
             ordered = [names[id(p)] for p in seen]
@@ -76,6 +81,7 @@ def compare(spec, rank):
                 result["mismatches"].append([step, n])
         sgd.step()
     opt.finish()
+    result["buckets"] = buckets
     return result
 
 

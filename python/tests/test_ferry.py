@@ -321,6 +321,7 @@ def test_ddp_hook_equals_the_cpp_allreduce_path_for_every_codec(tmp_path):
     for name, result in got.items():
         assert result["mismatches"] == [] and result["compared"] == 3 * 6, (name, result)
         assert result["lossy"], name  # the codec did compress: the test could tell the paths apart
+        assert result["buckets"][0] == 1 and min(result["buckets"][1:]) > 1, result  # DDP regrouped them
 
 
 class _OneWorker:

@@ -29,7 +29,8 @@ class BucketAverager {
 
   // The codec of the parameter `key` (a value naming one parameter while this object lives) of
   // shape `shape`, on worker `rank`; made at the first call for `key`. The codec stays valid as
-  // long as this object.
+  // long as this object. May run while average() runs on another thread (DDP hands the next
+  // bucket over while the last one is exchanged): it touches no codec in use.
   compress::Codec* codec_of(std::uintptr_t key, const std::vector<std::int64_t>& shape, int rank);
 
   // `flat` holds this worker's gradients of the tensors of `codecs`, back to back, on entry, and

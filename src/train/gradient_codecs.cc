@@ -1,6 +1,5 @@
 #include "train/gradient_codecs.h"
 
-#include <algorithm>
 #include <cstring>
 #include <map>
 
