@@ -24,7 +24,6 @@ namespace ferry::train {
 namespace {
 
 const std::vector<std::vector<std::int64_t>> kShapes = {{7, 5}, {5}, {3, 4, 2}, {13}, {1}, {9, 3}, {4, 1, 3, 3}};
-constexpr int kSteps = 3;
 
 // Step -> the buckets (tensor indices) of that step. Step 0 sees the tensors in model order,
 // so that the averager's first-seen tensor ids are the allreduce path's.
@@ -66,11 +65,11 @@ TEST(BucketAverager, EqualsTheAllreduceCodecsOverTheWorldBitForBit) {
         FlatParams params(tensors);
         TensorAllreduceCodecs reference(spec, params, comm.rank());
         BucketAverager averager(spec);
-        for (int step = 0; step < kSteps; ++step) {
+        for (std::size_t step = 0; step < kBuckets.size(); ++step) {
           // The allreduce path: the whole model at once, then the mean.
           std::vector<std::vector<float>> grads;
           for (std::size_t i = 0; i < kShapes.size(); ++i) {
-            grads.push_back(gradient(comm.rank(), step * 100 + static_cast<int>(i), params.numels()[i]));
+            grads.push_back(gradient(comm.rank(), static_cast<int>(step * 100 + i), params.numels()[i]));
             std::copy(grads[i].begin(), grads[i].end(), params.grads().begin() + params.offset(i));
           }
           reference.allreduce_sum(comm, params.grads());
