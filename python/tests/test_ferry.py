@@ -351,8 +351,9 @@ def _average_alone(net, spec, grads):
 def test_hook_messages_are_packed_and_bounds_checked_by_cpp():
     # The hook's message of a bucket: length-prefixed records (compress/payload_records.h, as
     # `ferry train` sends), one per tensor; one cut short, whose length runs past its end or with
-    # bytes after its last record is a ValueError naming the worker.
-    grads = [torch.ones(5), torch.ones(2, 3), torch.ones(11)]
+    # bytes after its last record is a ValueError naming the worker. (2-D: 1-D parameters are
+    # allreduced raw, raw_1d=1.)
+    grads = [torch.ones(1, 5), torch.ones(2, 3), torch.ones(11, 1)]
     net = _OneWorker()
     _average_alone(net, "fp16", grads)
     message, at, records = net.sent[0].tolist(), 0, 0
