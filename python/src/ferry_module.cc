@@ -22,7 +22,6 @@
 #include "comm/link/shaped_communicator.h"
 #include "comm/mpi/mpi_communicator.h"
 #include "compress/codec_registry.h"
-#include "compress/payload_records.h"
 #include "core/error.h"
 #include "core/plugin.h"
 #include "train/distributed_optimizer.h"
@@ -210,34 +209,6 @@ std::vector<at::Tensor> allgather_bytes(const at::Tensor& t, const std::string& 
   return out;
 }
 
-std::span<const std::byte> bytes_of(const at::Tensor& t, const char* what) {
-  FERRY_REQUIRE(t.scalar_type() == at::kByte && t.dim() == 1 && t.is_contiguous() && t.device().is_cpu(), what,
-                ": expected a contiguous 1-D uint8 CPU tensor, got ", t.scalar_type(), " of shape ", t.sizes(), " on ",
-                t.device());
-  return {static_cast<const std::byte*>(t.data_ptr()), t.nbytes()};
-}
-
-// The DDP hook's message (compress/payload_records.h): the payloads as length-prefixed records.
-at::Tensor pack_records(const std::vector<at::Tensor>& payloads) {
-  std::vector<std::span<const std::byte>> spans;
-  for (const auto& p : payloads) spans.push_back(bytes_of(p, "pack_records: a payload"));
-  py::gil_scoped_release release;  // the bucket's bytes are copied while the backward pass goes on
-  std::vector<std::byte> message = ferry::compress::pack_records(spans);
-  at::Tensor t = at::empty({static_cast<std::int64_t>(message.size())}, at::kByte);
-  if (!message.empty()) std::memcpy(t.data_ptr(), message.data(), message.size());
-  return t;
-}
-
-// The `count` payloads of `message`, as views of it; ValueError naming `what` for a truncated or
-// inconsistent message.
-std::vector<at::Tensor> unpack_records(const at::Tensor& message, std::size_t count, const std::string& what) {
-  const std::span<const std::byte> bytes = bytes_of(message, "unpack_records: the message");
-  std::vector<at::Tensor> out;
-  for (const auto& record : ferry::compress::unpack_records(bytes, count, what))
-    out.push_back(message.narrow(0, record.data() - bytes.data(), static_cast<std::int64_t>(record.size())));
-  return out;
-}
-
 std::uint64_t link_bytes_sent(const std::string& link) { return workers(link).counters().bytes_sent; }
 
 void broadcast_(at::Tensor t, int root) {
@@ -249,63 +220,10 @@ void broadcast_(at::Tensor t, int root) {
   c.broadcast(std::span<std::byte>(static_cast<std::byte*>(t.data_ptr()), t.nbytes()), root);
 }
 
-std::size_t numel_of(const std::vector<std::int64_t>& shape) {
-  std::size_t n = 1;
-  for (std::int64_t d : shape) n *= static_cast<std::size_t>(d);
-  return n;
-}
-
-// One codec instance for one tensor (its residual is that tensor's error feedback).
-class PyCodec {
- public:
-  PyCodec(const std::string& spec, std::vector<std::int64_t> shape, std::uint64_t tensor_id, int rank,
-          std::int64_t batch)
-      : codec_(ferry::compress::make_codec(
-            spec, ferry::compress::TensorInfo{numel_of(shape), shape, tensor_id, rank, batch, shape.size()})) {}
-  std::string name() const { return codec_->name(); }
-  std::size_t numel() const { return codec_->info().numel; }
-  at::Tensor encode(const at::Tensor& grad) {
-    const at::Tensor g = checked(grad);
-    std::vector<std::byte> out;
-    {
-      py::gil_scoped_release release;
-      codec_->encode(std::span<const float>(g.data_ptr<float>(), numel()), out);
-    }
-    at::Tensor t = at::empty({static_cast<std::int64_t>(out.size())}, at::kByte);
-    std::memcpy(t.data_ptr(), out.data(), out.size());
-    return t;
-  }
-  void decode_add(const at::Tensor& payload, at::Tensor acc) {
-    FERRY_REQUIRE(payload.scalar_type() == at::kByte && payload.is_contiguous(), "decode_add: payload must be a contiguous uint8 tensor");
-    checked(acc);
-    py::gil_scoped_release release;
-    codec_->decode_add(std::span<const std::byte>(static_cast<const std::byte*>(payload.data_ptr()),
-                                                  static_cast<std::size_t>(payload.numel())),
-                       std::span<float>(acc.data_ptr<float>(), numel()));
-  }
-  // PowerSGD's own aggregation: `allreduce(tensor)` sums a float tensor over the workers in place.
-  bool custom_allreduce(at::Tensor grad, const py::function& allreduce, std::size_t world_size) {
-    checked(grad);
-    auto sum = [&](std::span<float> data) {
-      at::Tensor view = at::from_blob(data.data(), {static_cast<std::int64_t>(data.size())}, at::kFloat);
-      allreduce(view);
-    };
-    return codec_->custom_allreduce(std::span<float>(grad.data_ptr<float>(), numel()), sum, world_size);
-  }
-
- private:
-  at::Tensor checked(const at::Tensor& t) const {
-    FERRY_REQUIRE(t.scalar_type() == at::kFloat && t.is_contiguous() && t.device().is_cpu() &&
-                      static_cast<std::size_t>(t.numel()) == numel(),
-                  "codec ", codec_->name(), ": expected a contiguous float32 CPU tensor of ", numel(), " elements");
-    return t;
-  }
-  std::unique_ptr<ferry::compress::Codec> codec_;
-};
-
 }  // namespace
 
-void bind_data(py::module_& m);  // data_bindings.cc
+void bind_data(py::module_& m);       // data_bindings.cc
+void bind_ddp_hook(py::module_& m);  // ddp_hook_bindings.cc
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "ferry's C++ core (python/ferry wraps it)";
@@ -348,6 +266,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("option_keywords", &ferry::train::option_keywords);
 
   bind_data(m);
+  bind_ddp_hook(m);
 
   m.def("codec_names", &ferry::compress::codec_names);
   m.def("canonical_codec_spec", [](const std::string& spec) { return ferry::compress::canonical_codec_spec(spec); });
@@ -355,16 +274,6 @@ PYBIND11_MODULE(_C, m) {
         [](const std::string& spec) { return ferry::compress::canonical_codec_spec_on_aggregate(spec); });
   m.def("codec_is_identity", [](const std::string& spec) { return ferry::compress::codec_entry(spec).identity; },
         py::arg("spec"));
-  m.def("pack_records", &pack_records, py::arg("payloads"));
-  m.def("unpack_records", &unpack_records, py::arg("message"), py::arg("count"), py::arg("what") = "message");
-  py::class_<PyCodec>(m, "Codec")
-      .def(py::init<const std::string&, std::vector<std::int64_t>, std::uint64_t, int, std::int64_t>(),
-           py::arg("spec"), py::arg("shape"), py::arg("tensor_id"), py::arg("rank"), py::arg("batch") = 0)
-      .def_property_readonly("name", &PyCodec::name)
-      .def_property_readonly("numel", &PyCodec::numel)
-      .def("encode", &PyCodec::encode)
-      .def("decode_add", &PyCodec::decode_add)
-      .def("custom_allreduce", &PyCodec::custom_allreduce);
 
   py::class_<PyOptimizer>(m, "Optimizer")
       .def(py::init<std::vector<at::Tensor>, const std::string&, const std::optional<std::tuple<float, float, float>>&,

@@ -307,50 +307,80 @@ def test_hook_spec_puts_the_momentum_after_the_hook():
             hooks.compress(spec)
 
 
-def test_hook_messages_are_packed_and_bounds_checked_by_cpp():
-    # The hook's message of a bucket: length-prefixed records (compress/payload_records.h, as
-    # `ferry train` sends); one cut short or whose length runs past its end is a ValueError naming it.
+def test_ddp_hook_equals_the_cpp_allreduce_path_for_every_codec(tmp_path):
+    # The hook's average of every bucket, on 2 workers over gloo, equals `ferry train`'s allreduce
+    # codecs (TensorAllreduceCodecs, through ferry's DistributedOptimizer over MPI) on the same
+    # gradients, bit for bit, step after step (ddp_hook_codecs_worker.py).
     from ferry import _C
-    payloads = [torch.arange(5, dtype=torch.uint8), torch.zeros(0, dtype=torch.uint8),
-                torch.arange(11, dtype=torch.uint8)]
-    message = _C.pack_records(payloads)
-    assert message.dtype == torch.uint8 and message.numel() == 3 * 8 + 16
-    assert [t.tolist() for t in _C.unpack_records(message, 3, "m")] == [p.tolist() for p in payloads]
-    with pytest.raises(ValueError, match=r"^worker 2's message: record 2 of 3 \(11 bytes at byte 29\) "
-                                         r"runs past the end \(39 bytes\)$"):
-        _C.unpack_records(message[:-1], 3, "worker 2's message")
-    too_long = message.clone()
-    too_long[:8] = torch.tensor([1000], dtype=torch.int64).view(torch.uint8)
-    with pytest.raises(ValueError, match=r"^m: record 0 of 3 \(1000 bytes at byte 8\) runs past the end \(40 bytes\)$"):
-        _C.unpack_records(too_long, 3, "m")
-    with pytest.raises(ValueError, match=r"^m: 19 bytes after the last of its 2 records$"):
-        _C.unpack_records(message, 2, "m")
-    with pytest.raises(ValueError, match="expected a contiguous 1-D uint8 CPU tensor"):
-        _C.unpack_records(torch.zeros(4), 1, "m")
+    out = tmp_path / "codecs.json"
+    r = mpirun(2, [str(out), str(tmp_path / "store")], script="ddp_hook_codecs_worker.py")
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(out) as f:
+        got = json.load(f)
+    assert sorted(got) == sorted(n for n in _C.codec_names() if not _C.codec_is_identity(n))
+    for name, result in got.items():
+        assert result["mismatches"] == [] and result["compared"] == 3 * 6, (name, result)
+        assert result["lossy"], name  # the codec did compress: the test could tell the paths apart
+        assert result["buckets"][0] == 1 and min(result["buckets"][1:]) > 1, result  # DDP regrouped them
 
 
 class _OneWorker:
-    """A one-worker network for _exchange whose allgather may cut the message short."""
+    """A one-worker transport for the hook's exchange whose allgather keeps the message it is given
+    and returns it through `spoil` (which may cut it short or change it)."""
     world, rank = 1, 0
 
-    def __init__(self, cut=0):
-        self.cut = cut
+    def __init__(self, spoil=lambda message: message):
+        self.spoil, self.sent = spoil, []
 
     def allreduce_(self, t):
         pass
 
     def allgather(self, payload):
-        return [payload[:payload.numel() - self.cut]]
+        self.sent.append(payload.clone())
+        return [self.spoil(payload)]
+
+
+def _average_alone(net, spec, grads):
+    """The hook's exchange (C++) of one bucket holding `grads`, on one worker over `net`."""
+    from ferry import _C
+    params = [torch.nn.Parameter(torch.zeros_like(g)) for g in grads]
+    buffer = torch.cat([g.reshape(-1) for g in grads])
+    return _C.DdpHook(spec).take(buffer, params, grads, net.rank).average(net.world, net.allreduce_, net.allgather)
+
+
+def test_hook_messages_are_packed_and_bounds_checked_by_cpp():
+    # The hook's message of a bucket: length-prefixed records (compress/payload_records.h, as
+    # `ferry train` sends), one per tensor; one cut short, whose length runs past its end or with
+    # bytes after its last record is a ValueError naming the worker. (2-D: 1-D parameters are
+    # allreduced raw, raw_1d=1.)
+    grads = [torch.ones(1, 5), torch.ones(2, 3), torch.ones(11, 1)]
+    net = _OneWorker()
+    _average_alone(net, "fp16", grads)
+    message, at, records = net.sent[0].tolist(), 0, 0
+    while at < len(message):
+        at += 8 + int.from_bytes(bytes(message[at:at + 8]), sys.byteorder)
+        records += 1
+    assert at == len(message) and records == 3
+
+    def too_long(m):
+        m = m.clone()
+        m[:8] = torch.tensor([1000], dtype=torch.int64).view(torch.uint8)
+        return m
+    for spoil, error in [(lambda m: m[:-1], r"record 2 of 3 \(\d+ bytes at byte \d+\) runs past the end"),
+                         (too_long, r"record 0 of 3 \(1000 bytes at byte 8\) runs past the end"),
+                         (lambda m: torch.cat([m, torch.zeros(3, dtype=torch.uint8)]),
+                          r"3 bytes after the last of its 3 records$")]:
+        with pytest.raises(ValueError, match=r"^the DDP hook's message of worker 0: " + error):
+            _average_alone(_OneWorker(spoil), "fp16", grads)
+    with pytest.raises(ValueError, match="expected float32 CPU gradients"):
+        _average_alone(_OneWorker(), "fp16", [torch.ones(3, dtype=torch.float64)])
 
 
 def test_hook_exchange_decodes_through_the_cpp_records_and_refuses_a_cut_message():
-    import ferry.torch.hooks as hooks
-    from ferry import _C
-    codec = _C.Codec("twobit:threshold=0.5", [2, 2], 0, 0)
-    grad = torch.tensor([1.0, -1.0, 0.25, 0.0])
-    assert hooks._exchange(_OneWorker(), [codec], [grad]).tolist() == [0.5, -0.5, 0.0, 0.0]
+    grad = torch.tensor([[1.0, -1.0], [0.25, 0.0]])
+    assert _average_alone(_OneWorker(), "twobit:threshold=0.5", [grad]).tolist() == [0.5, -0.5, 0.0, 0.0]
     with pytest.raises(ValueError, match=r"^the DDP hook's message of worker 0: record 0 of 1 .* runs past the end"):
-        hooks._exchange(_OneWorker(cut=1), [codec], [grad])
+        _average_alone(_OneWorker(lambda m: m[:-1]), "twobit:threshold=0.5", [grad])
 
 
 def test_the_hook_asks_the_registry_which_codec_is_the_identity():

@@ -1,9 +1,9 @@
 // Several codec payloads in one message, so that one allgather carries a whole step's (or a DDP
 // bucket's) tensors: a sequence of records (u64 length in host byte order, then that many payload
-// bytes), one per tensor, in tensor order. Written by `ferry train`'s allreduce codecs
-// (train/gradient_codecs.h) and the DDP hook (python/ferry/torch/hooks.py, through ferry._C); read
-// back bounds-checked, so a truncated or inconsistent message is a FormatError naming the
-// message, the record and the sizes, never a read past its end.
+// bytes), one per tensor, in tensor order. Written by the bucket exchange of `ferry train`'s
+// allreduce codecs and of the DDP hook (train/bucket_exchange.h); read back bounds-checked, so a
+// truncated or inconsistent message is a FormatError naming the message, the record and the
+// sizes, never a read past its end.
 #pragma once
 
 #include <cstddef>

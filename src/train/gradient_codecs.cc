@@ -1,12 +1,10 @@
 #include "train/gradient_codecs.h"
 
-#include <algorithm>
 #include <cstring>
 #include <map>
 
 #include "compress/codec_registry.h"
 #include "compress/codec_spec.h"
-#include "compress/payload_records.h"
 #include "core/error.h"
 #include "train/checkpoint.h"
 #include "train/worker_momentum.h"
@@ -194,28 +192,12 @@ void TensorAllreduceCodecs::allreduce_sum(comm::Communicator& comm, std::span<fl
                                           WorkerMomentum* momentum, std::size_t first_tensor, std::size_t end_tensor) {
   FERRY_CHECK(first_tensor <= end_tensor && end_tensor <= tensors_.size(), "tensors [", first_tensor, ", ",
               end_tensor, ") of ", tensors_.size());
-  const std::size_t world = static_cast<std::size_t>(comm.size());
-  const compress::AllreduceSumFn sum = [&comm](std::span<float> x) { comm.allreduce_sum(x); };
-  packed_.clear();
-  std::vector<Tensor*> gathered;  // tensors aggregated by allgather, in order
+  bucket_.clear();
   for (std::size_t i = first_tensor; i < end_tensor; ++i) {
     Tensor& t = tensors_[i];
-    auto grad = flat_grads.subspan(t.offset, t.numel);
-    if (t.codec->custom_allreduce(grad, sum, world)) continue;
-    t.codec->encode(grad, payload_);
-    if (momentum) momentum->mask(t.offset, t.numel, payload_);
-    compress::append_record(packed_, payload_);
-    gathered.push_back(&t);
+    bucket_.push_back(BucketTensor{t.codec.get(), flat_grads.subspan(t.offset, t.numel), t.offset});
   }
-  if (gathered.empty()) return;
-  auto all = comm.allgather(packed_);
-  for (Tensor* t : gathered) std::fill_n(flat_grads.begin() + t->offset, t->numel, 0.0f);
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    const auto records =
-        compress::unpack_records(all[r], gathered.size(), "allgathered gradients of rank " + std::to_string(r));
-    for (std::size_t i = 0; i < gathered.size(); ++i)
-      gathered[i]->codec->decode_add(records[i], flat_grads.subspan(gathered[i]->offset, gathered[i]->numel));
-  }
+  exchange_.sum(collectives_of(comm), bucket_, momentum);
 }
 
 }  // namespace ferry::train

@@ -6,11 +6,11 @@
 //     ps::KeyLayout), encodes its slice of the gradient and pushes the packed payload; each
 //     server keeps one codec per key it owns and decode-adds every worker's payload into the
 //     round sum (sync) or applies it (async). Pulls stay fp32 (as in MXNet).
-//   allreduce: one codec per model tensor. Codecs with their own scheme (PowerSGD: allreduce
-//     P and Q) run it tensor by tensor; every other tensor's payload is packed, length
-//     prefixed (compress/payload_records.h), into one buffer, allgathered once per step, and
-//     each worker decode-adds all
-//     workers' payloads into a zeroed gradient.
+//   allreduce: one codec per model tensor, the whole model one bucket of the exchange the DDP
+//     hook uses too (bucket_exchange.h): codecs with their own scheme (PowerSGD: allreduce P and
+//     Q) run it tensor by tensor; every other tensor's payload is packed, length prefixed
+//     (compress/payload_records.h), into one buffer, allgathered once per step, and each worker
+//     decode-adds all workers' payloads into a zeroed gradient.
 // Either way the result is the SUM over workers of the decoded gradients, as with plain fp32.
 // The spec "none" means no codec at all: strategies keep their raw fp32 path (no headers).
 #pragma once
@@ -26,6 +26,7 @@
 #include "ps/key_layout.h"
 #include "ps/kv_server.h"
 #include "ps/kv_worker.h"
+#include "train/bucket_exchange.h"
 #include "train/flat_params.h"
 
 namespace ferry::train {
@@ -111,8 +112,8 @@ class TensorAllreduceCodecs {
     std::unique_ptr<compress::Codec> codec;
   };
   std::vector<Tensor> tensors_;
-  std::vector<std::byte> packed_;   // this worker's payloads, length-prefixed, reused
-  std::vector<std::byte> payload_;  // one tensor's payload, reused
+  std::vector<BucketTensor> bucket_;  // the tensors of one exchange, reused
+  BucketExchange exchange_;
 };
 
 }  // namespace ferry::train

@@ -6,10 +6,12 @@ group (gloo or any other), for users who keep DDP:
 
 Each parameter gets its own codec instance, as in ferry's own training loop, so error feedback
 (the codec's residual) follows the parameter even when DDP rebuilds its buckets after the first
-iteration. A bucket's tensors are encoded, their payloads all-gathered in one message per
+iteration. The bucket's exchange is the C++ one `ferry train` runs (train/bucket_exchange.h, through
+train/bucket_averager.h): the tensors are encoded, their payloads all-gathered in one message per
 worker, decoded and summed (PowerSGD runs its own two allreduces per tensor), then divided by the
 number of workers, as DDP's allreduce averages; with "none" the bucket is allreduced as DDP's
-default hook does.
+default hook does. This module hands it the bucket and the transport, two callables: allreduce_
+(sums a tensor in place over the workers) and allgather (every worker's bytes, in rank order).
 
 compress(spec, link="1Gbps,50us") sends the payloads over ferry's MPI workers instead (ferry.init()
 first), through ferry's emulated link, the one `DistributedOptimizer(link=...)` and `ferry run --link`
@@ -81,13 +83,11 @@ def _run_async(work):
 
 
 class _DdpGroup:
+    """The exchange's transport over DDP's process group."""
+
     def __init__(self, group):
         self.group = group if group is not None else dist.group.WORLD
         self.world, self.rank = dist.get_world_size(self.group), dist.get_rank(self.group)
-
-    def allreduce_bucket_(self, buffer):
-        # The bucket's buffer: DDP's reducer holds it as long as the group lives.
-        dist.all_reduce(buffer, group=self.group)
 
     def allreduce_(self, t):
         # On a tensor of our own: t may be a view of a codec's memory, whose last reference the
@@ -113,13 +113,13 @@ class _DdpGroup:
 
 
 class _FerryLink:
+    """The exchange's transport over ferry's workers, through the emulated link `link`."""
+
     def __init__(self, link):
         self.link, self.world, self.rank = link, _C.side_size(), _C.side_rank()
 
     def allreduce_(self, t):
         _C.allreduce_sum_(t, self.link)
-
-    allreduce_bucket_ = allreduce_
 
     def allgather(self, payload):
         return _C.allgather_bytes(payload, self.link)
@@ -147,49 +147,11 @@ def compress(spec, link=None):
             _C.link_bytes_sent(link)  # parses it
         except ValueError as e:
             raise ValueError(f"compress(link={link!r}): {e}") from None
-    plain = _C.codec_is_identity(spec)  # the payload would be the fp32 tensor itself
-    codecs = {}  # id(parameter) -> its codec; ids are given in first-seen order, the same on every worker
-
-    def codec_of(param, rank):
-        c = codecs.get(id(param))
-        if c is None:
-            c = codecs[id(param)] = _C.Codec(spec, list(param.shape), len(codecs), rank)
-        return c
+    exchange = _C.DdpHook(spec)  # the codec of every parameter, made at its first bucket
 
     def hook(state, bucket):
         net = _FerryLink(link) if link is not None else _DdpGroup(state)
-        if plain:  # DDP's own allreduce: the bucket's buffer, summed and averaged
-            buffer = bucket.buffer()
-            return _run_async(lambda: (net.allreduce_bucket_(buffer), buffer.div_(net.world))[1])
-        grads = [g.detach().contiguous().view(-1) for g in bucket.gradients()]
-        for g in grads:
-            if g.dtype != torch.float32 or g.device.type != "cpu":
-                raise ValueError(f"ferry codec hook: expected float32 CPU gradients, got {g.dtype} on {g.device}")
-        codecs_here = [codec_of(p, net.rank) for p in bucket.parameters()]
-        shape = bucket.buffer()
-        return _run_async(lambda: _exchange(net, codecs_here, grads).view_as(shape))
+        taken = exchange.take(bucket.buffer(), bucket.parameters(), bucket.gradients(), net.rank)
+        return _run_async(lambda: taken.average(net.world, net.allreduce_, net.allgather))
 
     return hook
-
-
-def _exchange(net, codecs_here, grads):
-    """One bucket: encode, exchange, decode and sum every tensor; the average over the workers.
-    The payloads travel as one message per worker, packed and unpacked (bounds-checked) by the C++
-    code `ferry train` uses (compress/payload_records.h)."""
-    world = net.world
-    outs = [g.clone() for g in grads]
-    gathered = []  # (tensor index) of the tensors aggregated by payloads
-    payloads = []
-    for i, (c, g) in enumerate(zip(codecs_here, grads)):
-        if not c.custom_allreduce(outs[i], net.allreduce_, world):
-            gathered.append(i)
-            payloads.append(c.encode(g))
-    if gathered:
-        everyone = net.allgather(_C.pack_records(payloads))
-        for i in gathered:
-            outs[i].zero_()
-        for rank, message in enumerate(everyone):
-            records = _C.unpack_records(message, len(gathered), f"the DDP hook's message of worker {rank}")
-            for i, payload in zip(gathered, records):
-                codecs_here[i].decode_add(payload, outs[i])
-    return torch.cat(outs).div_(world)
