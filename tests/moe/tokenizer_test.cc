@@ -1,4 +1,4 @@
-// The tokenizer.json reader (moe/model/bpe_tokenizer.h): ids worked out by hand from the BPE
+// The tokenizer.json reader (moe/tokenizer/bpe_tokenizer.h): ids worked out by hand from the BPE
 // rules for a small vocabulary (256 byte symbols with id = byte value, 14 merges, 3 added
 // tokens) under the Qwen2-style Split + ByteLevel pre-tokenizer and GPT-2's ByteLevel regex;
 // exact round trips over random bytes; both merges layouts; one FormatError naming the problem
@@ -18,11 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "moe/model/bpe_tokenizer.h"
-#include "moe/model/byte_level.h"
-#include "moe/model/pre_tokenizer.h"
-#include "moe/model/spm_tokenizer.h"
-#include "moe/model/tokenizer.h"
+#include "moe/tokenizer/bpe_tokenizer.h"
+#include "moe/tokenizer/byte_level.h"
+#include "moe/tokenizer/pre_tokenizer.h"
+#include "moe/tokenizer/spm_tokenizer.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 namespace {

@@ -17,8 +17,8 @@
 
 #include <memory>
 
-#include "moe/model/tokenizer.h"
 #include "moe/quant/gguf_file.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 

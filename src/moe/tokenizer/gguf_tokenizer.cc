@@ -1,14 +1,14 @@
-#include "moe/model/gguf_tokenizer.h"
+#include "moe/tokenizer/gguf_tokenizer.h"
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/excerpt.h"
-#include "moe/model/bpe_tokenizer.h"
-#include "moe/model/byte_level.h"
-#include "moe/model/pre_tokenizer.h"
-#include "moe/model/spm_tokenizer.h"
-#include "moe/model/utf8.h"
+#include "moe/tokenizer/bpe_tokenizer.h"
+#include "moe/tokenizer/byte_level.h"
+#include "moe/tokenizer/pre_tokenizer.h"
+#include "moe/tokenizer/spm_tokenizer.h"
+#include "moe/tokenizer/utf8.h"
 
 namespace ferry::moe {
 
