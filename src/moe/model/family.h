@@ -41,7 +41,7 @@ struct ModelFamily {
   // those inert at inference. Any other key is refused by name.
   std::vector<std::string> config_keys = {};
   FamilyTensorNames tensors = {};
-  std::string chat_template = "none";       // `ferry moe serve`'s default (moe/serve/chat_template.h)
+  std::string chat_template = "none";       // `ferry moe serve`'s default: a chat_template() name (moe/tokenizer/chat_template.h)
   bool has_shared_expert = false;           // make-tiny's --shared-expert applies
   bool has_dense_layers = false;            // make-tiny's --dense-layers applies
   // Reads the family's own keys into `config`, whose common fields are already read: expert count
@@ -61,7 +61,8 @@ struct ModelFamily {
   // (the converter's LlamaModel.permute; gguf_permute_rows());
   bool gguf_permute_qk = false;
   // tokenizer.ggml.pre of the family's tokenizer.json vocabulary (the converter names it from a
-  // hash of the tokenizer's output on a test text; ferry takes the family's released tokenizer);
+  // hash of the tokenizer's output on a test text; ferry takes the family's released tokenizer;
+  // reading the file back builds its entry, moe/tokenizer/gguf_pre_tokenizer.h);
   std::string gguf_tokenizer_pre = "default";
   // the keys the family's converter class adds after the common ones (may be empty);
   std::function<void(const MoeConfig&, const nlohmann::json& hf_config, GgufKeys&)> gguf_metadata = {};
@@ -75,7 +76,7 @@ struct ModelFamily {
   std::function<void(GgufArchReader& keys, nlohmann::json& hf_config)> gguf_read_metadata = {};
 };
 
-// Registers a family; InvalidArgument if its name or an alias is taken.
+// Registers a family; InvalidArgument if its name or an alias is taken, or its chat template is unknown.
 void register_model_family(ModelFamily family);
 // Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-MoE (V1), in that order. Idempotent.
 void register_builtin_families();
@@ -83,6 +84,8 @@ void register_builtin_families();
 const ModelFamily* find_family(const std::string& model_type);
 // As find_family(); InvalidArgument "unknown model family 'X' (known: ...)" for an unknown one.
 const ModelFamily& family_of(const std::string& model_type);
+// The chat template a model_type is served with by default (its family's; "none" for an unknown one).
+std::string default_chat_template(const std::string& model_type);
 // The family whose GGUF files have general.architecture `arch`; nullptr for none.
 const ModelFamily* find_family_by_gguf_architecture(const std::string& arch);
 // Every family's GGUF architecture, "a, b, c" (error messages).

@@ -1,10 +1,9 @@
-#include "moe/serve/chat_template.h"
+#include "moe/tokenizer/chat_template.h"
 
 #include <algorithm>
 
 #include "core/error.h"
 #include "core/registry.h"
-#include "moe/model/family.h"
 
 namespace ferry::moe {
 
@@ -94,11 +93,6 @@ void register_builtin_chat_templates() {
 const ChatTemplateEntry& chat_template(const std::string& name) {
   register_builtin_chat_templates();
   return registry().at(name);
-}
-
-std::string default_chat_template(const std::string& model_type) {
-  const ModelFamily* family = find_family(model_type);
-  return family != nullptr ? family->chat_template : "none";
 }
 
 std::vector<std::string> chat_template_names() {
