@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "moe/tokenizer/bpe_tokenizer.h"
 #include "moe/tokenizer/byte_level.h"
+#include "moe/tokenizer/gguf_pre_tokenizer.h"
 #include "moe/tokenizer/pre_tokenizer.h"
 #include "moe/tokenizer/spm_tokenizer.h"
 #include "moe/tokenizer/tokenizer.h"
@@ -354,6 +355,28 @@ TEST(PreTokenizer, SplitBehavioursFollowNormalizedStringSplit) {
             (V{"a", ".", "b"}));
   EXPECT_EQ(pieces({{"type", "Digits"}, {"individual_digits", true}}, "ab12c3"), (V{"ab", "1", "2", "c", "3"}));
   EXPECT_EQ(pieces({{"type", "Digits"}, {"individual_digits", false}}, "ab12c3"), (V{"ab", "12", "c", "3"}));
+}
+
+// tokenizer.ggml.pre's registry: each entry cuts text as llama.cpp's pre-tokenizer of that name
+// (GPT-2's regex: a space joins the run after it; qwen2's: digits one by one, the space alone).
+TEST(GgufPreTokenizer, EntriesSplitAsTheirRegexes) {
+  using V = std::vector<std::string>;
+  const auto split = [](const std::string& name, const std::string& text) {
+    const GgufPreTokenizerEntry* entry = find_gguf_pre_tokenizer(name);
+    if (entry == nullptr) {
+      ADD_FAILURE() << "no GGUF pre-tokenizer '" << name << "'";
+      return V{};
+    }
+    PreTokenizer p(gguf_pre_tokenizer_json(*entry), JsonPlace{"t.gguf", "pre_tokenizer"}, Pcre2Options{});
+    V out;
+    p.split(text, out);
+    return out;
+  };
+  for (const char* gpt2 : {"default", "gpt2", "olmo"})
+    EXPECT_EQ(split(gpt2, "it's 123 ok"), (V{"it", "'s", " 123", " ok"})) << gpt2;
+  EXPECT_EQ(split("qwen2", "it's 123 ok"), (V{"it", "'s", " ", "1", "2", "3", " ok"}));
+  EXPECT_EQ(find_gguf_pre_tokenizer("deepseek-llm"), nullptr);
+  EXPECT_EQ(gguf_pre_tokenizer_names(), (V{"default", "gpt2", "olmo", "qwen2"}));
 }
 
 TEST(BpeTokenizer, MalformedFilesGiveOneFormatErrorNamingTheProblem) {
