@@ -41,7 +41,7 @@ struct ModelFamily {
   // those inert at inference. Any other key is refused by name.
   std::vector<std::string> config_keys = {};
   FamilyTensorNames tensors = {};
-  std::string chat_template = "none";       // `ferry moe serve`'s default: a chat_template() name (moe/tokenizer/chat_template.h)
+  std::string chat_template = "none";       // `ferry moe serve`'s default (moe/tokenizer/chat_template.h)
   bool has_shared_expert = false;           // make-tiny's --shared-expert applies
   bool has_dense_layers = false;            // make-tiny's --dense-layers applies
   // Reads the family's own keys into `config`, whose common fields are already read: expert count
