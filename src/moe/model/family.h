@@ -61,8 +61,7 @@ struct ModelFamily {
   // (the converter's LlamaModel.permute; gguf_permute_rows());
   bool gguf_permute_qk = false;
   // tokenizer.ggml.pre of the family's tokenizer.json vocabulary (the converter names it from a
-  // hash of the tokenizer's output on a test text; ferry takes the family's released tokenizer;
-  // reading the file back builds its entry, moe/tokenizer/gguf_pre_tokenizer.h);
+  // hash of the tokenizer's output on a test text; ferry takes the family's released tokenizer);
   std::string gguf_tokenizer_pre = "default";
   // the keys the family's converter class adds after the common ones (may be empty);
   std::function<void(const MoeConfig&, const nlohmann::json& hf_config, GgufKeys&)> gguf_metadata = {};
