@@ -8,7 +8,7 @@ namespace ferry::moe {
 
 namespace {
 
-Registry<GgufPreTokenizerEntry>& registry() {
+Registry<GgufPreTokenizerEntry>& pre_tokenizer_registry() {
   static Registry<GgufPreTokenizerEntry> r("GGUF pre-tokenizer");
   return r;
 }
@@ -21,7 +21,7 @@ constexpr const char* kQwen2Regex =
 }  // namespace
 
 void register_builtin_gguf_pre_tokenizers() {
-  auto& r = registry();
+  auto& r = pre_tokenizer_registry();
   r.add_if_absent({"default", "GPT-2's regex (a file without tokenizer.ggml.pre)"});
   r.add_if_absent({"gpt2", "GPT-2's regex"});
   r.add_if_absent({"olmo", "GPT-2's regex (OLMoE)"});
@@ -30,12 +30,12 @@ void register_builtin_gguf_pre_tokenizers() {
 
 const GgufPreTokenizerEntry* find_gguf_pre_tokenizer(const std::string& name) {
   register_builtin_gguf_pre_tokenizers();
-  return registry().find(name);
+  return pre_tokenizer_registry().find(name);
 }
 
 std::vector<std::string> gguf_pre_tokenizer_names() {
   register_builtin_gguf_pre_tokenizers();
-  return registry().names();
+  return pre_tokenizer_registry().names();
 }
 
 nlohmann::json gguf_pre_tokenizer_json(const GgufPreTokenizerEntry& entry) {
