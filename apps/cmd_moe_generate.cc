@@ -17,7 +17,7 @@
 #include "core/units.h"
 #include "moe/engine/engine.h"
 #include "moe/engine/generate.h"
-#include "moe/model/tokenizer.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::apps {
 namespace {

@@ -21,10 +21,11 @@
 #include "core/units.h"
 #include "moe/engine/bench.h"
 #include "core/corpus.h"
-#include "moe/model/tokenizer.h"
-#include "moe/serve/chat_template.h"
+#include "moe/model/family.h"
 #include "moe/sched/policy.h"
 #include "moe/serve/server.h"
+#include "moe/tokenizer/chat_template.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::apps {
 namespace {

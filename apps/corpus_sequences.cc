@@ -3,7 +3,7 @@
 #include "core/corpus.h"
 #include "core/error.h"
 #include "moe/model/config.h"
-#include "moe/model/tokenizer.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::apps {
 

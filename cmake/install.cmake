@@ -52,12 +52,12 @@ install(TARGETS ${ferry_exported} EXPORT ferryTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
-# Loaded with dlopen by ferry::moe_model, never linked: installed, not exported.
+# Loaded with dlopen by ferry::moe_tokenizer, never linked: installed, not exported.
 if(TARGET ferry_moe_spm)
   install(TARGETS ferry_moe_spm LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 # The command finds the shim next to the libraries: bin/../lib. Its run path in the build tree
-# also names the shim's build directory (a link option of ferry_moe_model, which CMake's own
+# also names the shim's build directory (a link option of ferry_moe_tokenizer, which CMake's own
 # rewrite keeps): the installed command gets exactly bin/../lib, so it never loads from the build tree.
 if(TARGET ferry)
   set_target_properties(ferry PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
@@ -75,9 +75,9 @@ set(FERRY_PACKAGE_TORCH OFF)
 if(TARGET ferry_torch)
   set(FERRY_PACKAGE_TORCH ON)
 endif()
-set(FERRY_PACKAGE_TEXT OFF)  # PCRE2 and ICU (cmake/text.cmake), used by ferry::moe_model
+set(FERRY_PACKAGE_TEXT OFF)  # PCRE2 and ICU (cmake/text.cmake), used by ferry::moe_tokenizer
 set(FERRY_PACKAGE_HTTPLIB OFF)  # cpp-httplib, used by ferry::moe_serve
-if(TARGET ferry_moe_model)
+if(TARGET ferry_moe_tokenizer)
   set(FERRY_PACKAGE_TEXT ON)
 endif()
 if(TARGET ferry_moe_serve)

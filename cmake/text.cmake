@@ -1,4 +1,4 @@
-# Text libraries of the tokenizer.json reader (src/moe/model/bpe_*.cc, pre_tokenizer.cc):
+# Text libraries of the tokenizer.json reader (src/moe/tokenizer/bpe_*.cc, pre_tokenizer.cc):
 # PCRE2 runs the pre-tokenizer regexes of Hugging Face tokenizers (Unicode properties,
 # look-ahead, as their onig/fancy-regex engines do) and ICU's normalizer gives NFC. Both are
 # torch-free, so the fuzz build links them too. scripts/setup.sh installs libpcre2-dev and libicu-dev.

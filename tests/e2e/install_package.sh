@@ -29,7 +29,7 @@ cat > "$tmp/app/spm_check.cc" <<'EOF'
 #include <cstdio>
 #include <exception>
 
-#include "moe/model/tokenizer.h"
+#include "moe/tokenizer/tokenizer.h"
 
 int main(int argc, char** argv) {
   try {

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_util.h"
-#include "moe/model/bpe_tokenizer.h"
-#include "moe/model/byte_level.h"
+#include "moe/tokenizer/bpe_tokenizer.h"
+#include "moe/tokenizer/byte_level.h"
 
 namespace {
 

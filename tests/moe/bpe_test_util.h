@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "moe/model/byte_level.h"
+#include "moe/tokenizer/byte_level.h"
 
 namespace ferry::moe::testing {
 

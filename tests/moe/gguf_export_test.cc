@@ -16,7 +16,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "moe/model/byte_level.h"
 #include "moe/model/checkpoint.h"
 #include "moe/model/family.h"
 #include "moe/model/gguf_export.h"
@@ -24,6 +23,7 @@
 #include "moe/quant/dequantize.h"
 #include "moe/quant/gguf_file.h"
 #include "moe/quant/quantize.h"
+#include "moe/tokenizer/byte_level.h"
 #include "bpe_test_util.h"
 #include "moe_test_util.h"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The moe modules include only themselves and the modules below them (../shared/DESIGN.md):
-#   quant -> model, trace -> store, predict -> sched -> engine, sim -> serve
+#   quant -> tokenizer -> model, trace -> store, predict -> sched -> engine, sim -> serve
 # and never train/, ps/ or comm/. The CMake targets enforce the same at link time; this catches
 # an upward include of a header-only type, which the linker cannot see.
 set -u
@@ -8,14 +8,15 @@ src="${1:?usage: layering.sh SRC_DIR}/moe"
 allowed() {
   case "$1" in
     quant) echo "quant" ;;
-    model) echo "model quant" ;;
+    tokenizer) echo "tokenizer quant" ;;
+    model) echo "model tokenizer quant" ;;
     trace) echo "trace" ;;
-    store) echo "store model trace quant" ;;
-    predict) echo "predict model trace quant" ;;
-    sched) echo "sched store predict model trace quant" ;;
-    engine) echo "engine sched store predict model trace quant" ;;
-    sim) echo "sim sched store predict model trace quant" ;;
-    serve) echo "serve engine sched store predict model trace quant" ;;
+    store) echo "store model tokenizer trace quant" ;;
+    predict) echo "predict model tokenizer trace quant" ;;
+    sched) echo "sched store predict model tokenizer trace quant" ;;
+    engine) echo "engine sched store predict model tokenizer trace quant" ;;
+    sim) echo "sim sched store predict model tokenizer trace quant" ;;
+    serve) echo "serve engine sched store predict model tokenizer trace quant" ;;
     *) echo "" ;;
   esac
 }

@@ -17,10 +17,10 @@
 #include "moe/model/family.h"
 #include "moe/model/gguf_export.h"
 #include "moe/model/gguf_model.h"
-#include "moe/model/gguf_tokenizer.h"
 #include "moe/model/random_gguf.h"
 #include "moe/model/tiny_model.h"
 #include "moe/quant/gguf_file.h"
+#include "moe/tokenizer/gguf_tokenizer.h"
 #include "moe_test_util.h"
 
 namespace ferry::moe {

@@ -5,11 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "moe/model/tokenizer.h"
-#include "moe/serve/chat_template.h"
+#include "moe/model/family.h"
 #include "moe/serve/openai_api.h"
 #include "moe/serve/server_metrics.h"
 #include "moe/serve/text_stream.h"
+#include "moe/tokenizer/chat_template.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 namespace {

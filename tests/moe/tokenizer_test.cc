@@ -1,4 +1,4 @@
-// The tokenizer.json reader (moe/model/bpe_tokenizer.h): ids worked out by hand from the BPE
+// The tokenizer.json reader (moe/tokenizer/bpe_tokenizer.h): ids worked out by hand from the BPE
 // rules for a small vocabulary (256 byte symbols with id = byte value, 14 merges, 3 added
 // tokens) under the Qwen2-style Split + ByteLevel pre-tokenizer and GPT-2's ByteLevel regex;
 // exact round trips over random bytes; both merges layouts; one FormatError naming the problem
@@ -18,11 +18,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "moe/model/bpe_tokenizer.h"
-#include "moe/model/byte_level.h"
-#include "moe/model/pre_tokenizer.h"
-#include "moe/model/spm_tokenizer.h"
-#include "moe/model/tokenizer.h"
+#include "moe/tokenizer/bpe_tokenizer.h"
+#include "moe/tokenizer/byte_level.h"
+#include "moe/tokenizer/gguf_pre_tokenizer.h"
+#include "moe/tokenizer/pre_tokenizer.h"
+#include "moe/tokenizer/spm_tokenizer.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 namespace {
@@ -354,6 +355,28 @@ TEST(PreTokenizer, SplitBehavioursFollowNormalizedStringSplit) {
             (V{"a", ".", "b"}));
   EXPECT_EQ(pieces({{"type", "Digits"}, {"individual_digits", true}}, "ab12c3"), (V{"ab", "1", "2", "c", "3"}));
   EXPECT_EQ(pieces({{"type", "Digits"}, {"individual_digits", false}}, "ab12c3"), (V{"ab", "12", "c", "3"}));
+}
+
+// tokenizer.ggml.pre's registry: each entry cuts text as llama.cpp's pre-tokenizer of that name
+// (GPT-2's regex: a space joins the run after it; qwen2's: digits one by one, the space alone).
+TEST(GgufPreTokenizer, EntriesSplitAsTheirRegexes) {
+  using V = std::vector<std::string>;
+  const auto split = [](const std::string& name, const std::string& text) {
+    const GgufPreTokenizerEntry* entry = find_gguf_pre_tokenizer(name);
+    if (entry == nullptr) {
+      ADD_FAILURE() << "no GGUF pre-tokenizer '" << name << "'";
+      return V{};
+    }
+    PreTokenizer p(gguf_pre_tokenizer_json(*entry), JsonPlace{"t.gguf", "pre_tokenizer"}, Pcre2Options{});
+    V out;
+    p.split(text, out);
+    return out;
+  };
+  for (const char* gpt2 : {"default", "gpt2", "olmo"})
+    EXPECT_EQ(split(gpt2, "it's 123 ok"), (V{"it", "'s", " 123", " ok"})) << gpt2;
+  EXPECT_EQ(split("qwen2", "it's 123 ok"), (V{"it", "'s", " ", "1", "2", "3", " ok"}));
+  EXPECT_EQ(find_gguf_pre_tokenizer("deepseek-llm"), nullptr);
+  EXPECT_EQ(gguf_pre_tokenizer_names(), (V{"default", "gpt2", "olmo", "qwen2"}));
 }
 
 TEST(BpeTokenizer, MalformedFilesGiveOneFormatErrorNamingTheProblem) {

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/registry.h"
+#include "moe/tokenizer/chat_template.h"
 
 namespace ferry::moe {
 
@@ -51,6 +52,9 @@ void register_model_family(ModelFamily family) {
   for (const std::string& alias : family.aliases)
     FERRY_REQUIRE(find_registered(alias) == nullptr, "model family '", family.name, "': alias '", alias, "' is taken");
   FERRY_REQUIRE(find_registered(family.name) == nullptr, "model family '", family.name, "' registered twice");
+  const std::vector<std::string> templates = chat_template_names();
+  FERRY_REQUIRE(std::find(templates.begin(), templates.end(), family.chat_template) != templates.end(),
+                "model family '", family.name, "': unknown chat template '", family.chat_template, "'");
   registry().add(std::move(family));
 }
 
@@ -72,6 +76,11 @@ const ModelFamily* find_family(const std::string& model_type) {
 const ModelFamily& family_of(const std::string& model_type) {
   if (const ModelFamily* f = find_family(model_type)) return *f;
   return registry().at(model_type);  // throws, listing the known families
+}
+
+std::string default_chat_template(const std::string& model_type) {
+  const ModelFamily* family = find_family(model_type);
+  return family != nullptr ? family->chat_template : "none";
 }
 
 const ModelFamily* find_family_by_gguf_architecture(const std::string& arch) {

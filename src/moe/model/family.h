@@ -41,7 +41,7 @@ struct ModelFamily {
   // those inert at inference. Any other key is refused by name.
   std::vector<std::string> config_keys = {};
   FamilyTensorNames tensors = {};
-  std::string chat_template = "none";       // `ferry moe serve`'s default (moe/serve/chat_template.h)
+  std::string chat_template = "none";       // `ferry moe serve`'s default (moe/tokenizer/chat_template.h)
   bool has_shared_expert = false;           // make-tiny's --shared-expert applies
   bool has_dense_layers = false;            // make-tiny's --dense-layers applies
   bool has_mla = false;                     // make-tiny's --kv-lora-rank and --q-lora-rank apply
@@ -79,7 +79,7 @@ struct ModelFamily {
   std::function<void(GgufArchReader& keys, nlohmann::json& hf_config)> gguf_read_metadata = {};
 };
 
-// Registers a family; InvalidArgument if its name or an alias is taken.
+// Registers a family; InvalidArgument if its name or an alias is taken, or its chat template is unknown.
 void register_model_family(ModelFamily family);
 // Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-MoE (V1), GLM-4.5, DeepSeek-V2/V3, in that order.
 // Idempotent.
@@ -88,6 +88,8 @@ void register_builtin_families();
 const ModelFamily* find_family(const std::string& model_type);
 // As find_family(); InvalidArgument "unknown model family 'X' (known: ...)" for an unknown one.
 const ModelFamily& family_of(const std::string& model_type);
+// The chat template a model_type is served with by default (its family's; "none" for an unknown one).
+std::string default_chat_template(const std::string& model_type);
 // The family whose GGUF files have general.architecture `arch`; nullptr for none.
 const ModelFamily* find_family_by_gguf_architecture(const std::string& arch);
 // Every family's GGUF architecture, "a, b, c" (error messages).

@@ -10,7 +10,7 @@
 #include "core/excerpt.h"
 #include "moe/model/family.h"
 #include "moe/model/gguf_layout.h"
-#include "moe/model/gguf_tokenizer.h"
+#include "moe/tokenizer/gguf_tokenizer.h"
 
 namespace ferry::moe {
 

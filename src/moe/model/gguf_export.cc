@@ -14,9 +14,9 @@
 #include "moe/model/checkpoint.h"
 #include "moe/model/family.h"
 #include "moe/model/gguf_layout.h"
-#include "moe/model/tokenizer.h"
 #include "moe/quant/gguf_writer.h"
 #include "moe/quant/quantize.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 namespace {

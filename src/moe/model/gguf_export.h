@@ -20,9 +20,9 @@
 
 #include "moe/model/config.h"
 #include "moe/model/gguf_layout.h"
-#include "moe/model/tokenizer.h"
 #include "moe/quant/quant_mix.h"
 #include "moe/quant/quant_type.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 

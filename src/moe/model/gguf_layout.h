@@ -48,9 +48,9 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "moe/model/config.h"
-#include "moe/model/tokenizer.h"
 #include "moe/quant/gguf_file.h"
 #include "moe/quant/quant_mix.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 

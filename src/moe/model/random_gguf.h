@@ -28,7 +28,7 @@
 
 #include "moe/model/config.h"
 #include "moe/model/gguf_export.h"
-#include "moe/model/tokenizer.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 

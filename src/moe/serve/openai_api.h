@@ -13,7 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "moe/serve/chat_template.h"
+#include "moe/tokenizer/chat_template.h"
 
 namespace ferry::moe {
 

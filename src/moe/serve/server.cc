@@ -23,9 +23,9 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/path_checks.h"
-#include "moe/serve/chat_template.h"
 #include "moe/serve/openai_api.h"
 #include "moe/serve/text_stream.h"
+#include "moe/tokenizer/chat_template.h"
 
 namespace ferry::moe {
 

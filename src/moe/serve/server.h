@@ -15,8 +15,8 @@
 
 #include "moe/engine/continuous_batcher.h"
 #include "moe/engine/engine.h"
-#include "moe/model/tokenizer.h"
 #include "moe/serve/server_metrics.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace httplib { class Server; }
 

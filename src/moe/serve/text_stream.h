@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "moe/model/tokenizer.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 

@@ -1,8 +1,10 @@
 // Chat templates: how a list of {role, content} messages becomes one prompt, per model family, as
 // the families' own tokenizer_config.json chat_template renders it (the text, before tokenization;
 // a tokenizer.json model maps special-token text such as <|im_start|> to its ids, and the
-// tokenizer's BOS id is prepended when the template asks for it). Registered by name
-// (core/registry.h); `ferry moe serve --chat-template NAME` overrides the family's default.
+// tokenizer's BOS id is prepended when the template asks for it). One registry entry
+// (core/registry.h) per template; a model family's entry names its default (ModelFamily::chat_template,
+// default_chat_template(), moe/model/family.h), which `ferry moe serve --chat-template NAME`
+// overrides. Adding a template is one entry in register_builtin_chat_templates().
 #pragma once
 
 #include <functional>
@@ -29,9 +31,6 @@ struct ChatTemplateEntry {
 void register_builtin_chat_templates();
 // The entry of `name`; InvalidArgument listing the known ones for an unknown name.
 const ChatTemplateEntry& chat_template(const std::string& name);
-// The default template of a model family (its registry entry's, moe/model/family.h; "none" for an
-// unknown model_type).
-std::string default_chat_template(const std::string& model_type);
 std::vector<std::string> chat_template_names();
 
 }  // namespace ferry::moe

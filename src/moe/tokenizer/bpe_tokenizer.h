@@ -28,8 +28,8 @@
 #include <string>
 #include <string_view>
 
-#include "moe/model/pcre2_regex.h"
-#include "moe/model/tokenizer.h"
+#include "moe/tokenizer/pcre2_regex.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 

@@ -15,7 +15,7 @@
 
 #include <memory>
 
-#include "moe/model/tokenizer.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "moe/model/tokenizer.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 

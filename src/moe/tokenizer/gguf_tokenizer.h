@@ -4,9 +4,9 @@
 //     other token unused: ferry's byte vocabulary (ByteTokenizer);
 //   - model "gpt2" with merges: byte-level BPE (bpe_tokenizer.h) from tokens, merges and types
 //     (normal tokens are the BPE vocabulary, control and user-defined ones added tokens, unused
-//     ones skipped), the pre-tokenizer of tokenizer.ggml.pre as llama.cpp's llama-vocab.cpp
-//     defines it for "default"/"gpt2"/"olmo" (GPT-2's regex) and "qwen2" (Qwen2's tokenizer.json
-//     regex), a BOS prepended when tokenizer.ggml.add_bos_token is true.
+//     ones skipped), the pre-tokenizer of tokenizer.ggml.pre ("default" when absent) as its
+//     registry entry gives it (gguf_pre_tokenizer.h), a BOS prepended when
+//     tokenizer.ggml.add_bos_token is true.
 //   - model "llama": SentencePiece-style, from tokens, scores and types (spm_tokenizer.h), with
 //     tokenizer.ggml.add_space_prefix (default true) and a BOS prepended unless
 //     tokenizer.ggml.add_bos_token is false; ids absent from the file are llama.cpp's defaults
@@ -17,8 +17,8 @@
 
 #include <memory>
 
-#include "moe/model/tokenizer.h"
 #include "moe/quant/gguf_file.h"
+#include "moe/tokenizer/tokenizer.h"
 
 namespace ferry::moe {
 

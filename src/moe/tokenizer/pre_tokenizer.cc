@@ -1,4 +1,4 @@
-#include "moe/model/pre_tokenizer.h"
+#include "moe/tokenizer/pre_tokenizer.h"
 
 #include <algorithm>
 

@@ -1,9 +1,9 @@
-#include "moe/model/bpe_model.h"
+#include "moe/tokenizer/bpe_model.h"
 
 #include <algorithm>
 #include <queue>
 
-#include "moe/model/byte_level.h"
+#include "moe/tokenizer/byte_level.h"
 
 namespace ferry::moe {
 

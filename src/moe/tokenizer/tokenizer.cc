@@ -1,11 +1,11 @@
-#include "moe/model/tokenizer.h"
+#include "moe/tokenizer/tokenizer.h"
 
 #include <filesystem>
 
 #include "core/error.h"
-#include "moe/model/bpe_tokenizer.h"
-#include "moe/model/byte_level.h"
-#include "moe/model/gguf_tokenizer.h"
+#include "moe/tokenizer/bpe_tokenizer.h"
+#include "moe/tokenizer/byte_level.h"
+#include "moe/tokenizer/gguf_tokenizer.h"
 
 namespace ferry::moe {
 

@@ -1,4 +1,4 @@
-#include "moe/model/spm_tokenizer.h"
+#include "moe/tokenizer/spm_tokenizer.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,8 +7,8 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "moe/model/added_tokens.h"
-#include "moe/model/utf8.h"
+#include "moe/tokenizer/added_tokens.h"
+#include "moe/tokenizer/utf8.h"
 
 namespace ferry::moe {
 

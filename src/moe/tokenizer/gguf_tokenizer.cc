@@ -1,14 +1,14 @@
-#include "moe/model/gguf_tokenizer.h"
+#include "moe/tokenizer/gguf_tokenizer.h"
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/excerpt.h"
-#include "moe/model/bpe_tokenizer.h"
-#include "moe/model/byte_level.h"
-#include "moe/model/pre_tokenizer.h"
-#include "moe/model/spm_tokenizer.h"
-#include "moe/model/utf8.h"
+#include "moe/tokenizer/bpe_tokenizer.h"
+#include "moe/tokenizer/byte_level.h"
+#include "moe/tokenizer/gguf_pre_tokenizer.h"
+#include "moe/tokenizer/spm_tokenizer.h"
+#include "moe/tokenizer/utf8.h"
 
 namespace ferry::moe {
 
@@ -69,25 +69,17 @@ bool gguf_bool_or(const quant::GgufFile& f, const char* key, bool fallback) {
   return v->b;
 }
 
-// llama.cpp's pre-tokenizer of tokenizer.ggml.pre as a tokenizer.json pre_tokenizer.
+// llama.cpp's pre-tokenizer of tokenizer.ggml.pre (its registry entry) as a tokenizer.json pre_tokenizer.
 nlohmann::json gguf_pre_tokenizer(const quant::GgufFile& f) {
   const GgufValue* v = f.find("tokenizer.ggml.pre");
   const std::string pre = v && v->type == GgufType::kString ? v->s : "default";
-  const nlohmann::json byte_level = {
-      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
-  if (pre == "default" || pre == "gpt2" || pre == "olmo") return byte_level;
-  if (pre == "qwen2") {
-    nlohmann::json no_regex = byte_level;
-    no_regex["use_regex"] = false;
-    const char* regex =
-        R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-    return {{"type", "Sequence"},
-            {"pretokenizers",
-             {{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}},
-              no_regex}}};
-  }
-  FERRY_THROW(FormatError, "GGUF '", f.path(), "': tokenizer.ggml.pre '", pre,
-              "' is not implemented (ferry builds default, gpt2, olmo and qwen2)");
+  if (const GgufPreTokenizerEntry* entry = find_gguf_pre_tokenizer(pre)) return gguf_pre_tokenizer_json(*entry);
+  const std::vector<std::string> names = gguf_pre_tokenizer_names();
+  std::string known;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    known += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  FERRY_THROW(FormatError, "GGUF '", f.path(), "': tokenizer.ggml.pre '", pre, "' is not implemented (ferry builds ",
+              known, ")");
 }
 
 }  // namespace

@@ -1,16 +1,15 @@
-#include "moe/serve/chat_template.h"
+#include "moe/tokenizer/chat_template.h"
 
 #include <algorithm>
 
 #include "core/error.h"
 #include "core/registry.h"
-#include "moe/model/family.h"
 
 namespace ferry::moe {
 
 namespace {
 
-Registry<ChatTemplateEntry>& registry() {
+Registry<ChatTemplateEntry>& chat_template_registry() {
   static Registry<ChatTemplateEntry> r("chat template");
   return r;
 }
@@ -83,7 +82,7 @@ std::string render_deepseek(const std::vector<ChatMessage>& msgs) {
 }  // namespace
 
 void register_builtin_chat_templates() {
-  auto& r = registry();
+  auto& r = chat_template_registry();
   r.add_if_absent({"mistral", "[INST] user [/INST]answer</s> (Mixtral-8x7B-Instruct)", true, render_mistral});
   r.add_if_absent({"chatml", "<|im_start|>role ... <|im_end|> (Qwen2/3-MoE)", false, render_chatml});
   r.add_if_absent({"tulu", "<|user|> ... <|assistant|> (OLMoE-Instruct)", false, render_tulu});
@@ -93,17 +92,12 @@ void register_builtin_chat_templates() {
 
 const ChatTemplateEntry& chat_template(const std::string& name) {
   register_builtin_chat_templates();
-  return registry().at(name);
-}
-
-std::string default_chat_template(const std::string& model_type) {
-  const ModelFamily* family = find_family(model_type);
-  return family != nullptr ? family->chat_template : "none";
+  return chat_template_registry().at(name);
 }
 
 std::vector<std::string> chat_template_names() {
   register_builtin_chat_templates();
-  return registry().names();
+  return chat_template_registry().names();
 }
 
 }  // namespace ferry::moe

@@ -1,5 +1,5 @@
 #include "core/json_depth.h"
-#include "moe/model/bpe_tokenizer.h"
+#include "moe/tokenizer/bpe_tokenizer.h"
 
 #include <algorithm>
 #include <fstream>
@@ -13,13 +13,13 @@
 #include "core/error.h"
 #include "core/excerpt.h"
 #include "core/path_checks.h"
-#include "moe/model/added_tokens.h"
-#include "moe/model/bpe_model.h"
-#include "moe/model/byte_level.h"
-#include "moe/model/json_fields.h"
-#include "moe/model/nfc.h"
-#include "moe/model/pre_tokenizer.h"
-#include "moe/model/utf8.h"
+#include "moe/tokenizer/added_tokens.h"
+#include "moe/tokenizer/bpe_model.h"
+#include "moe/tokenizer/byte_level.h"
+#include "moe/tokenizer/json_fields.h"
+#include "moe/tokenizer/nfc.h"
+#include "moe/tokenizer/pre_tokenizer.h"
+#include "moe/tokenizer/utf8.h"
 
 namespace ferry::moe {
 

@@ -1,4 +1,4 @@
-#include "moe/model/utf8.h"
+#include "moe/tokenizer/utf8.h"
 
 namespace ferry::moe {
 

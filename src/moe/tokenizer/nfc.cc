@@ -1,11 +1,11 @@
-#include "moe/model/nfc.h"
+#include "moe/tokenizer/nfc.h"
 
 #include <unicode/bytestream.h>
 #include <unicode/normalizer2.h>
 #include <unicode/stringpiece.h>
 
 #include "core/error.h"
-#include "moe/model/utf8.h"
+#include "moe/tokenizer/utf8.h"
 
 namespace ferry::moe {
 

@@ -1,9 +1,9 @@
-#include "moe/model/added_tokens.h"
+#include "moe/tokenizer/added_tokens.h"
 
 #include <unicode/uchar.h>
 
 #include "core/error.h"
-#include "moe/model/utf8.h"
+#include "moe/tokenizer/utf8.h"
 
 namespace ferry::moe {
 

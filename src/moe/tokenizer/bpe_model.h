@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "moe/model/json_fields.h"
+#include "moe/tokenizer/json_fields.h"
 
 namespace ferry::moe {
 

@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "moe/model/json_fields.h"
-#include "moe/model/pcre2_regex.h"
+#include "moe/tokenizer/json_fields.h"
+#include "moe/tokenizer/pcre2_regex.h"
 
 namespace ferry::moe {
 

@@ -1,4 +1,4 @@
-#include "moe/model/pcre2_regex.h"
+#include "moe/tokenizer/pcre2_regex.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -7,7 +7,7 @@
 #include <new>
 
 #include "core/error.h"
-#include "moe/model/utf8.h"
+#include "moe/tokenizer/utf8.h"
 
 namespace ferry::moe {
 

@@ -1,8 +1,8 @@
-#include "moe/model/byte_level.h"
+#include "moe/tokenizer/byte_level.h"
 
 #include <array>
 
-#include "moe/model/utf8.h"
+#include "moe/tokenizer/utf8.h"
 
 namespace ferry::moe {
 

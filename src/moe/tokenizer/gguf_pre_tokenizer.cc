@@ -1,0 +1,53 @@
+#include "moe/tokenizer/gguf_pre_tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/registry.h"
+
+namespace ferry::moe {
+
+namespace {
+
+Registry<GgufPreTokenizerEntry>& pre_tokenizer_registry() {
+  static Registry<GgufPreTokenizerEntry> r("GGUF pre-tokenizer");
+  return r;
+}
+
+// Qwen2's tokenizer.json Split regex (llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN2 spells the
+// case-insensitive contractions out).
+constexpr const char* kQwen2Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+}  // namespace
+
+void register_builtin_gguf_pre_tokenizers() {
+  auto& r = pre_tokenizer_registry();
+  r.add_if_absent({"default", "GPT-2's regex (a file without tokenizer.ggml.pre)"});
+  r.add_if_absent({"gpt2", "GPT-2's regex"});
+  r.add_if_absent({"olmo", "GPT-2's regex (OLMoE)"});
+  r.add_if_absent({"qwen2", "Qwen2's regex (Qwen1.5/2/3-MoE)", {kQwen2Regex}});
+}
+
+const GgufPreTokenizerEntry* find_gguf_pre_tokenizer(const std::string& name) {
+  register_builtin_gguf_pre_tokenizers();
+  return pre_tokenizer_registry().find(name);
+}
+
+std::vector<std::string> gguf_pre_tokenizer_names() {
+  register_builtin_gguf_pre_tokenizers();
+  return pre_tokenizer_registry().names();
+}
+
+nlohmann::json gguf_pre_tokenizer_json(const GgufPreTokenizerEntry& entry) {
+  nlohmann::json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+  if (entry.regexes.empty()) return byte_level;
+  nlohmann::json steps = nlohmann::json::array();
+  for (const std::string& regex : entry.regexes)
+    steps.push_back({{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}});
+  byte_level["use_regex"] = false;
+  steps.push_back(byte_level);
+  return {{"type", "Sequence"}, {"pretokenizers", steps}};
+}
+
+}  // namespace ferry::moe
