@@ -375,8 +375,13 @@ TEST(GgufPreTokenizer, EntriesSplitAsTheirRegexes) {
   for (const char* gpt2 : {"default", "gpt2", "olmo"})
     EXPECT_EQ(split(gpt2, "it's 123 ok"), (V{"it", "'s", " 123", " ok"})) << gpt2;
   EXPECT_EQ(split("qwen2", "it's 123 ok"), (V{"it", "'s", " ", "1", "2", "3", " ok"}));
+  // GLM-4's and DeepSeek-V3's: digits in runs of at most three (DeepSeek-V3's first regex cuts
+  // them out before its word regex runs on the rest).
+  EXPECT_EQ(split("glm4", "it's 12345 ok"), (V{"it", "'s", " ", "123", "45", " ok"}));
+  EXPECT_EQ(split("deepseek-v3", "it's 12345 ok"), (V{"it", "'s", " ", "123", "45", " ok"}));
+  EXPECT_EQ(split("deepseek-v3", "(x)y"), (V{"(x", ")y"}));  // punctuation opens a word after it
   EXPECT_EQ(find_gguf_pre_tokenizer("deepseek-llm"), nullptr);
-  EXPECT_EQ(gguf_pre_tokenizer_names(), (V{"default", "gpt2", "olmo", "qwen2"}));
+  EXPECT_EQ(gguf_pre_tokenizer_names(), (V{"deepseek-v3", "default", "glm4", "gpt2", "olmo", "qwen2"}));
 }
 
 TEST(BpeTokenizer, MalformedFilesGiveOneFormatErrorNamingTheProblem) {

@@ -114,6 +114,7 @@ ModelFamily deepseek_v3_family() {
                    "attention_bias",   "ep_size",           "aux_loss_alpha",        "seq_aux",
                    "pretraining_tp"};
   f.tensors.shared_expert = "shared_experts.";
+  f.chat_template = "deepseek3";  // Kimi-K2's own template differs: --chat-template
   f.has_shared_expert = true;
   f.has_dense_layers = true;
   f.has_mla = true;

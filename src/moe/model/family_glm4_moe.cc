@@ -28,6 +28,7 @@ ModelFamily glm4_moe_family() {
                    "moe_intermediate_size", "n_routed_experts",  "n_shared_experts",     "routed_scaling_factor",
                    "n_group",           "topk_group",            "first_k_dense_replace", "num_nextn_predict_layers"};
   f.tensors.shared_expert = "shared_experts.";
+  f.chat_template = "chatglm4";
   f.has_shared_expert = true;
   f.has_dense_layers = true;
   f.read = [](const nlohmann::json& j, MoeConfig& c, const std::string& origin) {

@@ -79,6 +79,31 @@ std::string render_deepseek(const std::vector<ChatMessage>& msgs) {
   return out + "Assistant:";
 }
 
+// DeepSeek-V3/R1 (llama.cpp's deepseek3): BOS, a system text followed by "\n\n", "<｜User｜>content",
+// "<｜Assistant｜>content<｜end▁of▁sentence｜>", and "<｜Assistant｜>" to open the reply.
+std::string render_deepseek3(const std::vector<ChatMessage>& msgs) {
+  const std::string bar = "\xef\xbd\x9c", eos = bar + "end\xe2\x96\x81of\xe2\x96\x81sentence" + bar;
+  std::string out;
+  for (const auto& m : msgs) {
+    require_role(m, {"system", "user", "assistant"}, "deepseek3");
+    if (m.role == "system") out += m.content + "\n\n";
+    else if (m.role == "user") out += "<" + bar + "User" + bar + ">" + m.content;
+    else out += "<" + bar + "Assistant" + bar + ">" + m.content + "<" + eos + ">";
+  }
+  return out + "<" + bar + "Assistant" + bar + ">";
+}
+
+// GLM-4.5/4.6 (llama.cpp's chatglm4): "[gMASK]<sop>", then "<|role|>\ncontent" per message and
+// "<|assistant|>\n" to open the reply.
+std::string render_chatglm4(const std::vector<ChatMessage>& msgs) {
+  std::string out = "[gMASK]<sop>";
+  for (const auto& m : msgs) {
+    require_role(m, {"system", "user", "assistant"}, "chatglm4");
+    out += "<|" + m.role + "|>\n" + m.content;
+  }
+  return out + "<|assistant|>\n";
+}
+
 }  // namespace
 
 void register_builtin_chat_templates() {
@@ -87,6 +112,8 @@ void register_builtin_chat_templates() {
   r.add_if_absent({"chatml", "<|im_start|>role ... <|im_end|> (Qwen2/3-MoE)", false, render_chatml});
   r.add_if_absent({"tulu", "<|user|> ... <|assistant|> (OLMoE-Instruct)", false, render_tulu});
   r.add_if_absent({"deepseek", "User: ... Assistant: (deepseek-moe-16b-chat)", true, render_deepseek});
+  r.add_if_absent({"deepseek3", "<｜User｜> ... <｜Assistant｜> (DeepSeek-V3/R1)", true, render_deepseek3});
+  r.add_if_absent({"chatglm4", "[gMASK]<sop><|user|> ... <|assistant|> (GLM-4.5/4.6)", false, render_chatglm4});
   r.add_if_absent({"none", "no chat template: /v1/chat/completions is refused", false, {}});
 }
 

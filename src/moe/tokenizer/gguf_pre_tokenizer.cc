@@ -18,6 +18,14 @@ Registry<GgufPreTokenizerEntry>& pre_tokenizer_registry() {
 constexpr const char* kQwen2Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// llama.cpp's LLAMA_VOCAB_PRE_TYPE_DEEPSEEK3_LLM (DeepSeek-V3/R1), applied in turn.
+const std::vector<std::string> kDeepSeek3Regexes = {
+    R"(\p{N}{1,3})", "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+",
+    R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
+// llama.cpp's LLAMA_VOCAB_PRE_TYPE_CHATGLM4 (GLM-4.5/4.6).
+constexpr const char* kGlm4Regex =
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 }  // namespace
 
 void register_builtin_gguf_pre_tokenizers() {
@@ -26,6 +34,8 @@ void register_builtin_gguf_pre_tokenizers() {
   r.add_if_absent({"gpt2", "GPT-2's regex"});
   r.add_if_absent({"olmo", "GPT-2's regex (OLMoE)"});
   r.add_if_absent({"qwen2", "Qwen2's regex (Qwen1.5/2/3-MoE)", {kQwen2Regex}});
+  r.add_if_absent({"deepseek-v3", "DeepSeek-V3's three regexes in turn", kDeepSeek3Regexes});
+  r.add_if_absent({"glm4", "GLM-4's regex (GLM-4.5/4.6)", {kGlm4Regex}});
 }
 
 const GgufPreTokenizerEntry* find_gguf_pre_tokenizer(const std::string& name) {
