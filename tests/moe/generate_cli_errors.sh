@@ -23,9 +23,9 @@ expect_cli_error "make-tiny: this shape has" "$ferry" moe make-tiny --hidden 100
 # Families and their parts.
 expect_cli_error "--family 'llama' is not one of mixtral, qwen2_moe, qwen3_moe, olmoe, deepseek" \
   "$ferry" moe make-tiny --family llama --out "$tmp/f1"
-expect_cli_error "--dense-layers needs --family qwen2_moe, qwen3_moe or deepseek" \
+expect_cli_error "--dense-layers needs --family qwen2_moe, qwen3_moe, deepseek, glm4_moe or deepseek_v3" \
   "$ferry" moe make-tiny --family mixtral --dense-layers 1 --out "$tmp/f2"
-expect_cli_error "--shared-expert needs --family qwen2_moe or deepseek" \
+expect_cli_error "--shared-expert needs --family qwen2_moe, deepseek, glm4_moe or deepseek_v3" \
   "$ferry" moe make-tiny --family olmoe --shared-expert 16 --out "$tmp/f3"
 expect_cli_error "every layer is dense" "$ferry" moe make-tiny --family qwen3_moe --layers 2 --dense-layers 0,1 \
   --out "$tmp/f4"

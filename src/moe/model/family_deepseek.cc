@@ -27,6 +27,8 @@ std::vector<int> deepseek_dense_layers(const nlohmann::json& j, int num_layers, 
   return dense;
 }
 
+namespace {
+
 // The inverse for write(): first_k_dense_replace and moe_layer_freq of `c`'s dense layers.
 void deepseek_write_dense_layers(const MoeConfig& c, nlohmann::json& j) {
   // MoE layers are those l >= first_k_dense_replace with l % moe_layer_freq == 0: the first MoE
@@ -41,6 +43,18 @@ void deepseek_write_dense_layers(const MoeConfig& c, nlohmann::json& j) {
   FERRY_REQUIRE(deepseek_dense_layers(j, c.num_layers, "written", 0) == c.dense_layers,
                 "DeepSeek's dense layers are the first ones and those between every moe_layer_freq-th: "
                 "these cannot be written as first_k_dense_replace and moe_layer_freq");
+}
+
+}  // namespace
+
+void deepseek_write_experts(const MoeConfig& c, nlohmann::json& j) {
+  j["n_routed_experts"] = c.num_experts;
+  j["moe_intermediate_size"] = c.intermediate_size;
+  j["intermediate_size"] = c.dense_layers.empty() ? c.intermediate_size : c.dense_intermediate_size;
+  deepseek_write_dense_layers(c, j);
+  FERRY_REQUIRE(c.shared_expert_intermediate_size % c.intermediate_size == 0,
+                "DeepSeek's shared experts are n_shared_experts x moe_intermediate_size wide");
+  j["n_shared_experts"] = c.shared_expert_intermediate_size / c.intermediate_size;
 }
 
 ModelFamily deepseek_family() {
@@ -75,13 +89,7 @@ ModelFamily deepseek_family() {
   f.write = [](const MoeConfig& c, nlohmann::json& j) {
     j.erase("head_dim");  // V1 always uses hidden_size / heads
     j["norm_topk_prob"] = c.norm_topk_prob;
-    j["n_routed_experts"] = c.num_experts;
-    j["moe_intermediate_size"] = c.intermediate_size;
-    j["intermediate_size"] = c.dense_layers.empty() ? c.intermediate_size : c.dense_intermediate_size;
-    deepseek_write_dense_layers(c, j);
-    FERRY_REQUIRE(c.shared_expert_intermediate_size % c.intermediate_size == 0,
-                  "DeepSeek's shared experts are n_shared_experts x moe_intermediate_size wide");
-    j["n_shared_experts"] = c.shared_expert_intermediate_size / c.intermediate_size;
+    deepseek_write_experts(c, j);
     j["scoring_func"] = "softmax";
     j["attention_bias"] = c.o_bias;
   };

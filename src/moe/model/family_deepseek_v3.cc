@@ -21,7 +21,8 @@ namespace ferry::moe {
 // family_deepseek.cc
 std::vector<int> deepseek_dense_layers(const nlohmann::json& j, int num_layers, const std::string& origin,
                                        int default_first);
-void deepseek_write_dense_layers(const MoeConfig& c, nlohmann::json& j);
+// n_routed_experts, the expert and dense widths, the dense layers and n_shared_experts.
+void deepseek_write_experts(const MoeConfig& c, nlohmann::json& j);
 
 namespace {
 
@@ -74,13 +75,7 @@ void read_deepseek_v3(const nlohmann::json& j, MoeConfig& c, const std::string& 
 
 void write_deepseek_v3(const MoeConfig& c, nlohmann::json& j) {
   j.erase("head_dim");  // the heads' widths are qk_nope_head_dim + qk_rope_head_dim and v_head_dim
-  j["n_routed_experts"] = c.num_experts;
-  j["moe_intermediate_size"] = c.intermediate_size;
-  j["intermediate_size"] = c.dense_layers.empty() ? c.intermediate_size : c.dense_intermediate_size;
-  deepseek_write_dense_layers(c, j);
-  FERRY_REQUIRE(c.shared_expert_intermediate_size % c.intermediate_size == 0,
-                "DeepSeek's shared experts are n_shared_experts x moe_intermediate_size wide");
-  j["n_shared_experts"] = c.shared_expert_intermediate_size / c.intermediate_size;
+  deepseek_write_experts(c, j);
   j["kv_lora_rank"] = c.kv_lora_rank;
   j["q_lora_rank"] = c.q_lora_rank > 0 ? nlohmann::json(c.q_lora_rank) : nlohmann::json();
   j["qk_rope_head_dim"] = c.rotary_dims();
@@ -231,13 +226,7 @@ ModelFamily deepseek_v3_family() {
     } else if (scaling != "none") {
       r.refuse("rope.scaling.type", "implemented: none, yarn");
     }
-    if (const quant::GgufValue* nextn = r.take("nextn_predict_layers")) {
-      const std::int64_t layers = j["num_hidden_layers"].get<std::int64_t>();
-      if (!nextn->is_integer() || nextn->i < 0 || nextn->i >= layers)
-        r.refuse("nextn_predict_layers", "must be at least 0 and fewer than block_count");
-      j["num_nextn_predict_layers"] = nextn->i;
-      j["num_hidden_layers"] = layers - nextn->i;
-    }
+    r.take_nextn_layers(j);
   };
   f.gguf_check = [](const MoeConfig& c) {
     const RopeScaling& s = c.rope_scaling;

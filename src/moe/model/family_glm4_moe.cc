@@ -127,13 +127,7 @@ ModelFamily glm4_moe_family() {
     r.take_number("expert_weights_scale", j, "routed_scaling_factor");
     if (const quant::GgufValue* norm = r.take("expert_weights_norm")) j["norm_topk_prob"] = norm->b;
     else j["norm_topk_prob"] = false;  // llama.cpp renormalises only when the key says so
-    if (const quant::GgufValue* nextn = r.take("nextn_predict_layers")) {
-      const std::int64_t layers = j["num_hidden_layers"].get<std::int64_t>();
-      if (!nextn->is_integer() || nextn->i < 0 || nextn->i >= layers)
-        r.refuse("nextn_predict_layers", "must be at least 0 and fewer than block_count");
-      j["num_nextn_predict_layers"] = nextn->i;
-      j["num_hidden_layers"] = layers - nextn->i;  // block_count counts the MTP layers
-    }
+    r.take_nextn_layers(j);
     // llama.cpp's glm4moe reads the q/k/v biases and the q/k norms when the file has them.
     j["attention_bias"] = r.has_tensor("blk.0.attn_q.bias");
     j["use_qk_norm"] = r.has_tensor("blk.0.attn_q_norm.weight");

@@ -95,6 +95,16 @@ void GgufArchReader::refuse(std::string_view name, const std::string& why) const
               " is not implemented (", why, ")");
 }
 
+void GgufArchReader::take_nextn_layers(nlohmann::json& hf) {
+  const GgufValue* nextn = take("nextn_predict_layers");
+  if (nextn == nullptr) return;
+  const std::int64_t layers = hf["num_hidden_layers"].get<std::int64_t>();
+  if (!nextn->is_integer() || nextn->i < 0 || nextn->i >= layers)
+    refuse("nextn_predict_layers", "must be at least 0 and fewer than block_count");
+  hf["num_nextn_predict_layers"] = nextn->i;
+  hf["num_hidden_layers"] = layers - nextn->i;  // block_count counts the MTP layers
+}
+
 bool GgufArchReader::has(std::string_view name) const {
   return file_->metadata().count(arch_ + "." + std::string(name)) > 0;
 }

@@ -168,6 +168,9 @@ class GgufArchReader {
   // Whether the file has tensor `name` (a family whose keys do not say which optional tensors
   // its layers have: GLM-4.5's q/k norms and biases).
   bool has_tensor(std::string_view name) const;
+  // nextn_predict_layers, when present: the multi-token-prediction layers that block_count counts
+  // after the decoder layers, into num_nextn_predict_layers (and num_hidden_layers without them).
+  void take_nextn_layers(nlohmann::json& hf);
   // Whether "<arch>.<name>" is in the file (without taking it).
   bool has(std::string_view name) const;
   // A string key, or `fallback` when absent.
