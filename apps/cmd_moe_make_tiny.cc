@@ -29,6 +29,7 @@ struct MakeTinyFlags {
   TinyModelOptions tiny = [] {
     TinyModelOptions t;
     t.config = pretrain_default_config();
+    t.config.n_group = t.config.topk_group = 0;  // the family's default unless given
     return t;
   }();
   std::string out, dtype = "f32";
@@ -96,6 +97,16 @@ MoeSubcommand add_make_tiny_command(CLI::App& moe) {
       ->capture_default_str();
   mk->add_option("--q-lora-rank", c.q_lora_rank,
                  "deepseek_v3: the rank of the queries' bottleneck (0 = none, as DeepSeek-V2-Lite)")
+      ->capture_default_str();
+  mk->add_option("--v-head-dim", c.v_head_dim, "deepseek_v3: each head's value width (0 = --head-dim)")
+      ->capture_default_str();
+  mk->add_option("--rope-dim", c.rotary_dim,
+                 "glm4_moe, deepseek_v3: the rotary dims of each q/k head (0 = half of --head-dim)")
+      ->capture_default_str();
+  mk->add_option("--expert-groups", c.n_group,
+                 "glm4_moe, deepseek_v3: the experts' groups (0 = 2 where --top-k fits in half the experts, else 1)")
+      ->capture_default_str();
+  mk->add_option("--groups-used", c.topk_group, "glm4_moe, deepseek_v3: the groups a token chooses in (0 = 1)")
       ->capture_default_str();
   mk->add_option("--dense-intermediate", c.dense_intermediate_size,
                  "the dense layers' MLP width (default 2 x --intermediate)");

@@ -27,6 +27,14 @@ expect_cli_error "--dense-layers needs --family qwen2_moe, qwen3_moe, deepseek, 
   "$ferry" moe make-tiny --family mixtral --dense-layers 1 --out "$tmp/f2"
 expect_cli_error "--shared-expert needs --family qwen2_moe, deepseek, glm4_moe or deepseek_v3" \
   "$ferry" moe make-tiny --family olmoe --shared-expert 16 --out "$tmp/f3"
+expect_cli_error "--rope-dim needs --family glm4_moe or deepseek_v3 (mixtral has no partial rotary heads)" \
+  "$ferry" moe make-tiny --family mixtral --rope-dim 16 --out "$tmp/f6"
+expect_cli_error "--rope-dim 7: expected an even number of dims below --head-dim" \
+  "$ferry" moe make-tiny --family glm4_moe --rope-dim 7 --out "$tmp/f7"
+expect_cli_error "n_group (3) must divide the routed experts (8)" \
+  "$ferry" moe make-tiny --family deepseek_v3 --expert-groups 3 --out "$tmp/f8"
+expect_cli_error "--expert-groups and --groups-used need --family glm4_moe or deepseek_v3" \
+  "$ferry" moe make-tiny --family qwen3_moe --groups-used 2 --out "$tmp/f9"
 expect_cli_error "every layer is dense" "$ferry" moe make-tiny --family qwen3_moe --layers 2 --dense-layers 0,1 \
   --out "$tmp/f4"
 expect_cli_error "cannot be written as first_k_dense_replace" \

@@ -15,7 +15,9 @@
 # that position's logits wholesale: seen at 3 of 24 positions of the Q4_K_M file (while ferry held
 # its Q5_K attn_output in float32; since it computes on the Q5_K blocks, 24 of 24 agree), whose random
 # 4-bit weights move the logits by 45 % from F32. So the bound must hold, with the same argmax,
-# at ≥ 80 % of the positions; a wrong layout, permutation or scale fails it everywhere.
+# at ≥ 80 % of the positions; a wrong layout, permutation or scale fails it everywhere. And over
+# all positions, ferry's mean |diff| from llama.cpp on a quantized file is at most 1.5x llama.cpp's
+# own mean |diff| between that file and the F32 one.
 set -u
 ferry="$1"
 if [ -z "${LLAMA_CPP_DIR:-}" ] || [ ! -f "${LLAMA_CPP_DIR}/include/llama.h" ] || [ -z "${LLAMA_LIB_DIR:-}" ] ||
@@ -29,19 +31,23 @@ g++ -std=c++17 -O2 "$(dirname "$0")/peers/llama_logits.cc" -I"$LLAMA_CPP_DIR/inc
   $libs -Wl,-rpath,"$LLAMA_LIB_DIR" -o "$tmp/llama_logits" || { echo "FAIL: cannot build llama_logits"; exit 1; }
 tokens=(72 101 108 108 111 44 32 119 111 114 108 100 33 10 100 101 102 32 109 97 105 110 40 41)
 echo "[[$(IFS=,; echo "${tokens[*]}")]]" >"$tmp/tokens.json"
-shape=(--layers 4 --hidden 256 --heads 4 --kv-heads 2 --head-dim 64 --experts 8 --intermediate 256)
+shape=(--layers 4 --hidden 256 --heads 4 --kv-heads 2 --experts 8 --intermediate 256)  # --head-dim 64 unless given
 # Mixtral in every format; GLM-4.5 (sigmoid routing with a selection bias in two groups, a shared
 # expert, a leading dense layer, q/k/v biases, half-rotary heads) and DeepSeek-V3 (the same routing,
 # multi-head latent attention with the queries' bottleneck, and without it as V2-Lite) in F32 and
-# Q8_0; DeepSeek-V3 with YaRN (its frequencies and its softmax scale) in F32.
+# Q8_0; DeepSeek-V3 with YaRN (its frequencies and its softmax scale) in F32; and with V3's
+# proportions (q/k heads wider than the values, a third of each rotary, 4 groups of which 2 are used,
+# top-3) in F32 and Q8_0.
 # name:family:types:make-tiny flags
 models=("mixtral:mixtral:F32 Q8_0 Q4_0 Q4_K_M:" "glm4_moe:glm4_moe:F32 Q8_0:--shared-expert 256 --dense-layers 0"
         "deepseek_v3:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 128"
         "deepseek_v2_lite:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 0"
-        "deepseek_v3_yarn:deepseek_v3:F32:--dense-layers 0 --q-lora-rank 128")
+        "deepseek_v3_yarn:deepseek_v3:F32:--dense-layers 0 --q-lora-rank 128"
+        "deepseek_v3_shape:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 96 --head-dim 96 --rope-dim 32 --v-head-dim 64 --expert-groups 4 --groups-used 2 --top-k 3")
 failures=0
 for entry in "${models[@]}"; do
   IFS=: read -r name family types extra <<<"$entry"
+  [[ $extra == *--head-dim* ]] || extra+=" --head-dim 64"
   # shellcheck disable=SC2086  # $extra holds flags
   "$ferry" moe make-tiny --out "$tmp/$name" --family "$family" "${shape[@]}" $extra >/dev/null \
     || { echo "FAIL: make-tiny $name"; failures=$((failures + 1)); continue; }
@@ -60,8 +66,8 @@ PY
       >/dev/null 2>"$tmp/err" || { echo "FAIL: ferry logits $name $t: $(cat "$tmp/err")"; failures=$((failures + 1)); continue; }
     "$tmp/llama_logits" "$LLAMA_LIB_DIR" "$tmp/$name-$t.gguf" "$tmp/$name-$t.f32" "${tokens[@]}" >"$tmp/log" 2>&1 \
       || { echo "FAIL: llama.cpp $name $t:"; tail -3 "$tmp/log"; failures=$((failures + 1)); continue; }
-    /usr/bin/python3 - "$tmp/$name-$t.npy" "$tmp/$name-$t.f32" "$name $t" <<'PY' || failures=$((failures + 1))
-import sys
+    /usr/bin/python3 - "$tmp/$name-$t.npy" "$tmp/$name-$t.f32" "$name $t" "$tmp/$name-F32.f32" <<'PY' || failures=$((failures + 1))
+import os, sys
 import numpy as np
 ferry = np.load(sys.argv[1])[0]
 llama = np.fromfile(sys.argv[2], dtype=np.float32).reshape(ferry.shape)
@@ -73,6 +79,16 @@ ok = within.mean() >= share
 print("%s: %s |ferry - llama.cpp| / max |logit| within %.0e with the same argmax at %d of %d positions "
       "(need %.0f %%; median %.1e, max %.1e)" % ("ok" if ok else "FAIL", t, bound, within.sum(), len(rel),
                                                  100 * share, np.median(rel), rel.max()))
+# A quantized file: ferry's mean deviation from llama.cpp on it within 1.5x llama.cpp's own deviation
+# from its F32 logits (the quantization's error, which both engines carry; their difference is
+# rounding on top of it).
+if not t.endswith("F32") and os.path.exists(sys.argv[4]):
+    own = np.abs(llama - np.fromfile(sys.argv[4], dtype=np.float32).reshape(ferry.shape)).mean()
+    dev = np.abs(ferry - llama).mean()
+    q_ok = dev <= 1.5 * own
+    print("%s: %s mean |ferry - llama.cpp| %.2e, llama.cpp's own mean |%s - F32| %.2e (need <= 1.5x: %.2fx)"
+          % ("ok" if q_ok else "FAIL", t, dev, t.split()[-1], own, dev / own))
+    ok = ok and q_ok
 sys.exit(0 if ok else 1)
 PY
   done

@@ -112,16 +112,26 @@ void prepare_tiny_config(MoeConfig& c) {
   const ModelFamily* family = find_family(c.model_type);
   FERRY_REQUIRE(family != nullptr && family->name == c.model_type, "--family '", c.model_type, "' is not one of ",
                 family_list([](const ModelFamily&) { return true; }, ", "));
-  FERRY_REQUIRE(c.shared_expert_intermediate_size == 0 || family->has_shared_expert, "--shared-expert needs --family ",
-                family_list([](const ModelFamily& f) { return f.has_shared_expert; }, " or "), " (", family->name,
-                " has no shared expert)");
-  FERRY_REQUIRE(c.dense_layers.empty() || family->has_dense_layers, "--dense-layers needs --family ",
-                family_list([](const ModelFamily& f) { return f.has_dense_layers; }, " or "), " (", family->name,
-                " has none)");
-  FERRY_REQUIRE((c.kv_lora_rank == 0 && c.q_lora_rank == 0) || family->has_mla, "--kv-lora-rank and --q-lora-rank "
-                "need --family ", family_list([](const ModelFamily& f) { return f.has_mla; }, " or "), " (", family->name,
-                " has no latent attention)");
+  // A flag the family has no place for names the families that have one.
+  auto flag_needs = [&](bool given, const char* flags_need, bool ModelFamily::*has, const char* what) {
+    FERRY_REQUIRE(!given || family->*has, flags_need, " --family ",
+                  family_list([&](const ModelFamily& f) { return f.*has; }, " or "), " (", family->name, " has no ",
+                  what, ")");
+  };
+  flag_needs(c.shared_expert_intermediate_size != 0, "--shared-expert needs", &ModelFamily::has_shared_expert, "shared expert");
+  flag_needs(!c.dense_layers.empty(), "--dense-layers needs", &ModelFamily::has_dense_layers, "dense layers");
+  flag_needs(c.kv_lora_rank != 0 || c.q_lora_rank != 0 || c.v_head_dim != 0, "--kv-lora-rank, --q-lora-rank and --v-head-dim need",
+             &ModelFamily::has_mla, "latent attention");
+  flag_needs(c.rotary_dim != 0, "--rope-dim needs", &ModelFamily::has_partial_rotary, "partial rotary heads");
+  flag_needs(c.n_group != 0 || c.topk_group != 0, "--expert-groups and --groups-used need", &ModelFamily::has_expert_groups,
+             "expert groups");
+  FERRY_REQUIRE(c.rotary_dim >= 0 && c.rotary_dim < c.head_dim && c.rotary_dim % 2 == 0, "--rope-dim ", c.rotary_dim,
+                ": expected an even number of dims below --head-dim (", c.head_dim, "), 0 for the family's default");
+  FERRY_REQUIRE(c.v_head_dim >= 0 && c.n_group >= 0 && c.topk_group >= 0,
+                "--v-head-dim, --expert-groups and --groups-used must be at least 0 (0: the family's default)");
   if (family->check_tiny) family->check_tiny(c);
+  if (c.n_group == 0) c.n_group = 1;
+  if (c.topk_group == 0) c.topk_group = 1;
   std::sort(c.dense_layers.begin(), c.dense_layers.end());
   if (c.dense_intermediate_size == 0) c.dense_intermediate_size = 2 * c.intermediate_size;
   c.norm_topk_prob = family->defaults.norm_topk_prob;

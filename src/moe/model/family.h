@@ -44,7 +44,9 @@ struct ModelFamily {
   std::string chat_template = "none";       // `ferry moe serve`'s default (moe/tokenizer/chat_template.h)
   bool has_shared_expert = false;           // make-tiny's --shared-expert applies
   bool has_dense_layers = false;            // make-tiny's --dense-layers applies
-  bool has_mla = false;                     // make-tiny's --kv-lora-rank and --q-lora-rank apply
+  bool has_mla = false;                     // make-tiny's --kv-lora-rank, --q-lora-rank and --v-head-dim apply
+  bool has_partial_rotary = false;          // make-tiny's --rope-dim applies
+  bool has_expert_groups = false;           // make-tiny's --expert-groups and --groups-used apply
   // Reads the family's own keys into `config`, whose common fields are already read: expert count
   // and width, shared expert, dense layers, attention biases and norms, sliding window. Refuses
   // values ferry does not implement with one FormatError naming the key.
@@ -53,7 +55,8 @@ struct ModelFamily {
   // result gives `config` back.
   std::function<void(const MoeConfig&, nlohmann::json&)> write = {};
   // make-tiny: refuses a shape the family cannot have (InvalidArgument naming the flag) and sets
-  // what the family's models always have and make-tiny has no flag for; may be empty.
+  // what the family's models always have and make-tiny has no flag for, and the defaults of the
+  // flags left at 0 (rotary_dim, v_head_dim, n_group, topk_group); may be empty.
   std::function<void(MoeConfig&)> check_tiny = {};
   // GGUF (llama.cpp's format), as llama.cpp's convert_hf_to_gguf.py writes the family
   // (moe/model/gguf_layout.h reads these both ways):

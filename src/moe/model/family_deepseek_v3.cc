@@ -113,22 +113,26 @@ ModelFamily deepseek_v3_family() {
   f.has_shared_expert = true;
   f.has_dense_layers = true;
   f.has_mla = true;
+  f.has_partial_rotary = true;
+  f.has_expert_groups = true;
   f.read = read_deepseek_v3;
   f.write = write_deepseek_v3;
   f.check_tiny = [](MoeConfig& c) {
-    FERRY_REQUIRE(c.head_dim % 4 == 0, "--head-dim: DeepSeek's tiny heads are half rotary, an even number of dims");
+    FERRY_REQUIRE(c.rotary_dim != 0 || c.head_dim % 4 == 0,
+                  "--head-dim: DeepSeek's tiny heads are half rotary, an even number of dims (or give --rope-dim)");
     FERRY_REQUIRE(c.q_lora_rank >= 0 && c.kv_lora_rank >= 0, "--q-lora-rank and --kv-lora-rank must be at least 0");
-    // As V3: MLA (the latent half the width unless given), heads half rotary, values as wide as
-    // the q/k heads; sigmoid scores with a bias, weights scaled by 2.5;
-    // two groups of experts where top_k fits in one.
+    // As V3: MLA (the latent half the width unless given), heads half rotary and values as wide as
+    // the q/k heads unless given (V3: --head-dim 192 --rope-dim 64 --v-head-dim 128); sigmoid
+    // scores with a bias, weights scaled by 2.5; unless given, two groups of experts where top_k
+    // fits in one (V3: --expert-groups 8 --groups-used 4).
     if (c.kv_lora_rank == 0) c.kv_lora_rank = c.hidden_size / 2;
-    c.rotary_dim = c.head_dim / 2;
-    c.v_head_dim = c.head_dim;
+    if (c.rotary_dim == 0) c.rotary_dim = c.head_dim / 2;
+    if (c.v_head_dim == 0) c.v_head_dim = c.head_dim;
     c.num_kv_heads = c.num_heads;
     c.scoring_func = "sigmoid";
     c.router_bias = true;
     c.routed_scaling_factor = 2.5;
-    if (c.num_experts % 4 == 0 && c.top_k <= c.num_experts / 2) c.n_group = 2;
+    if (c.n_group == 0 && c.num_experts % 4 == 0 && c.top_k <= c.num_experts / 2) c.n_group = 2;
     if (c.shared_expert_intermediate_size == 0) c.shared_expert_intermediate_size = c.intermediate_size;
   };
   // GGUF (the converter's DeepseekV2Model, architecture deepseek2, without MTP layers): one KV

@@ -31,6 +31,8 @@ ModelFamily glm4_moe_family() {
   f.chat_template = "chatglm4";
   f.has_shared_expert = true;
   f.has_dense_layers = true;
+  f.has_partial_rotary = true;
+  f.has_expert_groups = true;
   f.read = [](const nlohmann::json& j, MoeConfig& c, const std::string& origin) {
     c.intermediate_size = config_get_or<int>(j, "moe_intermediate_size", 1408, origin);
     c.dense_intermediate_size = config_get_or<int>(j, "intermediate_size", 10944, origin);
@@ -79,17 +81,19 @@ ModelFamily glm4_moe_family() {
     if (c.nextn_layers > 0) j["num_nextn_predict_layers"] = c.nextn_layers;
   };
   f.check_tiny = [](MoeConfig& c) {
-    FERRY_REQUIRE(c.head_dim % 4 == 0, "--head-dim: GLM-4.5 rotates half of each head, an even number of dims");
+    FERRY_REQUIRE(c.rotary_dim != 0 || c.head_dim % 4 == 0,
+                  "--head-dim: GLM-4.5 rotates half of each head, an even number of dims (or give --rope-dim)");
     // As the released models: q/k/v biases, half-rotary heads, sigmoid scores with a bias, the
-    // weights renormalised and scaled by 2.5; two groups of experts (GLM-4.5 has one) so that a
-    // tiny model exercises the group choice llama.cpp implements, where top_k fits in one group.
+    // weights renormalised and scaled by 2.5; unless given, two groups of experts (GLM-4.5 has
+    // one) so that a tiny model exercises the group choice llama.cpp implements, where top_k fits
+    // in one group.
     c.qkv_bias = true;
-    c.rotary_dim = c.head_dim / 2;
+    if (c.rotary_dim == 0) c.rotary_dim = c.head_dim / 2;
     c.scoring_func = "sigmoid";
     c.router_bias = true;
     c.routed_scaling_factor = 2.5;
     if (c.shared_expert_intermediate_size == 0) c.shared_expert_intermediate_size = c.intermediate_size;  // n_shared_experts 1
-    if (c.num_experts % 4 == 0 && c.top_k <= c.num_experts / 2) c.n_group = 2;
+    if (c.n_group == 0 && c.num_experts % 4 == 0 && c.top_k <= c.num_experts / 2) c.n_group = 2;
   };
   // GGUF (the converter's Glm4MoeModel, without its MTP layers): rotate-half over the rotary
   // dims (llama.cpp's NEOX rope, so q/k rows are not permuted), post_attention_layernorm as
