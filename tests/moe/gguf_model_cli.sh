@@ -38,6 +38,11 @@ expect_cli_error "'blk.0.ffn_gate_exps.weight' is stored in Q5_0" "$ferry" "${ge
   --compute none --batch 1 --tokens 2 --prompt-tokens 4 --corpus '' --out "$tmp/bench" >"$tmp/bench.txt" 2>&1 \
   && echo "ok: bench Q4_K_M.gguf --weights Q8_0" \
   || { echo "FAIL: bench Q4_K_M.gguf --weights Q8_0"; cat "$tmp/bench.txt"; failures=$((failures + 1)); }
+# The policy every engine command defaults to, auto, is one bench runs too (with its budget, auto).
+"$ferry" moe bench --model "$tmp/Q4_K_M.gguf" --weights Q8_0 --policies auto,lru --batch 1 --tokens 2 --prompt-tokens 4 --corpus '' \
+  --out "$tmp/bench-auto" >"$tmp/bench-auto.txt" 2>&1 && grep -q '^auto,1,auto,' "$tmp/bench-auto/bench.csv" \
+  && echo "ok: bench --policies auto" \
+  || { echo "FAIL: bench --policies auto"; cat "$tmp/bench-auto.txt"; failures=$((failures + 1)); }
 "$ferry" moe trace --model "$tmp/Q4_K_M.gguf" --weights Q8_0 --corpus "$0" --sequences 1 --tokens 8 --no-hidden \
   --out "$tmp/t.jsonl" >"$tmp/trace.txt" 2>&1 && echo "ok: trace Q4_K_M.gguf --weights Q8_0" \
   || { echo "FAIL: trace Q4_K_M.gguf --weights Q8_0"; cat "$tmp/trace.txt"; failures=$((failures + 1)); }

@@ -113,6 +113,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
   const std::vector<std::string> policies = join_spec_items(o.policies);  // a spec's keys were split off on ','
   bool uses_counts = false;
   for (const auto& p : policies) {
+    if (p == "auto") continue;  // lru or prescope, chosen by the engine once the memory plan is known
     FERRY_REQUIRE(!policy_entry(p).needs_future || !o.routing_trace.empty(), "policy ", p,
                   " needs the recorded future routing: give a routing trace (--routing)");
     check_policy_spec(p);  // a bad spec fails before any run
@@ -149,7 +150,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         EngineOptions eo = engine_options(o, budget);
         // The spec: the policy reads its keys (predictor=, window=, ...); --lru-scope is its scope=
         // where the spec does not give one.
-        eo.policy = with_policy_key(policy, "scope", o.lru_scope);
+        eo.policy = policy == "auto" ? policy : with_policy_key(policy, "scope", o.lru_scope);
         eo.policy_inputs.expert_counts = counts;
         if (!o.routing_trace.empty()) {
           eo.forced_routing = &trace;
@@ -168,7 +169,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         auto g = generate(*eng, prompts, so);
         auto s = eng->stats();
         BenchRow r;
-        r.policy = policy_label(policy);
+        r.policy = policy == "auto" ? policy : policy_label(policy);
         r.batch = batch;
         r.budget = budget;
         r.tokens_per_s = g.tokens_per_s();
