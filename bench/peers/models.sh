@@ -4,21 +4,42 @@
 # $PEERS/models/SHAPE, then `ferry moe quantize` to $PEERS/models/SHAPE/FORMAT.gguf.
 # Shapes: a = the Mixtral-architecture model of 4 layers, hidden 2048, 8 experts of width 5632,
 # top-2, 16 heads, 4 KV heads (1.15 B parameters); b = wider experts: 2 layers, hidden 4096,
-# 4 experts of Mixtral-8x7B's width 14336, top-2, 32 heads, 8 KV heads (1.5 B parameters).
+# 4 experts of Mixtral-8x7B's width 14336, top-2, 32 heads, 8 KV heads (1.5 B parameters);
+# dsv3 = one MoE layer of DeepSeek-V3 with its real dimensions (DSV3_FLAGS: hidden 7168, 256 routed
+# experts of width 2048, top-8 in 4 of 8 groups, a shared expert, MLA with 128 heads, q_lora 1536,
+# kv_lora 512, vocabulary 129280; 8.1 GiB in Q4_K_M), written directly as GGUF (`make-tiny --gguf`:
+# its F32 checkpoint would be 48 GB).
+DSV3_FLAGS="--family deepseek_v3 --experts 256 --top-k 8 --expert-groups 8 --groups-used 4 --hidden 7168
+  --intermediate 2048 --shared-expert 2048 --dense-intermediate 18432 --heads 128 --kv-heads 128 --head-dim 192
+  --rope-dim 64 --v-head-dim 128 --kv-lora-rank 512 --q-lora-rank 1536 --vocab 129280 --max-pos 8192"
 shape_flags() {
   case "$1" in
     a) echo "--layers 4 --experts 8 --top-k 2 --hidden 2048 --intermediate 5632 --heads 16 --kv-heads 4 --head-dim 128" ;;
     b) echo "--layers 2 --experts 4 --top-k 2 --hidden 4096 --intermediate 14336 --heads 32 --kv-heads 8 --head-dim 128" ;;
-    *) echo "unknown shape '$1' (a, b)" >&2; return 2 ;;
+    dsv3) echo "$DSV3_FLAGS --layers 1" ;;
+    *) echo "unknown shape '$1' (a, b, dsv3)" >&2; return 2 ;;
+  esac
+}
+# llama.cpp's flags for a shape: on deepseek2 files its automatic flash attention stops on an
+# assertion (GGML_ASSERT(*cur_backend_id != -1), ggml-backend.cpp: no CPU kernel for MLA's 576/512
+# head widths at this release), so it runs without.
+shape_llama_flags() {
+  case "$1" in
+    dsv3) echo "-fa off" ;;
+    *) echo "" ;;
   esac
 }
 # peer_model FERRY SHAPE FORMAT: makes $PEERS/models/SHAPE/FORMAT.gguf unless it is there.
 peer_model() {
   local dir="$PEERS/models/$2" flags
-  if [ ! -f "$dir/config.json" ]; then
-    flags="$(shape_flags "$2")" || return 2
+  flags="$(shape_flags "$2")" || return 2
+  if [ "$2" = dsv3 ]; then
+    mkdir -p "$dir"
     # shellcheck disable=SC2086
-    "$1" moe make-tiny --out "$dir" $flags >/dev/null
+    [ -f "$dir/$3.gguf" ] || "$1" moe make-tiny --out "$dir/$3.gguf" --gguf "$3" $flags --seed 1 >/dev/null
+    return
   fi
+  # shellcheck disable=SC2086
+  [ -f "$dir/config.json" ] || "$1" moe make-tiny --out "$dir" $flags >/dev/null
   [ -f "$dir/$3.gguf" ] || "$1" moe quantize --model "$dir" --out "$dir/$3.gguf" --type "$3" >/dev/null
 }

@@ -5,15 +5,18 @@
 # llama-bench and llama-batched-bench against them, makes the models with ferry (make-tiny, then
 # `ferry moe quantize` for llama.cpp's GGUF files), measures the machine's read bandwidth (the
 # roofline of decoding), then for every shape x format runs both engines, alternating, REPS times:
-#   decode at batch 1 (32 tokens after a 64-token prompt), prefill of 64 and of 512 tokens,
-#   batched decode at 4 and 16 sequences (llama-batched-bench against `ferry moe bench --batch`).
-# Both engines all-resident, THREADS threads; KV cache f16 in llama.cpp (its default; llama-bench
-# takes no f32), f32 in ferry. Writes OUT/peers.csv
+#   decode at batch 1 (TOKENS tokens, default 32, after a 64-token prompt), prefill of 64 and of
+#   512 tokens, batched decode and prefill at 4 and 16 sequences of a 64-token prompt and TOKENS new
+#   tokens (llama-batched-bench against `ferry moe bench --batch`).
+# Both engines with their defaults (ferry: --policies auto, --device-mem auto, which keep every
+# expert resident where the model fits; llama.cpp: its mapping), THREADS threads; KV cache f16 in
+# llama.cpp (its default; llama-bench takes no f32), f32 in ferry. Writes OUT/peers.csv
 # (one row per measurement), OUT/peers.json, OUT/peers.md (medians and ratios) and OUT/peers.png.
 #   bench/peers/run.sh [ferry binary] [output dir]
 #   SHAPES=a FORMATS=Q4_0 REPS=1 bench/peers/run.sh        (a shorter run)
 #   TESTS=decode REPS=5 bench/peers/run.sh                   (only some tests: decode, prefill, batched)
-# Shapes a and b: bench/peers/models.sh.
+#   SHAPES=dsv3 FORMATS=Q4_K_M TOKENS=128 bench/peers/run.sh (DeepSeek-V3's one-layer slice)
+# Shapes a, b and dsv3: bench/peers/models.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FERRY="$(realpath "${1:-build/default/apps/ferry}")"
@@ -23,6 +26,7 @@ FORMATS="${FORMATS:-F32,Q8_0,Q4_0,Q4_K_M}"
 REPS="${REPS:-3}"
 THREADS="${THREADS:-2}"
 TESTS="${TESTS:-decode,prefill,batched}"
+TOKENS="${TOKENS:-32}"
 PY=/usr/bin/python3
 want() { [[ ",$TESTS," == *",$1,"* ]]; }
 mkdir -p "$OUT"
@@ -55,9 +59,8 @@ echo "shape,format,engine,test,batch,rep,tokens_per_s" >"$csv"
 ferry_run() {  # shape format batch prompt_tokens new_tokens -> "decode_tok_s prefill_tok_s"
   local d="$OUT/ferry_tmp"
   rm -rf "$d"
-  "$FERRY" moe bench --model "$PEERS/models/$1/$2.gguf" --policies lru --device-mem 100% \
-    --link none --compute none --warmup --threads "$THREADS" --batch "$3" --prompt-tokens "$4" --tokens "$5" --corpus '' \
-    --out "$d" >/dev/null
+  "$FERRY" moe bench --model "$PEERS/models/$1/$2.gguf" --warmup --threads "$THREADS" --batch "$3" \
+    --prompt-tokens "$4" --tokens "$5" --corpus '' --out "$d" >/dev/null
   "$PY" -c 'import csv,sys; r=next(csv.DictReader(open(sys.argv[1]))); b,p=int(sys.argv[2]),int(sys.argv[3]);
 print(r["tokens_per_s"], b*p/(float(r["ttft_ms"])/1e3))' "$d/bench.csv" "$3" "$4"
 }
@@ -66,10 +69,12 @@ for rep in $(seq "$REPS"); do
     for f in ${FORMATS//,/ }; do
       gguf="$PEERS/models/$shape/$f.gguf"
       echo "rep $rep: shape $shape $f" >&2
-      # llama.cpp: prefill 64 and 512, decode 32 tokens (after its warm-up run).
+      lflags="$(shape_llama_flags "$shape")"
+      # llama.cpp: prefill 64 and 512, decode TOKENS tokens (after its warm-up run).
       if want decode || want prefill; then
-        llama "$PEERS/bin/llama-bench" -m "$gguf" -p "$(want prefill && echo 64,512 || echo 0)" \
-          -n "$(want decode && echo 32 || echo 0)" -t "$THREADS" -r 1 -o json 2>/dev/null >"$OUT/llama_${shape}_${f}_$rep.json"
+        # shellcheck disable=SC2086
+        llama "$PEERS/bin/llama-bench" -m "$gguf" -p "$(want prefill && echo 64,512 || echo 0)" $lflags \
+          -n "$(want decode && echo "$TOKENS" || echo 0)" -t "$THREADS" -r 1 -o json 2>/dev/null >"$OUT/llama_${shape}_${f}_$rep.json"
         "$PY" - "$OUT/llama_${shape}_${f}_$rep.json" "$shape" "$f" "$rep" >>"$csv" <<'EOF'
 import json, sys
 for t in json.load(open(sys.argv[1])):
@@ -80,7 +85,7 @@ EOF
       # A failed run is reported on stderr and leaves its cells empty; the others go on.
       dec="" pre64="" pre512=""
       if want decode || want prefill; then
-        read -r dec pre64 < <(ferry_run "$shape" "$f" 1 64 32) || true
+        read -r dec pre64 < <(ferry_run "$shape" "$f" 1 64 "$TOKENS") || true
         want decode && [ -n "$dec" ] && echo "$shape,$f,ferry,decode,1,$rep,$dec" >>"$csv"
         want prefill && [ -n "$pre64" ] && echo "$shape,$f,ferry,prefill64,1,$rep,$pre64" >>"$csv"
       fi
@@ -89,21 +94,24 @@ EOF
         [ -n "$pre512" ] && echo "$shape,$f,ferry,prefill512,1,$rep,$pre512" >>"$csv"
       fi
       want batched || continue
-      # Batched decode: B sequences of a 64-token prompt, 32 new tokens each.
-      llama "$PEERS/bin/llama-batched-bench" -m "$gguf" -c 4096 -b 2048 -ub 512 -npp 64 -ntg 32 -npl 4,16 \
-        -t "$THREADS" --output-format jsonl 2>/dev/null >"$OUT/llama_batched_${shape}_${f}_$rep.jsonl" || true
+      # Batched: B sequences of a 64-token prompt (prefilled together), TOKENS new tokens each.
+      # shellcheck disable=SC2086
+      llama "$PEERS/bin/llama-batched-bench" -m "$gguf" -c 4096 -b 2048 -ub 512 -npp 64 -ntg "$TOKENS" -npl 4,16 \
+        -t "$THREADS" $lflags --output-format jsonl 2>/dev/null >"$OUT/llama_batched_${shape}_${f}_$rep.jsonl" || true
       "$PY" - "$OUT/llama_batched_${shape}_${f}_$rep.jsonl" "$shape" "$f" "$rep" >>"$csv" <<'EOF'
 import json, sys
 for line in open(sys.argv[1]):
     line = line.strip()
     if line.startswith("{"):
         r = json.loads(line)
-        print(",".join([sys.argv[2], sys.argv[3], "llama.cpp", "decode", str(r["pl"]), sys.argv[4], "%.3f" % r["speed_tg"]]))
+        for test, key in (("decode", "speed_tg"), ("prefill64", "speed_pp")):
+            print(",".join([sys.argv[2], sys.argv[3], "llama.cpp", test, str(r["pl"]), sys.argv[4], "%.3f" % r[key]]))
 EOF
       for b in 4 16; do
-        dec=""
-        read -r dec _ < <(ferry_run "$shape" "$f" "$b" 64 32) || true
+        dec="" pre=""
+        read -r dec pre < <(ferry_run "$shape" "$f" "$b" 64 "$TOKENS") || true
         [ -n "$dec" ] && echo "$shape,$f,ferry,decode,$b,$rep,$dec" >>"$csv"
+        [ -n "$pre" ] && echo "$shape,$f,ferry,prefill64,$b,$rep,$pre" >>"$csv"
       done
     done
   done

@@ -321,7 +321,8 @@ std::string MoeEngine::describe() const {
   s << "policy " << m.policy->name() << ", device budget " << format_bytes(static_cast<double>(m.budget)) << " ["
     << m.plan.summary << "] ("
     << m.budget / m.pool->layout().bytes() << " of " << m.pool->num_layers() * m.pool->num_experts()
-    << " experts), link " << m.store->link().describe() << ", compute " << m.profile.name << " (device expert "
+    << " experts), KV cache " << format_bytes(static_cast<double>(kv_cache_bytes(m.ck->config(), 1)))
+    << "/token, link " << m.store->link().describe() << ", compute " << m.profile.name << " (device expert "
     << format_duration(m.cost.device_expert_s) << ", host "
     << (m.cost.host_available ? format_duration(m.cost.host_token_s) + "/token" : std::string("none: no host copy"))
     << "), transfer/compute " << (m.cost.device_expert_s > 0 ? m.cost.transfer_s / m.cost.device_expert_s : 0)
