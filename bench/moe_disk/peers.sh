@@ -18,6 +18,15 @@
 #   big    the Mixtral-8x7B shape itself (32 layers), one format at a time (BIG_FORMATS, default
 #          Q8_0: ~50 GB, twice this machine's RAM), no limit but the machine's RAM; the file is
 #          written, run and deleted (KEEP=1 keeps it).
+#   dsv3   a slice of DeepSeek-V3 at its real dimensions (bench/peers/models.sh's DSV3_FLAGS: 256
+#          routed experts of width 2048, top-8 in 4 of 8 groups, a shared expert, MLA) with one dense
+#          leading layer and DSV3_MOE_LAYERS MoE layers (default 4: 27.5 GiB in Q4_K_M, more than
+#          this machine's RAM), in DSV3_FORMATS (default Q4_K_M), under limits of its file size /
+#          DSV3_OVER (default 1,2,4; 1: no limit but the machine's RAM); both engines with their
+#          defaults (ferry: --policies auto --device-mem auto, which read the cgroup's limit;
+#          llama.cpp: mapped, with and without repacking (llama_batched_cell), without flash
+#          attention, which asserts on deepseek2 at this release), REPS times alternating
+#          (default 3; the report takes medians). Not in the default PARTS; KEEP=1 keeps the file.
 # ferry's expert budget under a limit L is L less the file's dense part less RESERVE_MIB (its
 # runtime); llama.cpp is tried in each LOAD_MODES (mmap, dio: a mode that loads the whole model
 # into memory is killed when it does not fit, and reported so). Decode: TOKENS tokens after a
@@ -35,6 +44,11 @@ BIG_FORMATS="${BIG_FORMATS:-Q8_0}"
 OVER="${OVER:-2,4,8}"
 OVER_LAYERS="${OVER_LAYERS:-4}"
 POLICIES="${POLICIES:-prescope,lru}"
+DSV3_MOE_LAYERS="${DSV3_MOE_LAYERS:-4}"
+DSV3_FORMATS="${DSV3_FORMATS:-Q4_K_M}"
+DSV3_OVER="${DSV3_OVER:-1,2,4}"
+REPS="${REPS:-3}"
+LLAMA_FLAGS=""  # llama.cpp's flags for the part being run
 TOKENS="${TOKENS:-16}"
 PROMPT="${PROMPT:-64}"
 THREADS="${THREADS:-2}"
@@ -76,7 +90,8 @@ limited() {
 }
 
 csv="$OUT/disk.csv"
-[ -f "$csv" ] || echo "part,model,format,over,limit_bytes,engine,mode,batch,test,tokens_per_s,status,peak_bytes,rss_peak_bytes,hit_rate,moved_bytes,decode_tokens,prompt_tokens,storage_read_bytes,file_bytes,expert_bytes" >"$csv"
+[ -f "$csv" ] || echo "part,model,format,over,limit_bytes,engine,mode,batch,test,tokens_per_s,status,peak_bytes,rss_peak_bytes,hit_rate,moved_bytes,decode_tokens,prompt_tokens,storage_read_bytes,file_bytes,expert_bytes,rep" >"$csv"
+rep=1  # the repetition a row belongs to (the dsv3 part's REPS); the report takes each cell's median
 
 # Expert bytes of a GGUF file (its ffn_*_exps tensors), from its header (bench/peers/report.py's reader).
 expert_bytes() {
@@ -92,12 +107,13 @@ EOF
 # llama.cpp: part model format over limit mode file
 llama_cell() {
   local part=$1 model=$2 f=$3 over=$4 limit=$5 mode=$6 gguf=$7 fb=$8 eb=$9
-  local j="$OUT/llama_${part}_${model}_${f}_${over}_${mode}.json"
+  local j="$OUT/llama_${part}_${model}_${f}_${over}_${mode}_$rep.json"
+  # shellcheck disable=SC2086
   read -r status peak < <(limited "$limit" "$j" "$j.err" llama "$PEERS/bin/llama-bench" -m "$gguf" -p "$PROMPT" \
-    -n "$TOKENS" -t "$THREADS" -r 1 --no-warmup --load-mode "$mode" -o json)
-  "$PY" - "$j" "$part,$model,$f,$over,$limit,llama.cpp,$mode,1" "$status" "$peak" "$fb" "$eb" "$PROMPT" >>"$csv" <<'EOF'
+    -n "$TOKENS" -t "$THREADS" -r 1 --no-warmup --load-mode "$mode" $LLAMA_FLAGS -o json)
+  "$PY" - "$j" "$part,$model,$f,$over,$limit,llama.cpp,$mode,1" "$status" "$peak" "$fb" "$eb" "$PROMPT" "$rep" >>"$csv" <<'EOF'
 import json, sys
-j, head, status, peak, fb, eb, prompt = sys.argv[1:]
+j, head, status, peak, fb, eb, prompt, rep = sys.argv[1:]
 try:
     tests = json.load(open(j))
 except Exception:
@@ -106,7 +122,34 @@ rows = {("decode" if t["n_gen"] > 0 else "prefill"): t["avg_ts"] for t in tests}
 for test in ("decode", "prefill"):
     ts = rows.get(test)
     print(",".join([head, test, "%.4f" % ts if ts else "", status if ts else (status if status != "ok" else "failed"),
-                    peak, "", "", "", "", prompt, "", fb, eb]))
+                    peak, "", "", "", "", prompt, "", fb, eb, rep]))
+EOF
+}
+
+# llama.cpp through llama-batched-bench (one sequence), which, unlike llama-bench, can keep its
+# weights as mapped (-nr: no repacking; by default it copies the Q4_K tensors, experts included,
+# repacked into anonymous memory, 20 GiB of the dsv3 slice; it takes no --no-warmup, and its untimed
+# warm-up run touches every expert once): part model format over limit mode
+# (mmap: its defaults; mmap-nr: -nr) file file_bytes expert_bytes
+llama_batched_cell() {
+  local part=$1 model=$2 f=$3 over=$4 limit=$5 mode=$6 gguf=$7 fb=$8 eb=$9
+  local j="$OUT/llama_${part}_${model}_${f}_${over}_${mode}_$rep.jsonl" nr=""
+  [ "$mode" = mmap-nr ] && nr="-nr"
+  # shellcheck disable=SC2086
+  read -r status peak < <(limited "$limit" "$j" "$j.err" llama "$PEERS/bin/llama-batched-bench" -m "$gguf" \
+    -c $(( PROMPT + TOKENS + 16 )) -b 2048 -ub 512 -npp "$PROMPT" -ntg "$TOKENS" -npl 1 -t "$THREADS" \
+    --load-mode mmap $nr $LLAMA_FLAGS --output-format jsonl)
+  "$PY" - "$j" "$part,$model,$f,$over,$limit,llama.cpp,$mode,1" "$status" "$peak" "$fb" "$eb" "$PROMPT" "$rep" >>"$csv" <<'EOF'
+import json, sys
+j, head, status, peak, fb, eb, prompt, rep = sys.argv[1:]
+r = {}
+for line in open(j):
+    if line.startswith("{"):
+        r = json.loads(line)
+for test, key in (("decode", "speed_tg"), ("prefill", "speed_pp")):
+    ts = r.get(key)
+    print(",".join([head, test, "%.4f" % ts if ts else "", status if ts else (status if status != "ok" else "failed"),
+                    peak, "", "", "", "", prompt, "", fb, eb, rep]))
 EOF
 }
 
@@ -114,23 +157,23 @@ EOF
 ferry_cell() {
   local part=$1 model=$2 f=$3 over=$4 limit=$5 policy=$6 budget=$7 gguf=$8 fb=$9 eb=${10} batch=${11}
   shift 11
-  local d="$OUT/ferry_${part}_${model}_${f}_${over}_${policy//[:=,\/]/_}_b$batch"
+  local d="$OUT/ferry_${part}_${model}_${f}_${over}_${policy//[:=,\/]/_}_b${batch}_$rep"
   rm -rf "$d"
   read -r status peak < <(limited "$limit" /dev/null "$d.err" "$FERRY" moe bench --model "$gguf" --policies "$policy" \
     --device-mem "$budget" --link file --compute none --threads "$THREADS" --batch "$batch" --tokens "$TOKENS" \
     --prompt-tokens "$PROMPT" --corpus '' --out "$d" "$@")
-  "$PY" - "$d/bench.csv" "$part,$model,$f,$over,$limit,ferry,$policy,$batch" "$status" "$peak" "$fb" "$eb" "$PROMPT" "$TOKENS" >>"$csv" <<'EOF'
+  "$PY" - "$d/bench.csv" "$part,$model,$f,$over,$limit,ferry,$policy,$batch" "$status" "$peak" "$fb" "$eb" "$PROMPT" "$TOKENS" "$rep" >>"$csv" <<'EOF'
 import csv, os, sys
-path, head, status, peak, fb, eb, prompt, tokens = sys.argv[1:]
+path, head, status, peak, fb, eb, prompt, tokens, rep = sys.argv[1:]
 r = next(csv.DictReader(open(path))) if os.path.exists(path) else None
 if r is None:
     for test in ("decode", "prefill"):
-        print(",".join([head, test, "", status if status != "ok" else "failed", peak, "", "", "", "", prompt, "", fb, eb]))
+        print(",".join([head, test, "", status if status != "ok" else "failed", peak, "", "", "", "", prompt, "", fb, eb, rep]))
     sys.exit(0)
 batch = int(head.split(",")[-1])
 prefill = batch * int(prompt) / (float(r["ttft_ms"]) / 1e3)
 extra = [r["rss_peak_bytes"], r["hit_rate"], r["bytes_moved"], str(batch * (int(tokens) - 1)), prompt,
-         r["storage_read_bytes"], fb, eb]
+         r["storage_read_bytes"], fb, eb, rep]
 print(",".join([head, "decode", r["tokens_per_s"], status, peak] + extra))
 print(",".join([head, "prefill", "%.4f" % prefill, status, peak] + extra))
 EOF
@@ -204,6 +247,29 @@ if has big; then
     echo "big: $f, file $((fb >> 20)) MiB, RAM $((mem >> 20)) MiB, ferry budget $((budget >> 20)) MiB" >&2
     for mode in ${LOAD_MODES//,/ }; do llama_cell big big "$f" "$(( fb / mem ))" "" "$mode" "$gguf" "$fb" "$eb"; done
     for p in ${POLICIES//,/ }; do ferry_cell big big "$f" "$(( fb / mem ))" "" "$p" "$budget" "$gguf" "$fb" "$eb" 1; done
+    [ "${KEEP:-0}" = 1 ] || rm -f "$gguf"
+  done
+fi
+
+if has dsv3; then
+  # shellcheck source=../peers/models.sh
+  source bench/peers/models.sh
+  LLAMA_FLAGS="$(shape_llama_flags dsv3)"
+  mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) * 1024 ))
+  for f in ${DSV3_FORMATS//,/ }; do
+    # shellcheck disable=SC2086
+    gguf=$(make_model "dsv3_${DSV3_MOE_LAYERS}moe" "$f" $DSV3_FLAGS --layers $(( DSV3_MOE_LAYERS + 1 )) --dense-layers 0)
+    measure_disk "$gguf"
+    fb=$(stat -c %s "$gguf"); eb=$(expert_bytes "$gguf")
+    echo "dsv3: $f, file $((fb >> 20)) MiB, RAM $((mem >> 20)) MiB" >&2
+    for rep in $(seq "$REPS"); do
+      for over in ${DSV3_OVER//,/ }; do
+        limit=""; [ "$over" = 1 ] || limit=$(( fb / over ))
+        echo "dsv3 rep $rep: limit ${limit:-RAM}" >&2
+        for mode in mmap mmap-nr; do llama_batched_cell dsv3 dsv3 "$f" "$over" "$limit" "$mode" "$gguf" "$fb" "$eb"; done
+        ferry_cell dsv3 dsv3 "$f" "$over" "$limit" auto auto "$gguf" "$fb" "$eb" 1
+      done
+    done
     [ "${KEEP:-0}" = 1 ] || rm -f "$gguf"
   done
 fi

@@ -4,7 +4,8 @@ DIR/disk.md and DIR/disk.png (gnuplot).
 
   report.py DIR
 
-Per cell (part, model, format, memory limit): llama.cpp's best load mode and ferry's best policy,
+Per cell (part, model, format, memory limit): llama.cpp's best load mode and ferry's best policy
+(the median of a cell's repetitions, with their range),
 decode and prefill tokens/s, the ratio ferry / llama.cpp, each one's peak memory (the cgroup's max
 usage, page cache included), ferry's hit rate, and the disk roofline: the disk's O_DIRECT bandwidth
 (DIR/dd.txt) divided by the expert bytes ferry moved per token of the run (prompt and decode), so
@@ -47,9 +48,22 @@ def main():
     d = sys.argv[1]
     rows = list(csv.DictReader(open(os.path.join(d, "disk.csv"))))
     bw = disk_bandwidth(d)
-    cells = defaultdict(lambda: defaultdict(dict))  # (part, model, format, over) -> engine -> mode -> {test: row}
+    # Repetitions of a cell (the rep column): the row of the median tokens/s stands for them, with
+    # their range beside it.
+    reps = defaultdict(list)
     for r in rows:
-        cells[(r["part"], r["model"], r["format"], r["over"], r["batch"])][r["engine"]].setdefault(r["mode"], {})[r["test"]] = r
+        reps[(r["part"], r["model"], r["format"], r["over"], r["batch"], r["engine"], r["mode"], r["test"])].append(r)
+    cells = defaultdict(lambda: defaultdict(dict))  # (part, model, format, over, batch) -> engine -> mode -> {test: row}
+    for (part, model, f, over, batch, engine, mode, test), rs in reps.items():
+        timed = sorted((r for r in rs if num(r["tokens_per_s"])), key=lambda r: num(r["tokens_per_s"]))
+        r = dict(timed[(len(timed) - 1) // 2] if timed else rs[0])
+        r["range"] = (num(timed[0]["tokens_per_s"]), num(timed[-1]["tokens_per_s"]), len(timed)) if len(timed) > 1 else None
+        cells[(part, model, f, over, batch)][engine].setdefault(mode, {})[test] = r
+
+    def with_range(v, row):
+        """'v' or 'v (lo-hi, n runs)' for a repeated cell."""
+        rg = row.get("range") if row else None
+        return fmt(v, "%.3f") if not rg else "%s (%.3f-%.3f, %d runs)" % (fmt(v, "%.3f"), rg[0], rg[1], rg[2])
 
     def best(modes, test):
         ok = [(num(t[test]["tokens_per_s"]), m) for m, t in modes.items() if test in t and num(t[test]["tokens_per_s"])]
@@ -96,12 +110,12 @@ def main():
                         llama_tok_s=lt, llama_mode=lm, ferry_tok_s=ft, ferry_policy=fm, ratio=ratio, llama_failed=failed,
                         llama_peak=lpeak, ferry_peak=fpeak, ferry_hit_rate=hit, ferry_roofline_fraction=rf)
             out.append(cell)
-            lt_s = "%s (%s)" % (fmt(lt, "%.3f"), lm) if lt else "-"
+            lt_s = "%s %s" % (with_range(lt, e["llama.cpp"][lm][test]), lm) if lt else "-"
             if failed:
                 lt_s += "; " + failed
             lines.append("| %s | %s | %s | %s | %s | %s | %s | **%s** | %s / %s | %s | %s |" % (
                 part, f, fmt(fb / 2**30 if fb else None, "%.1f"), fmt(limit / 2**30 if limit else None, "%.2f") if limit else "RAM",
-                test, lt_s, "%s (%s)" % (fmt(ft, "%.3f"), fm) if ft else "-", fmt(ratio),
+                test, lt_s, "%s %s" % (with_range(ft, fr[test]), fm) if ft else "-", fmt(ratio),
                 fmt(lpeak / 2**30 if lpeak else None), fmt(fpeak / 2**30 if fpeak else None), fmt(hit), fmt(rf)))
     # Forced routing: policies at each batch.
     trace = [(k, v) for k, v in cells.items() if k[0] == "trace"]
