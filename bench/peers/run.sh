@@ -59,7 +59,7 @@ echo "shape,format,engine,test,batch,rep,tokens_per_s" >"$csv"
 ferry_run() {  # shape format batch prompt_tokens new_tokens -> "decode_tok_s prefill_tok_s"
   local d="$OUT/ferry_tmp"
   rm -rf "$d"
-  "$FERRY" moe bench --model "$PEERS/models/$1/$2.gguf" --warmup --threads "$THREADS" --batch "$3" \
+  "$FERRY" moe bench --model "$PEERS/models/$1/$2.gguf" --policies auto --warmup --threads "$THREADS" --batch "$3" \
     --prompt-tokens "$4" --tokens "$5" --corpus '' --out "$d" >/dev/null
   "$PY" -c 'import csv,sys; r=next(csv.DictReader(open(sys.argv[1]))); b,p=int(sys.argv[2]),int(sys.argv[3]);
 print(r["tokens_per_s"], b*p/(float(r["ttft_ms"])/1e3))' "$d/bench.csv" "$3" "$4"
