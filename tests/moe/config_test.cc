@@ -513,65 +513,54 @@ TEST(Config, KimiK2AsReleased) {
 // (or none where it is required), is refused with one error naming it.
 TEST(Config, DeepSeekV3AndGlm45ValuesAreRefusedByName) {
   struct Case {
+    const char* family;    // the released config.json edited: deepseek_v3 or glm4_moe (GLM-4.5-Air)
     const char* key;
     nlohmann::json value;  // null: the key removed
     const char* named;     // what the error must say
   };
-  const auto error_naming = [](const nlohmann::json& j) {
+  const Case cases[] = {
+      {"deepseek_v3", "kv_lora_rank", nullptr, "kv_lora_rank"},
+      {"deepseek_v3", "kv_lora_rank", 0, "kv_lora_rank"},
+      {"deepseek_v3", "q_lora_rank", -1, "q_lora_rank"},
+      {"deepseek_v3", "qk_rope_head_dim", 63, "qk_rope_head_dim"},
+      {"deepseek_v3", "qk_nope_head_dim", 0, "qk_nope_head_dim"},
+      {"deepseek_v3", "v_head_dim", 0, "v_head_dim"},
+      {"deepseek_v3", "n_routed_experts", nullptr, "n_routed_experts"},
+      {"deepseek_v3", "n_shared_experts", -1, "n_shared_experts"},
+      {"deepseek_v3", "scoring_func", "sqrtsoftplus", "scoring_func"},
+      {"deepseek_v3", "topk_method", "random", "topk_method"},
+      {"deepseek_v3", "n_group", 7, "n_group"},
+      {"deepseek_v3", "topk_group", 9, "topk_group"},
+      {"deepseek_v3", "first_k_dense_replace", -1, "first_k_dense_replace"},
+      {"deepseek_v3", "moe_layer_freq", 0, "moe_layer_freq"},
+      {"deepseek_v3", "num_nextn_predict_layers", -1, "num_nextn_predict_layers"},
+      {"deepseek_v3", "attention_bias", true, "attention_bias"},
+      {"deepseek_v3", "routed_scaling_factor", "2.5", "routed_scaling_factor"},
+      {"deepseek_v3", "rope_scaling", {{"type", "yarn"}, {"factor", 40}, {"mscale_x", 1.0}}, "mscale_x"},
+      {"deepseek_v3", "use_qk_norm", true, "key 'use_qk_norm' is not implemented for model_type 'deepseek_v3'"},
+      {"glm4_moe", "n_routed_experts", nullptr, "n_routed_experts"},
+      {"glm4_moe", "n_shared_experts", -1, "n_shared_experts"},
+      {"glm4_moe", "partial_rotary_factor", 1.5, "partial_rotary_factor"},
+      {"glm4_moe", "topk_group", 2, "topk_group"},
+      {"glm4_moe", "first_k_dense_replace", -1, "first_k_dense_replace"},
+      {"glm4_moe", "use_qk_norm", "yes", "use_qk_norm"},
+      {"glm4_moe", "attention_bias", 1.5, "attention_bias"},
+      {"glm4_moe", "num_nextn_predict_layers", -1, "num_nextn_predict_layers"},
+      {"glm4_moe", "rope_scaling", {{"type", "yarn"}, {"factor", 4.0}}, "yarn"},
+      {"glm4_moe", "scoring_func", "softmax", "key 'scoring_func' is not implemented for model_type 'glm4_moe'"},
+      {"glm4_moe", "topk_method", "greedy", "key 'topk_method' is not implemented for model_type 'glm4_moe'"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = std::string(c.family) == "deepseek_v3" ? deepseek_v3_released_bf16() : glm45_air_released();
+    if (c.value.is_null()) j.erase(c.key);
+    else j[c.key] = c.value;
+    std::string e;
     try {
       config_from_json(j, "cfg");
-      return std::string();
-    } catch (const Error& e) {  // FormatError for a key's value, InvalidArgument for a shape that does not hold
-      return std::string(e.what());
+    } catch (const Error& err) {  // FormatError for a key's value, InvalidArgument for a shape that does not hold
+      e = err.what();
     }
-  };
-  const Case v3_cases[] = {
-      {"kv_lora_rank", nullptr, "kv_lora_rank"},
-      {"kv_lora_rank", 0, "kv_lora_rank"},
-      {"q_lora_rank", -1, "q_lora_rank"},
-      {"qk_rope_head_dim", 63, "qk_rope_head_dim"},
-      {"qk_nope_head_dim", 0, "qk_nope_head_dim"},
-      {"v_head_dim", 0, "v_head_dim"},
-      {"n_routed_experts", nullptr, "n_routed_experts"},
-      {"n_shared_experts", -1, "n_shared_experts"},
-      {"scoring_func", "sqrtsoftplus", "scoring_func"},
-      {"topk_method", "random", "topk_method"},
-      {"n_group", 7, "n_group"},
-      {"topk_group", 9, "topk_group"},
-      {"first_k_dense_replace", -1, "first_k_dense_replace"},
-      {"moe_layer_freq", 0, "moe_layer_freq"},
-      {"num_nextn_predict_layers", -1, "num_nextn_predict_layers"},
-      {"attention_bias", true, "attention_bias"},
-      {"routed_scaling_factor", "2.5", "routed_scaling_factor"},
-      {"rope_scaling", {{"type", "yarn"}, {"factor", 40}, {"mscale_x", 1.0}}, "mscale_x"},
-      {"use_qk_norm", true, "key 'use_qk_norm' is not implemented for model_type 'deepseek_v3'"},
-  };
-  for (const Case& c : v3_cases) {
-    nlohmann::json j = deepseek_v3_released_bf16();
-    if (c.value.is_null()) j.erase(c.key);
-    else j[c.key] = c.value;
-    const std::string e = error_naming(j);
-    EXPECT_NE(e.find(c.named), std::string::npos) << "deepseek_v3 " << c.key << ": " << e;
-  }
-  const Case glm_cases[] = {
-      {"n_routed_experts", nullptr, "n_routed_experts"},
-      {"n_shared_experts", -1, "n_shared_experts"},
-      {"partial_rotary_factor", 1.5, "partial_rotary_factor"},
-      {"topk_group", 2, "topk_group"},
-      {"first_k_dense_replace", -1, "first_k_dense_replace"},
-      {"use_qk_norm", "yes", "use_qk_norm"},
-      {"attention_bias", 1.5, "attention_bias"},
-      {"num_nextn_predict_layers", -1, "num_nextn_predict_layers"},
-      {"rope_scaling", {{"type", "yarn"}, {"factor", 4.0}}, "yarn"},
-      {"scoring_func", "softmax", "key 'scoring_func' is not implemented for model_type 'glm4_moe'"},
-      {"topk_method", "greedy", "key 'topk_method' is not implemented for model_type 'glm4_moe'"},
-  };
-  for (const Case& c : glm_cases) {
-    nlohmann::json j = glm45_air_released();
-    if (c.value.is_null()) j.erase(c.key);
-    else j[c.key] = c.value;
-    const std::string e = error_naming(j);
-    EXPECT_NE(e.find(c.named), std::string::npos) << "glm4_moe " << c.key << ": " << e;
+    EXPECT_NE(e.find(c.named), std::string::npos) << c.family << " " << c.key << ": " << e;
   }
 }
 

@@ -1,6 +1,5 @@
 #!/usr/bin/python3
-"""Small GGUF surgery for the bad-input CLI tests (tests/moe/bad_input_cli.sh, gguf_refusals_cli.sh);
-no dependencies.
+"""Small GGUF surgery for the bad-input CLI tests (tests/moe/bad_input_cli.sh); no dependencies.
 
   gguf_edit.py scale FILE TENSOR BLOCK HEX   write the f16 HEX (7E00: NaN, 7C00: Inf) as the first
                                              field (d) of block BLOCK of TENSOR's data

@@ -137,6 +137,21 @@ PROMPTS = ["def parse_args(argv):\n", "import os\nimport sys\n", "class Node:\n 
            "# A comment about things\n", "for k, v in d.items():", "while True:\n    line = f.read", "return {'a': 1,"]
 
 
+def post_together(server, path, bodies):
+    """The (status, response) of each body, all sent at once from their own threads."""
+    answers = [None] * len(bodies)
+
+    def send(i):
+        answers[i] = server.post(path, bodies[i])
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answers
+
+
 def chat_tokens(resp):
     """The generated tokens as (bytes, logprob, top two (bytes, logprob)) from a chat response."""
     content = resp["choices"][0]["logprobs"]["content"]
@@ -175,16 +190,7 @@ def test_concurrent_greedy_equals_one_at_a_time(server_factory):
     assert alone_srv.stop() == 0
     batched_srv = server_factory("--policy", "prescope", "--device-mem", "25%", "--max-batch", "8",
                                  "--prefill-chunk", "7")
-    together = [None] * len(reqs)
-
-    def send(i):
-        together[i] = batched_srv.post("/v1/chat/completions", reqs[i])
-
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(reqs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    together = post_together(batched_srv, "/v1/chat/completions", reqs)
     # The requests really shared steps: more sequences than one per step on average.
     _, text = batched_srv.request("GET", "/metrics")
     steps = float(re.search(r"^ferry_batch_size_count (\S+)$", text, re.M).group(1))
@@ -618,16 +624,7 @@ def test_family_answers_equal_generate_and_do_not_depend_on_batching(family_mode
     try:
         assert f"chat template {template}," in "".join(s.banner), s.banner
         alone = [s.post("/v1/chat/completions", r) for r in reqs]
-        together = [None] * len(reqs)
-
-        def send(i):
-            together[i] = s.post("/v1/chat/completions", reqs[i])
-
-        threads = [threading.Thread(target=send, args=(i,)) for i in range(len(reqs))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        together = post_together(s, "/v1/chat/completions", reqs)
         assert s.stop() == 0
     finally:
         if s.proc.poll() is None:

@@ -54,7 +54,8 @@ struct ModelFamily {
   std::string chat_template = "none";       // `ferry moe serve`'s default (moe/tokenizer/chat_template.h)
   bool has_shared_expert = false;           // make-tiny's --shared-expert applies
   bool has_dense_layers = false;            // make-tiny's --dense-layers applies
-  bool has_mla = false;                     // make-tiny's --kv-lora-rank and --q-lora-rank apply
+  bool has_mla = false;                     // latent attention: make-tiny's --kv-lora-rank and --q-lora-rank
+                                            // apply; a GGUF file's key_length/value_length are the latent's
   // Reads the family's own keys into `config`, whose common fields are already read: expert count
   // and width, shared expert, dense layers, attention biases and norms, sliding window. Refuses
   // values ferry does not implement with one FormatError naming the key.

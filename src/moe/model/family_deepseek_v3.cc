@@ -168,7 +168,8 @@ ModelFamily deepseek_v3_family() {
     }
   };
   f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
-    // llama.cpp's defaults where DeepseekV3Config's differ: no dense lead, no groups.
+    // Absent keys take llama.cpp's defaults where DeepseekV3Config's differ: no dense lead (here), no
+    // groups (take_expert_groups below).
     r.take_nextn_layers(j);
     r.take_leading_dense(j);
     j["moe_layer_freq"] = 1;
