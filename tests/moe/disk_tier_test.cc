@@ -104,9 +104,9 @@ TEST(DiskTierFamilies, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
     TempDir tmp;
     MoeConfig c = testing::tiny_config();
     c.model_type = family;
-    c.hidden_size = 64;  // rows of whole Q8_0 blocks in the experts
+    c.hidden_size = 64;  // rows of whole Q8_0 blocks, MLA's (qk_nope_head_dim 32) included
     c.intermediate_size = 64;
-    c.head_dim = 16;
+    c.head_dim = 64;
     c.dense_layers = {0};
     if (family == "deepseek_v3") c.q_lora_rank = 32;
     prepare_tiny_config(c);

@@ -429,7 +429,7 @@ TEST(GgufModel, AnAliasIsKnownByItsTokenizer) {
     c.vocab_size = 262;
     c.tokenizer = "";
     const std::string dir = make_model(tmp, c, "k" + alias);
-    testing::write_small_bpe_tokenizer(dir, {testing::added_token(258, "<|im_end|>", true)});
+    testing::write_small_bpe_tokenizer(dir, nlohmann::json::array({testing::added_token(258, "<|im_end|>", true)}));
     const std::string gguf = export_model(dir, tmp / ("k" + alias + ".gguf"), LlamaFileType::kAllF32, false);
     EXPECT_EQ(GgufFile::open(gguf).get_string("tokenizer.ggml.pre"), alias.empty() ? "deepseek-v3" : "kimi-k2");
     const MoeConfig back = load_config(gguf);

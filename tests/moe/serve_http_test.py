@@ -579,13 +579,14 @@ def test_deep_nesting_and_chunked_bodies_are_refused_before_they_cost(server_fac
     assert s.stop() == 0
 
 
-# The families whose layers are not Mixtral's, with make-tiny's shapes of them: DeepSeek-V3 (latent
+# The families whose layers are not Mixtral's, with make-tiny's shapes of them (heads 64 wide: MLA's
+# rows whole Q8_0 blocks): DeepSeek-V3 (latent
 # attention with the q bottleneck, two groups of experts, a shared expert, a dense first layer) and
 # GLM-4.5 as Q8_0 GGUF files whose experts stream from disk (--link file), and Kimi-K2 (DeepSeek-V3's
 # layers under model_type kimi_k2) as a directory. Each with the chat template it is served with by
 # default and one user message as that template renders it (serve_test.cc checks the templates).
 FAMILY_SHAPE = ["--layers", "3", "--experts", "8", "--top-k", "2", "--hidden", "64", "--intermediate", "64", "--heads",
-                "4", "--kv-heads", "2", "--head-dim", "16", "--dense-layers", "0", "--max-pos", str(MAX_POS), "--seed", "5"]
+                "4", "--kv-heads", "2", "--head-dim", "64", "--dense-layers", "0", "--max-pos", str(MAX_POS), "--seed", "5"]
 RENDERED = {"deepseek3": "<\uff5cUser\uff5c>{}<\uff5cAssistant\uff5c>", "chatglm4": "[gMASK]<sop><|user|>\n{}<|assistant|>\n",
             "kimi-k2": "<|im_user|>user<|im_middle|>{}<|im_end|><|im_assistant|>assistant<|im_middle|>"}
 
