@@ -85,7 +85,7 @@ int run_serve(ServeFlags& f) {
   ServeOptions& o = f.serve;
   if (o.model_name.empty()) o.model_name = std::filesystem::path(f.model).lexically_normal().filename().string();
   if (o.model_name.empty()) o.model_name = "ferry";
-  o.chat_template = f.chat_template.empty() ? default_chat_template(c.model_type) : f.chat_template;
+  o.chat_template = f.chat_template.empty() ? default_chat_template(c.declared_model_type()) : f.chat_template;
   o.eos_ids = read_eos_ids(f.model, c.vocab_size);
   MoeServer server(*engine, *tokenizer, o);
   const int port = server.bind();

@@ -306,9 +306,9 @@ TEST(Config, AttentionBiasesAsEachFamilyHasThem) {
   }
 }
 
-// GLM-4.5-Air's config.json as released: every key read as modeling_glm4_moe.py reads it.
-TEST(Config, Glm45AirAsReleased) {
-  const nlohmann::json j = nlohmann::json::parse(R"({
+// GLM-4.5-Air's config.json as released.
+nlohmann::json glm45_air_released() {
+  return nlohmann::json::parse(R"({
     "architectures": ["Glm4MoeForCausalLM"], "attention_bias": true, "attention_dropout": 0.0,
     "pad_token_id": 151329, "eos_token_id": [151329, 151336, 151338], "head_dim": 128, "hidden_act": "silu",
     "hidden_size": 4096, "partial_rotary_factor": 0.5, "initializer_range": 0.02, "intermediate_size": 10944,
@@ -318,6 +318,11 @@ TEST(Config, Glm45AirAsReleased) {
     "num_hidden_layers": 46, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_scaling": null,
     "rope_theta": 1000000, "num_nextn_predict_layers": 1, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
     "transformers_version": "4.54.0", "use_cache": true, "use_qk_norm": false, "vocab_size": 151552})");
+}
+
+// GLM-4.5-Air's config.json as released: every key read as modeling_glm4_moe.py reads it.
+TEST(Config, Glm45AirAsReleased) {
+  const nlohmann::json j = glm45_air_released();
   const MoeConfig c = config_from_json(j, "air");
   EXPECT_EQ(c.head_dim, 128);
   EXPECT_EQ(c.rotary_dims(), 64);
@@ -379,10 +384,9 @@ TEST(Config, GroupLimitedSigmoidRouting) {
   EXPECT_NEAR(w[0][0].item<float>(), 2.5f * sig(-2.f) / (sig(3.f) + sig(-2.f)), 1e-6);
 }
 
-// DeepSeek-V3's config.json as released (its FP8 quantization_config is refused by name: ferry
-// reads BF16 checkpoints and GGUF files), and Kimi-K2's model_type read as the same family.
-TEST(Config, DeepSeekV3AsReleased) {
-  nlohmann::json j = nlohmann::json::parse(R"({
+// DeepSeek-V3's config.json as released.
+nlohmann::json deepseek_v3_released() {
+  return nlohmann::json::parse(R"({
     "architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
     "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config"}, "aux_loss_alpha": 0.001,
     "bos_token_id": 0, "eos_token_id": 1, "ep_size": 1, "first_k_dense_replace": 3, "hidden_act": "silu",
@@ -398,6 +402,19 @@ TEST(Config, DeepSeekV3AsReleased) {
     "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "seq_aux": true, "tie_word_embeddings": false,
     "topk_group": 4, "topk_method": "noaux_tc", "torch_dtype": "bfloat16", "transformers_version": "4.33.1",
     "use_cache": true, "v_head_dim": 128, "vocab_size": 129280})");
+}
+
+// As released, without its FP8 quantization_config (the BF16 conversion users run).
+nlohmann::json deepseek_v3_released_bf16() {
+  nlohmann::json j = deepseek_v3_released();
+  j.erase("quantization_config");
+  return j;
+}
+
+// DeepSeek-V3's config.json as released (its FP8 quantization_config is refused by name: ferry
+// reads BF16 checkpoints and GGUF files), and Kimi-K2's model_type read as the same family.
+TEST(Config, DeepSeekV3AsReleased) {
+  nlohmann::json j = deepseek_v3_released();
   EXPECT_NE(error_of(j).find("key 'quantization_config'"), std::string::npos) << error_of(j);
   j.erase("quantization_config");
   const MoeConfig c = config_from_json(j, "v3");
@@ -451,6 +468,100 @@ TEST(Config, DeepSeekV3AsReleased) {
   bad = base("mixtral");  // yarn is DeepSeek's (its softmax scale) only
   bad["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
   EXPECT_NE(error_of(bad).find("yarn"), std::string::npos) << error_of(bad);
+}
+
+// Kimi-K2-Instruct's config.json as released: DeepSeek-V3's code under model_type kimi_k2, read as
+// the deepseek_v3 family and written back as kimi_k2 (its chat template and GGUF tokenizer follow).
+TEST(Config, KimiK2AsReleased) {
+  nlohmann::json j = nlohmann::json::parse(R"({
+    "architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config",
+                 "AutoModel": "modeling_deepseek.DeepseekV3Model",
+                 "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM"},
+    "aux_loss_alpha": 0.001, "bos_token_id": 163584, "eos_token_id": 163585, "first_k_dense_replace": 1,
+    "hidden_act": "silu", "hidden_size": 7168, "initializer_range": 0.02, "intermediate_size": 18432,
+    "kv_lora_rank": 512, "max_position_embeddings": 131072, "model_type": "kimi_k2", "moe_intermediate_size": 2048,
+    "moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 384, "n_shared_experts": 1, "norm_topk_prob": true,
+    "num_attention_heads": 64, "num_experts_per_tok": 8, "num_hidden_layers": 61, "num_key_value_heads": 64,
+    "num_nextn_predict_layers": 0, "pretraining_tp": 1, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06,
+    "rope_scaling": {"beta_fast": 1.0, "beta_slow": 1.0, "factor": 32.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                     "original_max_position_embeddings": 4096, "type": "yarn"},
+    "rope_theta": 50000.0, "routed_scaling_factor": 2.827, "scoring_func": "sigmoid", "seq_aux": true,
+    "tie_word_embeddings": false, "topk_group": 1, "topk_method": "noaux_tc", "torch_dtype": "bfloat16",
+    "transformers_version": "4.48.3", "use_cache": true, "v_head_dim": 128, "vocab_size": 163840})");
+  const MoeConfig c = config_from_json(j, "k2");
+  EXPECT_EQ(c.model_type, "deepseek_v3");
+  EXPECT_EQ(c.model_alias, "kimi_k2");
+  EXPECT_EQ(c.declared_model_type(), "kimi_k2");
+  EXPECT_EQ(c.num_experts, 384);
+  EXPECT_EQ(c.dense_layers, std::vector<int>({0}));
+  EXPECT_EQ(c.n_group, 1);
+  EXPECT_TRUE(c.router_bias);
+  EXPECT_EQ(c.routed_scaling_factor, 2.827);
+  EXPECT_EQ(c.rope_theta, 50000.0);
+  EXPECT_EQ(c.rope_scaling.factor, 32.0);
+  EXPECT_EQ(c.rope_scaling.beta_fast, 1.0);
+  EXPECT_EQ(c.kv_key_width(), 576);
+  const nlohmann::json back = config_to_json(c);
+  EXPECT_EQ(back["model_type"], "kimi_k2");
+  EXPECT_EQ(config_from_json(back, "again").model_alias, "kimi_k2");
+  EXPECT_TRUE(config_from_json(deepseek_v3_released_bf16(), "v3").model_alias.empty());  // the family's own name
+}
+
+// Every DeepSeek-V3 and GLM-4.5 key that changes the math, given a value ferry does not implement
+// (or none where it is required), is refused with one error naming it.
+TEST(Config, DeepSeekV3AndGlm45ValuesAreRefusedByName) {
+  struct Case {
+    const char* family;    // the released config.json edited: deepseek_v3 or glm4_moe (GLM-4.5-Air)
+    const char* key;
+    nlohmann::json value;  // null: the key removed
+    const char* named;     // what the error must say
+  };
+  const Case cases[] = {
+      {"deepseek_v3", "kv_lora_rank", nullptr, "kv_lora_rank"},
+      {"deepseek_v3", "kv_lora_rank", 0, "kv_lora_rank"},
+      {"deepseek_v3", "q_lora_rank", -1, "q_lora_rank"},
+      {"deepseek_v3", "qk_rope_head_dim", 63, "qk_rope_head_dim"},
+      {"deepseek_v3", "qk_nope_head_dim", 0, "qk_nope_head_dim"},
+      {"deepseek_v3", "v_head_dim", 0, "v_head_dim"},
+      {"deepseek_v3", "n_routed_experts", nullptr, "n_routed_experts"},
+      {"deepseek_v3", "n_shared_experts", -1, "n_shared_experts"},
+      {"deepseek_v3", "scoring_func", "sqrtsoftplus", "scoring_func"},
+      {"deepseek_v3", "topk_method", "random", "topk_method"},
+      {"deepseek_v3", "n_group", 7, "n_group"},
+      {"deepseek_v3", "topk_group", 9, "topk_group"},
+      {"deepseek_v3", "first_k_dense_replace", -1, "first_k_dense_replace"},
+      {"deepseek_v3", "moe_layer_freq", 0, "moe_layer_freq"},
+      {"deepseek_v3", "num_nextn_predict_layers", -1, "num_nextn_predict_layers"},
+      {"deepseek_v3", "attention_bias", true, "attention_bias"},
+      {"deepseek_v3", "routed_scaling_factor", "2.5", "routed_scaling_factor"},
+      {"deepseek_v3", "rope_scaling", {{"type", "yarn"}, {"factor", 40}, {"mscale_x", 1.0}}, "mscale_x"},
+      {"deepseek_v3", "use_qk_norm", true, "key 'use_qk_norm' is not implemented for model_type 'deepseek_v3'"},
+      {"glm4_moe", "n_routed_experts", nullptr, "n_routed_experts"},
+      {"glm4_moe", "n_shared_experts", -1, "n_shared_experts"},
+      {"glm4_moe", "partial_rotary_factor", 1.5, "partial_rotary_factor"},
+      {"glm4_moe", "topk_group", 2, "topk_group"},
+      {"glm4_moe", "first_k_dense_replace", -1, "first_k_dense_replace"},
+      {"glm4_moe", "use_qk_norm", "yes", "use_qk_norm"},
+      {"glm4_moe", "attention_bias", 1.5, "attention_bias"},
+      {"glm4_moe", "num_nextn_predict_layers", -1, "num_nextn_predict_layers"},
+      {"glm4_moe", "rope_scaling", {{"type", "yarn"}, {"factor", 4.0}}, "yarn"},
+      {"glm4_moe", "scoring_func", "softmax", "key 'scoring_func' is not implemented for model_type 'glm4_moe'"},
+      {"glm4_moe", "topk_method", "greedy", "key 'topk_method' is not implemented for model_type 'glm4_moe'"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = std::string(c.family) == "deepseek_v3" ? deepseek_v3_released_bf16() : glm45_air_released();
+    if (c.value.is_null()) j.erase(c.key);
+    else j[c.key] = c.value;
+    std::string e;
+    try {
+      config_from_json(j, "cfg");
+    } catch (const Error& err) {  // FormatError for a key's value, InvalidArgument for a shape that does not hold
+      e = err.what();
+    }
+    EXPECT_NE(e.find(c.named), std::string::npos) << c.family << " " << c.key << ": " << e;
+  }
 }
 
 }  // namespace

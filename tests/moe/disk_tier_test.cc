@@ -1,6 +1,6 @@
-// The disk tier (--link file) on a GGUF file: the experts stream from the file with O_DIRECT in
-// the blocks the file stores (the bytes a link moves are the quantized bytes), into a budget the
-// device never exceeds. Checked against the all-in-memory engine on the same file: placement never
+// The disk tier (--link file) on a GGUF file (Mixtral's layers, DeepSeek-V3's and GLM-4.5's): the
+// experts stream from the file with O_DIRECT in the blocks the file stores (the bytes a link moves
+// are the quantized bytes), into a budget the device never exceeds. Checked against the all-in-memory engine on the same file: placement never
 // changes the arithmetic, so every policy and budget gives the same floats bit for bit. A file cut
 // or rewritten while its experts stream from it is an error naming the file, never a crash.
 #include <filesystem>
@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "moe/engine/engine.h"
+#include "moe/model/family.h"
 #include "moe/model/gguf_export.h"
 #include "moe/model/tiny_model.h"
 #include "moe/quant/quant_mix.h"
@@ -48,41 +49,79 @@ class DiskTierTest : public ::testing::Test {
 };
 TempDir* DiskTierTest::dir_ = nullptr;
 
-TEST_F(DiskTierTest, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
-  for (const char* type : {"Q8_0", "Q4_0", "Q4_K_M"}) {
-    for (int batch : {1, 3}) {
-      const auto seqs = testing::random_tokens(batch, testing::kPrompt + testing::kDecode, 70 + batch);
-      EngineOptions all_in;
-      all_in.policy = "lru";
-      all_in.device_mem = "100%";
-      all_in.link = "none";
-      auto mem = MoeEngine::open(gguf(type), all_in);
-      const std::vector<float> expect = testing::run_logits(*mem, seqs);
-      const std::uint64_t slot = mem->expert_bytes();
-      for (const char* policy : {"ondemand", "lru", "static-hot", "next-gate", "fiddler", "moe-infinity", "prescope",
-                                 "prescope:speculate=0"})
-        for (const std::string& budget : {std::to_string(2 * slot + 7), std::string("50%")}) {
-          EngineOptions o;
-          o.policy = policy;
-          o.device_mem = budget;
-          o.link = "file";
-          o.chunk_bytes = 4096;  // several chunks per expert: transfers are cut and resumed
-          auto eng = MoeEngine::open(gguf(type), o);
-          EXPECT_EQ(eng->expert_bytes(), slot) << type;
-          EXPECT_EQ(testing::run_logits(*eng, seqs), expect) << type << " " << policy << " budget " << budget;
-          const auto s = eng->stats();
-          EXPECT_LE(s.store.peak_bytes, s.budget_bytes) << type << " " << policy << " " << budget;
-          EXPECT_GT(s.store.bytes_moved, 0u) << type << " " << policy;
-          // On demand: each load reads one expert's bytes as the file stores them (its layer's
-          // ffn_down type in Q4_K_M), and nothing else.
-          if (std::string(policy) == "ondemand") {
-            EXPECT_LE(s.store.bytes_moved, s.store.loads * slot) << type;
-            if (std::string(type) != "Q4_K_M") {
-              EXPECT_EQ(s.store.bytes_moved, s.store.loads * slot) << type;
-            }
-          }
+// Every policy, under a budget of two experts and of half of them, streaming `gguf`'s experts from
+// the file: the logits of `seqs` equal the all-in-memory engine's bit for bit, the budget holds,
+// bytes move; on demand, each load reads one expert as the file stores it. `what` names the file.
+void expect_every_policy_equals_the_in_memory_engine(const std::string& gguf, const TokenBatch& seqs,
+                                                      const std::string& what, bool uniform_expert_bytes) {
+  EngineOptions all_in;
+  all_in.policy = "lru";
+  all_in.device_mem = "100%";
+  all_in.link = "none";
+  auto mem = MoeEngine::open(gguf, all_in);
+  const std::vector<float> expect = testing::run_logits(*mem, seqs);
+  const std::uint64_t slot = mem->expert_bytes();
+  for (const char* policy : {"ondemand", "lru", "static-hot", "next-gate", "fiddler", "moe-infinity", "prescope",
+                             "prescope:speculate=0"})
+    for (const std::string& budget : {std::to_string(2 * slot + 7), std::string("50%")}) {
+      EngineOptions o;
+      o.policy = policy;
+      o.device_mem = budget;
+      o.link = "file";
+      o.chunk_bytes = 4096;  // several chunks per expert: transfers are cut and resumed
+      auto eng = MoeEngine::open(gguf, o);
+      EXPECT_EQ(eng->expert_bytes(), slot) << what;
+      EXPECT_EQ(testing::run_logits(*eng, seqs), expect) << what << " " << policy << " budget " << budget;
+      const auto s = eng->stats();
+      EXPECT_LE(s.store.peak_bytes, s.budget_bytes) << what << " " << policy << " " << budget;
+      EXPECT_GT(s.store.bytes_moved, 0u) << what << " " << policy;
+      // On demand: each load reads one expert's bytes as the file stores them (its layer's
+      // ffn_down type in Q4_K_M), and nothing else.
+      if (std::string(policy) == "ondemand") {
+        EXPECT_LE(s.store.bytes_moved, s.store.loads * slot) << what;
+        if (uniform_expert_bytes) {
+          EXPECT_EQ(s.store.bytes_moved, s.store.loads * slot) << what;
         }
+      }
     }
+}
+
+TEST_F(DiskTierTest, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
+  for (const char* type : {"Q8_0", "Q4_0", "Q4_K_M"})
+    for (int batch : {1, 3})
+      expect_every_policy_equals_the_in_memory_engine(
+          gguf(type), testing::random_tokens(batch, testing::kPrompt + testing::kDecode, 70 + batch), type,
+          std::string(type) != "Q4_K_M");
+}
+
+// The same on the families whose layers are not Mixtral's, each a Q8_0 file of tiny shapes:
+// DeepSeek-V3 (latent attention with the q bottleneck, two groups of experts chosen through a
+// bias, a shared expert, a dense first layer) and GLM-4.5 (partial rotary, q/k/v biases, the
+// same routing, a shared expert and a dense first layer).
+TEST(DiskTierFamilies, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
+  torch::set_num_threads(1);
+  for (const std::string family : {"deepseek_v3", "glm4_moe"}) {
+    TempDir tmp;
+    MoeConfig c = testing::tiny_config();
+    c.model_type = family;
+    c.hidden_size = 64;  // rows of whole Q8_0 blocks, MLA's (qk_nope_head_dim 32) included
+    c.intermediate_size = 64;
+    c.head_dim = 64;
+    c.dense_layers = {0};
+    if (family == "deepseek_v3") c.q_lora_rank = 32;
+    prepare_tiny_config(c);
+    ASSERT_EQ(c.n_group, 2) << family;
+    ASSERT_GT(c.shared_expert_intermediate_size, 0) << family;
+    TinyModelOptions t;
+    t.config = c;
+    t.seed = 5;
+    make_tiny_model(tmp / "m", t);
+    GgufExportOptions g;
+    g.file_type = quant::LlamaFileType::kMostlyQ8_0;
+    g.threads = 1;
+    export_gguf(tmp / "m", tmp / "m.gguf", g);
+    expect_every_policy_equals_the_in_memory_engine(
+        tmp / "m.gguf", testing::random_tokens(2, testing::kPrompt + testing::kDecode, 17), family, true);
   }
 }
 

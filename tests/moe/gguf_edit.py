@@ -6,6 +6,8 @@
   gguf_edit.py drop-key IN OUT KEY           copy IN to OUT without metadata key KEY
   gguf_edit.py set-string IN OUT KEY INDEX HEX   replace element INDEX of string array KEY by the bytes HEX
   gguf_edit.py set-int IN OUT KEY VALUE      set integer key KEY (u32) to VALUE (added when absent)
+  gguf_edit.py set-str IN OUT KEY VALUE      set string key KEY to VALUE (added when absent)
+  gguf_edit.py rename-tensor IN OUT OLD NEW  copy IN to OUT with tensor OLD named NEW (its data as it is)
 """
 import struct
 import sys
@@ -74,14 +76,18 @@ def kv_bytes(key, t, value):
     return out + struct.pack(FMT[t], value)
 
 
-def rewrite(src, dst, edit):
-    """Writes DST with metadata edit(kvs) -> kvs; tensor infos and data re-aligned as before."""
+def rewrite(src, dst, edit, rename=None):
+    """Writes DST with metadata edit(kvs) -> kvs and tensor names rename(name) -> name; tensor
+    infos and data re-aligned as before."""
     data = open(src, "rb").read()
     version, header_end, kvs, infos_end, tensors, data_start = parse(data)
     kvs = edit(kvs)
-    # The tensor infos as they were (their offsets are relative to the data start).
-    first_info = header_end + sum(len(raw) for *_, raw in parse(data)[2])
-    infos = data[first_info:infos_end]
+    # The tensor infos (their offsets are relative to the data start), renamed.
+    infos = b""
+    for name, (dims, ggml_type, offset) in tensors.items():
+        name = (rename or (lambda n: n))(name).encode()
+        infos += struct.pack("<Q", len(name)) + name + struct.pack("<I", len(dims))
+        infos += b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", ggml_type, offset)
     meta = b"".join(kv_bytes(k, t, v) for k, t, v, _ in kvs)
     head = struct.pack("<IIQQ", 0x46554747, version, len(tensors), len(kvs)) + meta + infos
     align = next((v for k, t, v, _ in kvs if k == "general.alignment"), 32)
@@ -122,6 +128,12 @@ def main(argv):
             out = [kv for kv in kvs if kv[0] != key]
             return out + [(key, 4, value, b"")]
         rewrite(argv[2], argv[3], edit)
+    elif cmd == "set-str":
+        key, value = argv[4], argv[5].encode()
+        rewrite(argv[2], argv[3], lambda kvs: [kv for kv in kvs if kv[0] != key] + [(key, 8, value, b"")])
+    elif cmd == "rename-tensor":
+        old, new = argv[4], argv[5]
+        rewrite(argv[2], argv[3], lambda kvs: kvs, lambda name: new if name == old else name)
     else:
         sys.exit(__doc__)
 

@@ -418,6 +418,28 @@ TEST(GgufModel, BpeTokenizerFromTheFile) {
   }
 }
 
+// Kimi-K2 (DeepSeek-V3's layers under model_type kimi_k2): its GGUF file names its tokenizer's
+// pre-tokenizer kimi-k2, as the converter does, and that name reads the file back as kimi_k2 (served
+// with its own chat template); the family's own checkpoint keeps deepseek-v3.
+TEST(GgufModel, AnAliasIsKnownByItsTokenizer) {
+  TempDir tmp;
+  for (const std::string alias : {"kimi_k2", ""}) {
+    MoeConfig c = loadable_config("deepseek_v3");
+    c.model_alias = alias;
+    c.vocab_size = 262;
+    c.tokenizer = "";
+    const std::string dir = make_model(tmp, c, "k" + alias);
+    testing::write_small_bpe_tokenizer(dir, nlohmann::json::array({testing::added_token(258, "<|im_end|>", true)}));
+    const std::string gguf = export_model(dir, tmp / ("k" + alias + ".gguf"), LlamaFileType::kAllF32, false);
+    EXPECT_EQ(GgufFile::open(gguf).get_string("tokenizer.ggml.pre"), alias.empty() ? "deepseek-v3" : "kimi-k2");
+    const MoeConfig back = load_config(gguf);
+    EXPECT_EQ(back.model_type, "deepseek_v3");
+    EXPECT_EQ(back.model_alias, alias);
+    EXPECT_EQ(default_chat_template(back.declared_model_type()), alias.empty() ? "deepseek3" : "kimi-k2");
+    EXPECT_NO_THROW(load_tokenizer(gguf, "", 262));  // a pre-tokenizer ferry builds
+  }
+}
+
 // A SentencePiece tokenizer.model (trained here by SentencePiece itself, BPE with byte fallback and
 // whitespace-only pieces, as Llama's and Mixtral's) converted into a GGUF file: the tokenizer built
 // from the file's pieces, scores and types encodes and decodes as SentencePiece does.

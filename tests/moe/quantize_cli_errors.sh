@@ -12,7 +12,20 @@ small=("${shape[@]}" --intermediate 64)
 "$ferry" moe make-tiny --out "$tmp/m48" "${shape[@]}" --intermediate 48 >/dev/null || { echo "FAIL: make-tiny 48"; exit 1; }
 "$ferry" moe make-tiny --out "$tmp/q2" --family qwen2_moe --shared-expert 32 "${small[@]}" >/dev/null \
   || { echo "FAIL: make-tiny qwen2_moe"; exit 1; }
+# DeepSeek-V3 and GLM-4.5 checkpoints whose expert groups come from their config class's defaults
+# (n_group, topk_group absent): the converter writes only the keys config.json has, so the file
+# would route without groups, or hold a group count without the used count llama.cpp asserts.
+"$ferry" moe make-tiny --out "$tmp/ds" --family deepseek_v3 --layers 2 --hidden 64 --heads 4 --head-dim 16 --experts 16 \
+  --intermediate 64 >/dev/null \
+  || { echo "FAIL: make-tiny deepseek_v3"; exit 1; }
+"$ferry" moe make-tiny --out "$tmp/glm" --family glm4_moe "${small[@]}" >/dev/null || { echo "FAIL: make-tiny glm4_moe"; exit 1; }
+drop_config_key() { /usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); del c[sys.argv[2]]; json.dump(c, open(sys.argv[1], "w"))' "$1/config.json" "$2"; }
+drop_config_key "$tmp/ds" n_group     # DeepseekV3Config's 8 groups (of 2)
+drop_config_key "$tmp/glm" topk_group  # make-tiny's 2 groups, Glm4MoeConfig's 1 group used
 expect_error() { expect_cli_error "$1" "$ferry" moe quantize "${@:2}"; }  # "<substring>" args...
+expect_error "config n_group: absent, so 8 groups" --model "$tmp/ds" --out "$tmp/x.gguf"
+expect_error "config topk_group: absent, so 2 groups" --model "$tmp/glm" --out "$tmp/x.gguf"
 expect_error "'$tmp/none' is not a directory" --model "$tmp/none" --out "$tmp/x.gguf"
 expect_error "--type 'Q5_K_M': expected one of F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q4_K_M, Q6_K" \
   --model "$tmp/m" --out "$tmp/x.gguf" --type Q5_K_M

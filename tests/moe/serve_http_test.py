@@ -12,7 +12,9 @@ while the server keeps answering /health; the API key; a full queue answers 429;
 disconnects mid-stream frees its slot; SIGTERM drains and exits 0. llama.cpp's server fields:
 /tokenize and /detokenize round-trip; min_p, repeat_penalty, logit_bias take effect; the prefix
 cache (cache_prompt) answers as an uncached run does and says what it reused (usage, timings,
-/metrics); every new field is refused by name when malformed.
+/metrics); every new field is refused by name when malformed. DeepSeek-V3 and GLM-4.5 GGUF files
+streamed from disk, and a Kimi-K2 directory: the family's chat template by default, greedy answers
+equal to `ferry moe generate`'s and the same batched with another request.
 """
 import http.client
 import json
@@ -44,9 +46,9 @@ def model(tmp_path_factory):
 
 class Server:
     def __init__(self, model, *args):
-        defaults = [] if "--compute" in args else ["--compute", "none"]
-        cmd = [FERRY, "moe", "serve", "--model", model, "--port", "0", "--link", "2GBps,5us", *defaults,
-               "--calibration", "", "--threads", "1", *args]
+        defaults = ([] if "--compute" in args else ["--compute", "none"]) + ([] if "--link" in args else ["--link", "2GBps,5us"])
+        cmd = [FERRY, "moe", "serve", "--model", model, "--port", "0", *defaults, "--calibration", "", "--threads", "1",
+               *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 120
         self.port = None
@@ -135,6 +137,21 @@ PROMPTS = ["def parse_args(argv):\n", "import os\nimport sys\n", "class Node:\n 
            "# A comment about things\n", "for k, v in d.items():", "while True:\n    line = f.read", "return {'a': 1,"]
 
 
+def post_together(server, path, bodies):
+    """The (status, response) of each body, all sent at once from their own threads."""
+    answers = [None] * len(bodies)
+
+    def send(i):
+        answers[i] = server.post(path, bodies[i])
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answers
+
+
 def chat_tokens(resp):
     """The generated tokens as (bytes, logprob, top two (bytes, logprob)) from a chat response."""
     content = resp["choices"][0]["logprobs"]["content"]
@@ -173,16 +190,7 @@ def test_concurrent_greedy_equals_one_at_a_time(server_factory):
     assert alone_srv.stop() == 0
     batched_srv = server_factory("--policy", "prescope", "--device-mem", "25%", "--max-batch", "8",
                                  "--prefill-chunk", "7")
-    together = [None] * len(reqs)
-
-    def send(i):
-        together[i] = batched_srv.post("/v1/chat/completions", reqs[i])
-
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(reqs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    together = post_together(batched_srv, "/v1/chat/completions", reqs)
     # The requests really shared steps: more sequences than one per step on average.
     _, text = batched_srv.request("GET", "/metrics")
     steps = float(re.search(r"^ferry_batch_size_count (\S+)$", text, re.M).group(1))
@@ -569,3 +577,73 @@ def test_deep_nesting_and_chunked_bodies_are_refused_before_they_cost(server_fac
     assert s.healthy()
     assert s.post("/v1/completions", {"prompt": "ok", "max_tokens": 2})[0] == 200
     assert s.stop() == 0
+
+
+# The families whose layers are not Mixtral's, with make-tiny's shapes of them (heads 64 wide: MLA's
+# rows whole Q8_0 blocks): DeepSeek-V3 (latent
+# attention with the q bottleneck, two groups of experts, a shared expert, a dense first layer) and
+# GLM-4.5 as Q8_0 GGUF files whose experts stream from disk (--link file), and Kimi-K2 (DeepSeek-V3's
+# layers under model_type kimi_k2) as a directory. Each with the chat template it is served with by
+# default and one user message as that template renders it (serve_test.cc checks the templates).
+FAMILY_SHAPE = ["--layers", "3", "--experts", "8", "--top-k", "2", "--hidden", "64", "--intermediate", "64", "--heads",
+                "4", "--kv-heads", "2", "--head-dim", "64", "--dense-layers", "0", "--max-pos", str(MAX_POS), "--seed", "5"]
+RENDERED = {"deepseek3": "<\uff5cUser\uff5c>{}<\uff5cAssistant\uff5c>", "chatglm4": "[gMASK]<sop><|user|>\n{}<|assistant|>\n",
+            "kimi-k2": "<|im_user|>user<|im_middle|>{}<|im_end|><|im_assistant|>assistant<|im_middle|>"}
+
+
+@pytest.fixture(scope="module")
+def family_models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("families")
+
+    def make(name, family, *extra):
+        out = str(d / name)
+        subprocess.run([FERRY, "moe", "make-tiny", "--out", out, "--family", family, *FAMILY_SHAPE, *extra], check=True,
+                       capture_output=True)
+        return out
+
+    kimi = make("kimi", "deepseek_v3", "--q-lora-rank", "32")
+    with open(kimi + "/config.json") as f:
+        config = json.load(f)
+    config["model_type"] = "kimi_k2"
+    with open(kimi + "/config.json", "w") as f:
+        json.dump(config, f)
+    return {"deepseek_v3": (make("ds.gguf", "deepseek_v3", "--gguf", "Q8_0", "--q-lora-rank", "32"), "deepseek3", "file"),
+            "glm4_moe": (make("glm.gguf", "glm4_moe", "--gguf", "Q8_0"), "chatglm4", "file"),
+            "kimi_k2": (kimi, "kimi-k2", "2GBps,5us")}
+
+
+@pytest.mark.parametrize("name", ["deepseek_v3", "glm4_moe", "kimi_k2"])
+def test_family_answers_equal_generate_and_do_not_depend_on_batching(family_models, name):
+    # Greedy answers of two requests served one at a time under an offloading budget, then together
+    # in one batch: the same tokens, and those `ferry moe generate` gives for the rendered prompt
+    # (one byte per token: byte vocabulary), but at a near tie (see the top).
+    model, template, link = family_models[name]
+    prompts = ["def f(x):", "import os"]
+    reqs = [{"messages": [{"role": "user", "content": p}], "max_tokens": 8, "temperature": 0, "ignore_eos": True,
+             "logprobs": True, "top_logprobs": 2} for p in prompts]
+    s = Server(model, "--policy", "lru", "--device-mem", "50%", "--link", link, "--max-batch", "2")
+    try:
+        assert f"chat template {template}," in "".join(s.banner), s.banner
+        alone = [s.post("/v1/chat/completions", r) for r in reqs]
+        together = post_together(s, "/v1/chat/completions", reqs)
+        assert s.stop() == 0
+    finally:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait()
+    for i, prompt in enumerate(prompts):
+        assert alone[i][0] == 200 and together[i][0] == 200, (alone[i], together[i])
+        greedy_tokens_equal(alone[i][1], together[i][1], f"{name} request {i} alone vs batched")
+        rendered = RENDERED[template].format(prompt)
+        g = subprocess.run([FERRY, "moe", "generate", "--model", model, "--prompt", rendered, "--tokens", "8",
+                            "--temperature", "0", "--policy", "lru", "--device-mem", "100%"], capture_output=True)
+        assert g.returncode == 0, g.stderr
+        generated = g.stdout[len(rendered.encode()):-1]  # the prompt, the new bytes, a newline
+        served = chat_tokens(alone[i][1])
+        assert len(generated) == len(served) == 8, (generated, served)
+        for d, (x, b) in enumerate(zip(served, generated)):
+            if x[0] != bytes([b]):
+                top = x[2]
+                assert len(top) == 2 and top[0][1] - top[1][1] <= NEAR_TIE and bytes([b]) in (top[0][0], top[1][0]), (
+                    f"{name} request {i} differs from ferry moe generate at token {d} without a near tie: {x} vs {b}")
+                break

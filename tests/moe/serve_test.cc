@@ -202,6 +202,26 @@ TEST(ChatTemplates, RenderAsTheFamiliesPublishThem) {
   EXPECT_EQ(chat_template("tulu").render({{"user", "Hi"}, {"assistant", "Yo"}, {"user", "Q"}}),
             "<|endoftext|><|user|>\nHi\n<|assistant|>\nYo<|endoftext|>\n<|user|>\nQ\n<|assistant|>\n");
   EXPECT_EQ(chat_template("deepseek").render({{"user", "Hi"}}), "User: Hi\n\nAssistant:");
+  // DeepSeek-V3's, GLM-4.5's and Kimi-K2's as llama.cpp's deepseek3, chatglm4 and kimi-k2 write them.
+  const std::string bar = "\xef\xbd\x9c";  // the full-width bar of DeepSeek's special tokens
+  EXPECT_EQ(chat_template("deepseek3").render(conv), "Be brief.\n\n<" + bar + "User" + bar + ">Hi<" + bar + "Assistant" +
+                                                         bar + ">Hello<" + bar + "end\xe2\x96\x81of\xe2\x96\x81sentence" +
+                                                         bar + "><" + bar + "User" + bar + ">2+2?<" + bar + "Assistant" + bar + ">");
+  EXPECT_TRUE(chat_template("deepseek3").adds_bos);
+  EXPECT_EQ(chat_template("chatglm4").render(conv),
+            "[gMASK]<sop><|system|>\nBe brief.<|user|>\nHi<|assistant|>\nHello<|user|>\n2+2?<|assistant|>\n");
+  EXPECT_EQ(chat_template("kimi-k2").render(conv),
+            "<|im_system|>system<|im_middle|>Be brief.<|im_end|><|im_user|>user<|im_middle|>Hi<|im_end|>"
+            "<|im_assistant|>assistant<|im_middle|>Hello<|im_end|><|im_user|>user<|im_middle|>2+2?<|im_end|>"
+            "<|im_assistant|>assistant<|im_middle|>");
+  EXPECT_EQ(chat_template("kimi-k2").render({{"tool", "42"}}),
+            "<|im_system|>tool<|im_middle|>42<|im_end|><|im_assistant|>assistant<|im_middle|>");
+  EXPECT_FALSE(chat_template("kimi-k2").adds_bos);
+  // A family's default, and an alias's own where it has one (Kimi-K2 reads as deepseek_v3).
+  EXPECT_EQ(default_chat_template("deepseek_v3"), "deepseek3");
+  EXPECT_EQ(default_chat_template("deepseek_v2"), "deepseek3");
+  EXPECT_EQ(default_chat_template("kimi_k2"), "kimi-k2");
+  EXPECT_EQ(default_chat_template("glm4_moe"), "chatglm4");
   EXPECT_EQ(default_chat_template("mixtral"), "mistral");
   EXPECT_EQ(default_chat_template("qwen3_moe"), "chatml");
   EXPECT_EQ(default_chat_template("olmoe"), "tulu");

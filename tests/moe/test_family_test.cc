@@ -104,12 +104,16 @@ TEST(TestFamily, UnknownAndTakenNamesAreRefused) {
   EXPECT_THROW(register_model_family(toy_family()), InvalidArgument);
   ModelFamily alias_taken = toy_family();
   alias_taken.name = "test_other";
-  alias_taken.aliases = {"ferry_tiny"};
+  alias_taken.aliases = {{"ferry_tiny"}};
   EXPECT_THROW(register_model_family(alias_taken), InvalidArgument);
   ModelFamily unknown_template = toy_family();
   unknown_template.name = "test_unknown_template";
   unknown_template.chat_template = "no_such_template";  // a family names a registered chat template
   EXPECT_THROW(register_model_family(unknown_template), InvalidArgument);
+  unknown_template.aliases = {{"test_alias", "no_such_template"}};  // so does an alias with its own
+  unknown_template.chat_template = "none";
+  EXPECT_THROW(register_model_family(unknown_template), InvalidArgument);
+  EXPECT_EQ(find_family("test_alias"), nullptr);
   MoeConfig c = testing::tiny_config();
   c.model_type = "ferry_tiny";  // make-tiny writes families, not aliases
   EXPECT_THROW(prepare_tiny_config(c), InvalidArgument);

@@ -380,8 +380,14 @@ TEST(GgufPreTokenizer, EntriesSplitAsTheirRegexes) {
   EXPECT_EQ(split("glm4", "it's 12345 ok"), (V{"it", "'s", " ", "123", "45", " ok"}));
   EXPECT_EQ(split("deepseek-v3", "it's 12345 ok"), (V{"it", "'s", " ", "123", "45", " ok"}));
   EXPECT_EQ(split("deepseek-v3", "(x)y"), (V{"(x", ")y"}));  // punctuation opens a word after it
+  // Kimi-K2's: a word keeps its contraction, CamelCase splits at the case change, an all-caps word
+  // stays whole, Han runs stand apart from the letters after them (kana are not Han), digits by three.
+  EXPECT_EQ(split("kimi-k2", "it's HelloWorld HELLO 12345 \xe4\xbd\xa0\xe5\xa5\xbdworld"),
+            (V{"it's", " Hello", "World", " HELLO", " ", "123", "45", " ", "\xe4\xbd\xa0\xe5\xa5\xbd", "world"}));
+  EXPECT_EQ(split("kimi-k2", "\xe6\x97\xa5\xe6\x9c\xac\xe3\x83\x86\xe3\x82\xad (x)y\n\n z"),
+            (V{"\xe6\x97\xa5\xe6\x9c\xac", "\xe3\x83\x86\xe3\x82\xad", " (", "x", ")y", "\n\n", " z"}));
   EXPECT_EQ(find_gguf_pre_tokenizer("deepseek-llm"), nullptr);
-  EXPECT_EQ(gguf_pre_tokenizer_names(), (V{"deepseek-v3", "default", "glm4", "gpt2", "olmo", "qwen2"}));
+  EXPECT_EQ(gguf_pre_tokenizer_names(), (V{"deepseek-v3", "default", "glm4", "gpt2", "kimi-k2", "olmo", "qwen2"}));
 }
 
 TEST(BpeTokenizer, MalformedFilesGiveOneFormatErrorNamingTheProblem) {

@@ -200,6 +200,7 @@ MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin) {
     FERRY_THROW(FormatError, "config '", origin, "': model_type '", model_type, "' is not supported (", known, ")");
   }
   c.model_type = family->name;  // an alias reads as its family
+  if (model_type != family->name) c.model_alias = model_type;
   refuse_unimplemented(j, *family, origin);
   c.vocab_size = config_require_int(j, "vocab_size", origin);
   c.hidden_size = config_require_int(j, "hidden_size", origin);
@@ -257,7 +258,7 @@ MoeConfig load_config(const std::string& dir_or_file) {
 nlohmann::json config_to_json(const MoeConfig& c) {
   const ModelFamily& family = family_of(c.model_type);
   nlohmann::json j = {{"architectures", {family.hf_architecture}},
-                      {"model_type", family.name},
+                      {"model_type", c.declared_model_type()},
                       {"vocab_size", c.vocab_size},
                       {"hidden_size", c.hidden_size},
                       {"intermediate_size", c.intermediate_size},

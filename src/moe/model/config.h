@@ -25,6 +25,8 @@ struct RopeScaling {
 struct MoeConfig {
   std::string model_type = "mixtral";  // the family (moe/model/family.h; also the default of a
                                        // config.json without model_type)
+  std::string model_alias = "";        // config.json's model_type where it names an alias of the
+                                       // family (kimi_k2 of deepseek_v3), written back; "" = none
   int vocab_size = 256;                // tokens in the embedding / LM head
   int hidden_size = 64;                // model width H
   int intermediate_size = 128;         // expert FFN width I (qwen2_moe: moe_intermediate_size)
@@ -74,6 +76,8 @@ struct MoeConfig {
                                        // decoder layer (num_nextn_predict_layers): not run for logits
   std::string tokenizer = "";          // "byte" for ferry's tiny models; "" = tokenizer.model
 
+  // config.json's model_type: the alias, else the family (its chat template, its GGUF tokenizer).
+  const std::string& declared_model_type() const { return model_alias.empty() ? model_type : model_alias; }
   // The dims of each q/k head the rotary embedding turns (the first ones; MLA: the last ones).
   int rotary_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   bool mla() const { return kv_lora_rank > 0; }

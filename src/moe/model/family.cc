@@ -36,12 +36,19 @@ std::string family_list(Keep keep, const char* last) {
   return out;
 }
 
+// The alias `model_type` of `family`; nullptr when it is not one.
+const FamilyAlias* find_alias(const ModelFamily& family, const std::string& model_type) {
+  for (const FamilyAlias& a : family.aliases)
+    if (a.model_type == model_type) return &a;
+  return nullptr;
+}
+
 // find_family() without registering the built-in families first (register_builtin_families()
 // itself registers through here).
 const ModelFamily* find_registered(const std::string& model_type) {
   if (const ModelFamily* f = registry().find(model_type)) return f;
   for (const ModelFamily& f : registry().entries())
-    if (std::find(f.aliases.begin(), f.aliases.end(), model_type) != f.aliases.end()) return &f;
+    if (find_alias(f, model_type) != nullptr) return &f;
   return nullptr;
 }
 
@@ -49,12 +56,18 @@ const ModelFamily* find_registered(const std::string& model_type) {
 
 void register_model_family(ModelFamily family) {
   FERRY_REQUIRE(family.read && family.write, "model family '", family.name, "' needs read and write");
-  for (const std::string& alias : family.aliases)
-    FERRY_REQUIRE(find_registered(alias) == nullptr, "model family '", family.name, "': alias '", alias, "' is taken");
-  FERRY_REQUIRE(find_registered(family.name) == nullptr, "model family '", family.name, "' registered twice");
   const std::vector<std::string> templates = chat_template_names();
-  FERRY_REQUIRE(std::find(templates.begin(), templates.end(), family.chat_template) != templates.end(),
-                "model family '", family.name, "': unknown chat template '", family.chat_template, "'");
+  auto require_template = [&](const std::string& name, const std::string& owner) {
+    FERRY_REQUIRE(std::find(templates.begin(), templates.end(), name) != templates.end(), "model family '",
+                  family.name, "'", owner, ": unknown chat template '", name, "'");
+  };
+  for (const FamilyAlias& alias : family.aliases) {
+    FERRY_REQUIRE(find_registered(alias.model_type) == nullptr, "model family '", family.name, "': alias '",
+                  alias.model_type, "' is taken");
+    if (!alias.chat_template.empty()) require_template(alias.chat_template, " (alias '" + alias.model_type + "')");
+  }
+  FERRY_REQUIRE(find_registered(family.name) == nullptr, "model family '", family.name, "' registered twice");
+  require_template(family.chat_template, "");
   registry().add(std::move(family));
 }
 
@@ -80,7 +93,21 @@ const ModelFamily& family_of(const std::string& model_type) {
 
 std::string default_chat_template(const std::string& model_type) {
   const ModelFamily* family = find_family(model_type);
-  return family != nullptr ? family->chat_template : "none";
+  if (family == nullptr) return "none";
+  const FamilyAlias* alias = find_alias(*family, model_type);
+  return alias != nullptr && !alias->chat_template.empty() ? alias->chat_template : family->chat_template;
+}
+
+std::string gguf_tokenizer_pre_of(const std::string& model_type) {
+  const ModelFamily& family = family_of(model_type);
+  const FamilyAlias* alias = find_alias(family, model_type);
+  return alias != nullptr && !alias->gguf_tokenizer_pre.empty() ? alias->gguf_tokenizer_pre : family.gguf_tokenizer_pre;
+}
+
+std::string gguf_model_type(const ModelFamily& family, const std::string& tokenizer_pre) {
+  for (const FamilyAlias& a : family.aliases)
+    if (!a.gguf_tokenizer_pre.empty() && a.gguf_tokenizer_pre == tokenizer_pre) return a.model_type;
+  return family.name;
 }
 
 const ModelFamily* find_family_by_gguf_architecture(const std::string& arch) {

@@ -31,10 +31,20 @@ struct FamilyDefaults {
   bool norm_topk_prob = false;  // also what make-tiny writes
 };
 
+// Another model_type read as a family (Kimi-K2's kimi_k2 as deepseek_v3): the same config keys,
+// tensors and arithmetic; what differs is here.
+struct FamilyAlias {
+  std::string model_type;
+  std::string chat_template = {};       // `ferry moe serve`'s default; "" = the family's
+  // tokenizer.ggml.pre of its GGUF files (the converter names its tokenizer so), which also tells a
+  // GGUF file of the alias from one of the family; "" = the family's
+  std::string gguf_tokenizer_pre = {};
+};
+
 struct ModelFamily {
   std::string name;                         // HF's model_type, e.g. "qwen2_moe"
   std::string summary;                      // one line: the model and the HF modeling code it follows
-  std::vector<std::string> aliases = {};    // other model_types read as this family
+  std::vector<FamilyAlias> aliases = {};    // other model_types read as this family
   std::string hf_architecture = {};         // config.json's "architectures" as ferry writes it
   FamilyDefaults defaults = {};
   // config.json keys this family accepts besides the common ones (config.cc): those read() reads and
@@ -44,7 +54,8 @@ struct ModelFamily {
   std::string chat_template = "none";       // `ferry moe serve`'s default (moe/tokenizer/chat_template.h)
   bool has_shared_expert = false;           // make-tiny's --shared-expert applies
   bool has_dense_layers = false;            // make-tiny's --dense-layers applies
-  bool has_mla = false;                     // make-tiny's --kv-lora-rank, --q-lora-rank and --v-head-dim apply
+  bool has_mla = false;                     // latent attention: make-tiny's --kv-lora-rank, --q-lora-rank and
+                                            // --v-head-dim apply; a GGUF file's key_length/value_length are the latent's
   bool has_partial_rotary = false;          // make-tiny's --rope-dim applies
   bool has_expert_groups = false;           // make-tiny's --expert-groups and --groups-used apply
   // Reads the family's own keys into `config`, whose common fields are already read: expert count
@@ -91,8 +102,15 @@ void register_builtin_families();
 const ModelFamily* find_family(const std::string& model_type);
 // As find_family(); InvalidArgument "unknown model family 'X' (known: ...)" for an unknown one.
 const ModelFamily& family_of(const std::string& model_type);
-// The chat template a model_type is served with by default (its family's; "none" for an unknown one).
+// The chat template a model_type is served with by default (an alias's own, else its family's;
+// "none" for an unknown one).
 std::string default_chat_template(const std::string& model_type);
+// tokenizer.ggml.pre of a GGUF file of model_type's byte-level BPE tokenizer (an alias's own, else
+// its family's). InvalidArgument for an unknown model_type.
+std::string gguf_tokenizer_pre_of(const std::string& model_type);
+// The model_type of a GGUF file of `family` whose tokenizer.ggml.pre is `tokenizer_pre`: the alias
+// that names its tokenizer so, else the family.
+std::string gguf_model_type(const ModelFamily& family, const std::string& tokenizer_pre);
 // The family whose GGUF files have general.architecture `arch`; nullptr for none.
 const ModelFamily* find_family_by_gguf_architecture(const std::string& arch);
 // Every family's GGUF architecture, "a, b, c" (error messages).

@@ -114,7 +114,7 @@ ModelFamily deepseek_family() {
   f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
     r.take_equal("rope.dimension_count", gguf_hf_head_dim(j), "rotary embedding of whole heads");
     if (r.take_string("rope.scaling.type", "none") != "none") r.refuse("rope.scaling.type", "implemented: none");
-    r.take_int("leading_dense_block_count", j, "first_k_dense_replace");
+    r.take_leading_dense(j);
     r.take_equal("vocab_size", j["vocab_size"].get<std::int64_t>(), "the rows of token_embd");
     r.take_int("expert_feed_forward_length", j, "moe_intermediate_size");
     if (const quant::GgufValue* scale = r.take("expert_weights_scale"))

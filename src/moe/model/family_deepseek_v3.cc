@@ -99,7 +99,8 @@ ModelFamily deepseek_v3_family() {
   ModelFamily f;
   f.name = "deepseek_v3";
   f.summary = "DeepSeek-V2/V2-Lite/V3/R1, Kimi-K2 (DeepseekV2/V3ForCausalLM): multi-head latent attention";
-  f.aliases = {"deepseek_v2", "kimi_k2"};
+  // Kimi-K2 is served with its own template, and its tokenizer (tiktoken's, converted) carries its own regex.
+  f.aliases = {{"deepseek_v2"}, {"kimi_k2", "kimi-k2", "kimi-k2"}};
   f.hf_architecture = "DeepseekV3ForCausalLM";
   f.defaults = {.rms_norm_eps = 1e-6, .rope_theta = 1e4, .max_position_embeddings = 4096, .norm_topk_prob = true};
   f.config_keys = {"n_routed_experts", "n_shared_experts",  "moe_intermediate_size", "first_k_dense_replace",
@@ -109,7 +110,7 @@ ModelFamily deepseek_v3_family() {
                    "attention_bias",   "ep_size",           "aux_loss_alpha",        "seq_aux",
                    "pretraining_tp"};
   f.tensors.shared_expert = "shared_experts.";
-  f.chat_template = "deepseek3";  // Kimi-K2's own template differs: --chat-template
+  f.chat_template = "deepseek3";
   f.has_shared_expert = true;
   f.has_dense_layers = true;
   f.has_mla = true;
@@ -145,8 +146,7 @@ ModelFamily deepseek_v3_family() {
   f.gguf_tokenizer_pre = "deepseek-v3";
   f.gguf_metadata = [](const MoeConfig& c, const nlohmann::json& j, GgufKeys& k) {
     k.set_u32(k.arch("attention.head_count_kv"), 1);
-    if (config_has(j, "n_group")) k.set_u32(k.arch("expert_group_count"), c.n_group);
-    if (config_has(j, "topk_group")) k.set_u32(k.arch("expert_group_used_count"), c.topk_group);
+    gguf_set_expert_groups(c, j, k);
     k.set_u32(k.arch("expert_gating_func"), c.scoring_func == "sigmoid" ? kGgufGatingSigmoid : kGgufGatingSoftmax);
     k.set_u32(k.arch("leading_dense_block_count"), static_cast<std::int64_t>(c.dense_layers.size()));
     k.set_u32(k.arch("vocab_size"), c.vocab_size);
@@ -172,20 +172,19 @@ ModelFamily deepseek_v3_family() {
     }
   };
   f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
-    // llama.cpp's defaults where DeepseekV3Config's differ: no dense lead, no groups.
-    j["first_k_dense_replace"] = 0;
-    j["n_group"] = 1;
-    j["topk_group"] = 1;
-    r.take_int("leading_dense_block_count", j, "first_k_dense_replace");
+    // Absent keys take llama.cpp's defaults where DeepseekV3Config's differ: no dense lead (here), no
+    // groups (take_expert_groups below).
+    r.take_nextn_layers(j);
+    r.take_leading_dense(j);
     j["moe_layer_freq"] = 1;
     r.take_equal("vocab_size", j["vocab_size"].get<std::int64_t>(), "the rows of token_embd");
     r.take_int("attention.q_lora_rank", j, "q_lora_rank");
     r.take_int("attention.kv_lora_rank", j, "kv_lora_rank", /*required=*/true);
     const quant::GgufValue* k_mla = r.take("attention.key_length_mla");
     const quant::GgufValue* v_mla = r.take("attention.value_length_mla");
-    if (k_mla == nullptr || v_mla == nullptr || !k_mla->is_integer() || !v_mla->is_integer())
-      r.refuse("attention.key_length_mla", "a file without the MLA head sizes (an older conversion with attn_kv_b) "
-                                          "is not read: convert it again");
+    for (const auto& [key, v] : {std::pair{"attention.key_length_mla", k_mla}, std::pair{"attention.value_length_mla", v_mla}})
+      if (v == nullptr || !v->is_integer() || v->i <= 0)
+        r.refuse(key, "a file without the MLA head sizes (an older conversion with attn_kv_b) is not read: convert it again");
     const quant::GgufValue* rope = r.take("rope.dimension_count");
     if (rope == nullptr || !rope->is_integer() || rope->i <= 0 || rope->i >= k_mla->i)
       r.refuse("rope.dimension_count", "must be at least 1 and less than attention.key_length_mla");
@@ -196,20 +195,18 @@ ModelFamily deepseek_v3_family() {
     r.take_equal("attention.key_length", kv_lora + rope->i, "the latent and the rotary key (kv_lora_rank + rope)");
     r.take_equal("attention.value_length", kv_lora, "the latent (kv_lora_rank)");
     j["num_key_value_heads"] = j["num_attention_heads"];  // the file's 1: the latent's single head
-    r.take_int("expert_feed_forward_length", j, "moe_intermediate_size");
+    r.take_int("expert_feed_forward_length", j, "moe_intermediate_size", /*required=*/true);
     r.take_int("expert_count", j, "n_routed_experts", /*required=*/true);
-    r.take_int("expert_shared_count", j, "n_shared_experts");
+    r.take_int("expert_shared_count", j, "n_shared_experts", /*required=*/true);  // llama.cpp requires it
     j["routed_scaling_factor"] = 1.0;  // llama.cpp scales only when the key is there
     r.take_number("expert_weights_scale", j, "routed_scaling_factor");
-    const quant::GgufValue* norm = r.take("expert_weights_norm");
-    j["norm_topk_prob"] = norm != nullptr && norm->b;
+    r.take_bool("expert_weights_norm", j, "norm_topk_prob", false);
     const quant::GgufValue* gating = r.take("expert_gating_func");
     if (gating != nullptr && (!gating->is_integer() || (gating->i != kGgufGatingSoftmax && gating->i != kGgufGatingSigmoid)))
       r.refuse("expert_gating_func", "implemented: softmax (1), sigmoid (2)");
     j["scoring_func"] = gating != nullptr && gating->i == kGgufGatingSigmoid ? "sigmoid" : "softmax";  // absent: softmax
-    r.take_int("expert_group_count", j, "n_group");
-    r.take_int("expert_group_used_count", j, "topk_group");
-    const std::int64_t first_moe = j.value("first_k_dense_replace", std::int64_t{0});
+    r.take_expert_groups(j);
+    const std::int64_t first_moe = j["first_k_dense_replace"].get<std::int64_t>();
     const bool bias = r.has_tensor("blk." + std::to_string(first_moe) + ".exp_probs_b.bias");
     if (!bias && j.value("n_group", 1) > 1)
       r.refuse("expert_group_count", "llama.cpp scores groups by their two best scores and DeepSeek-V2 by the best; "
@@ -230,7 +227,6 @@ ModelFamily deepseek_v3_family() {
     } else if (scaling != "none") {
       r.refuse("rope.scaling.type", "implemented: none, yarn");
     }
-    r.take_nextn_layers(j);
   };
   f.gguf_check = [](const MoeConfig& c) {
     const RopeScaling& s = c.rope_scaling;

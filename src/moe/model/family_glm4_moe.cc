@@ -103,8 +103,7 @@ ModelFamily glm4_moe_family() {
   f.gguf_tokenizer_pre = "glm4";
   f.gguf_metadata = [](const MoeConfig& c, const nlohmann::json& j, GgufKeys& k) {
     k.set_u32(k.arch("expert_count"), c.num_experts);
-    if (config_has(j, "n_group")) k.set_u32(k.arch("expert_group_count"), c.n_group);
-    if (config_has(j, "topk_group")) k.set_u32(k.arch("expert_group_used_count"), c.topk_group);
+    gguf_set_expert_groups(c, j, k);
     k.set_u32(k.arch("rope.dimension_count"), c.rotary_dims());
     k.set_u32(k.arch("expert_feed_forward_length"), c.intermediate_size);
     k.set_u32(k.arch("expert_shared_count"), c.shared_expert_intermediate_size / c.intermediate_size);
@@ -114,24 +113,24 @@ ModelFamily glm4_moe_family() {
     if (config_has(j, "norm_topk_prob")) k.set_bool(k.arch("expert_weights_norm"), c.norm_topk_prob);
   };
   f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
+    r.take_nextn_layers(j);
     r.take_int("expert_count", j, "n_routed_experts", /*required=*/true);
-    r.take_int("expert_group_count", j, "n_group");
-    r.take_int("expert_group_used_count", j, "topk_group");
+    r.take_expert_groups(j);
+    // The converter always writes the rotary dims; without them llama.cpp would rotate whole heads
+    // and HF half of each (partial_rotary_factor's default): refused rather than guessed.
     const int head_dim = gguf_hf_head_dim(j);
-    if (const quant::GgufValue* rot = r.take("rope.dimension_count")) {
-      if (!rot->is_integer() || rot->i <= 0 || rot->i > head_dim) r.refuse("rope.dimension_count", "must be in 1..head_dim");
-      j["partial_rotary_factor"] = static_cast<double>(rot->i) / head_dim;
-    }
-    r.take_int("expert_feed_forward_length", j, "moe_intermediate_size");
-    r.take_int("expert_shared_count", j, "n_shared_experts");
-    r.take_int("leading_dense_block_count", j, "first_k_dense_replace");
+    const quant::GgufValue* rot = r.take("rope.dimension_count");
+    if (rot == nullptr || !rot->is_integer() || rot->i <= 0 || rot->i > head_dim || rot->i % 2 != 0)
+      r.refuse("rope.dimension_count", "must be even and in 2..head_dim (" + std::to_string(head_dim) + ")");
+    j["partial_rotary_factor"] = static_cast<double>(rot->i) / head_dim;
+    r.take_int("expert_feed_forward_length", j, "moe_intermediate_size", /*required=*/true);
+    r.take_int("expert_shared_count", j, "n_shared_experts", /*required=*/true);  // llama.cpp requires it
+    r.take_leading_dense(j);
     if (const quant::GgufValue* g = r.take("expert_gating_func"))
       if (!g->is_integer() || g->i != kGgufGatingSigmoid)
         r.refuse("expert_gating_func", "GLM-4.5 scores experts by sigmoid (2); softmax is " + std::to_string(kGgufGatingSoftmax));
     r.take_number("expert_weights_scale", j, "routed_scaling_factor");
-    if (const quant::GgufValue* norm = r.take("expert_weights_norm")) j["norm_topk_prob"] = norm->b;
-    else j["norm_topk_prob"] = false;  // llama.cpp renormalises only when the key says so
-    r.take_nextn_layers(j);
+    r.take_bool("expert_weights_norm", j, "norm_topk_prob", false);  // llama.cpp renormalises only when the key says so
     // llama.cpp's glm4moe reads the q/k/v biases and the q/k norms when the file has them.
     j["attention_bias"] = r.has_tensor("blk.0.attn_q.bias");
     j["use_qk_norm"] = r.has_tensor("blk.0.attn_q_norm.weight");

@@ -15,7 +15,7 @@ ModelFamily mixtral_family() {
   f.name = "mixtral";
   f.summary = "Mixtral-8x7B and its shape (MixtralForCausalLM)";
   // Configs that ferry's first tiny models wrote.
-  f.aliases = {"ferry_tiny"};
+  f.aliases = {{"ferry_tiny"}};
   f.hf_architecture = "MixtralForCausalLM";
   f.defaults = {.rms_norm_eps = 1e-5, .rope_theta = 1e6, .max_position_embeddings = 4096 * 32, .norm_topk_prob = true};
   f.config_keys = {"num_local_experts", "head_dim", "sliding_window"};

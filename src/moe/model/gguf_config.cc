@@ -105,6 +105,32 @@ void GgufArchReader::take_nextn_layers(nlohmann::json& hf) {
   hf["num_hidden_layers"] = layers - nextn->i;  // block_count counts the MTP layers
 }
 
+void GgufArchReader::take_bool(std::string_view name, nlohmann::json& hf, const char* hf_key, bool fallback) {
+  const GgufValue* v = take(name);
+  if (v != nullptr && v->type != GgufType::kBool) refuse(name, "expected a bool");
+  hf[hf_key] = v != nullptr ? v->b : fallback;
+}
+
+void GgufArchReader::take_leading_dense(nlohmann::json& hf) {
+  hf["first_k_dense_replace"] = 0;
+  take_int("leading_dense_block_count", hf, "first_k_dense_replace");
+  if (hf["first_k_dense_replace"].get<std::int64_t>() >= hf["num_hidden_layers"].get<std::int64_t>())
+    refuse("leading_dense_block_count", "must be fewer than the decoder layers (block_count without MTP layers): an "
+                                        "MoE model has MoE layers");
+}
+
+void GgufArchReader::take_expert_groups(nlohmann::json& hf) {
+  hf["n_group"] = 1;
+  hf["topk_group"] = 1;
+  const bool used = has("expert_group_used_count");
+  take_int("expert_group_count", hf, "n_group");
+  take_int("expert_group_used_count", hf, "topk_group");
+  if (hf["n_group"].get<std::int64_t>() > 1 && !used)
+    refuse("expert_group_used_count", "a file with expert_group_count above 1 names how many groups a token uses");
+  if (used && !has("expert_group_count"))
+    refuse("expert_group_used_count", "given without expert_group_count, which says how many groups there are");
+}
+
 bool GgufArchReader::has(std::string_view name) const {
   return file_->metadata().count(arch_ + "." + std::string(name)) > 0;
 }
@@ -140,7 +166,8 @@ nlohmann::json gguf_hf_config(const quant::GgufFile& file) {
   GgufArchReader r(file, arch);
   nlohmann::json j = nlohmann::json::object();
   j["architectures"] = {family->hf_architecture};
-  j["model_type"] = family->name;
+  const quant::GgufValue* pre = file.find("tokenizer.ggml.pre");
+  j["model_type"] = gguf_model_type(*family, pre != nullptr && pre->type == GgufType::kString ? pre->s : "");
   // Model.set_gguf_parameters backwards.
   r.take_int("block_count", j, "num_hidden_layers", true);
   r.take_int("context_length", j, "max_position_embeddings");
@@ -151,7 +178,7 @@ nlohmann::json gguf_hf_config(const quant::GgufFile& file) {
   r.take_number("rope.freq_base", j, "rope_theta");
   r.take_number("attention.layer_norm_rms_epsilon", j, "rms_norm_eps");
   r.take_int("expert_used_count", j, "num_experts_per_tok", true);
-  if (r.has("attention.kv_lora_rank")) {
+  if (family->has_mla) {
     // MLA: key_length and value_length are the latent's; the family reads them with the heads'.
   } else if (r.take_int("attention.key_length", j, "head_dim"), j.contains("head_dim")) {
     r.take_equal("attention.value_length", j["head_dim"].get<std::int64_t>(),

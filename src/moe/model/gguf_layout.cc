@@ -456,7 +456,6 @@ std::vector<std::int32_t> type_ids(const std::vector<TokenType>& types) {
 
 void gguf_tokenizer_metadata(GgufKeys& k, const TokenizerVocab& vocab_in, const MoeConfig& c, const std::string& dir,
                              const nlohmann::json& hf_config) {
-  const ModelFamily& family = family_of(c.model_type);
   TokenizerVocab v = vocab_in;
   const auto n = static_cast<std::size_t>(c.vocab_size);
   if (v.tokens.size() > n)
@@ -512,7 +511,7 @@ void gguf_tokenizer_metadata(GgufKeys& k, const TokenizerVocab& vocab_in, const 
     }
     case TokenizerVocab::Kind::kByteLevelBpe:
       k.set_string("tokenizer.ggml.model", "gpt2");
-      k.set_string("tokenizer.ggml.pre", family.gguf_tokenizer_pre);
+      k.set_string("tokenizer.ggml.pre", gguf_tokenizer_pre_of(c.declared_model_type()));
       k.set_strings("tokenizer.ggml.tokens", v.tokens);
       k.set_i32s("tokenizer.ggml.token_type", type_ids(v.types));
       if (!v.merges.empty()) k.set_strings("tokenizer.ggml.merges", v.merges);
@@ -530,6 +529,15 @@ void gguf_tokenizer_metadata(GgufKeys& k, const TokenizerVocab& vocab_in, const 
       add_special_vocab(k, dir, hf_config, -1);
       break;
   }
+}
+
+void gguf_set_expert_groups(const MoeConfig& c, const nlohmann::json& j, GgufKeys& k) {
+  for (const char* key : {"n_group", "topk_group"})
+    FERRY_REQUIRE(c.n_group == 1 || config_has(j, key), "config ", key, ": absent, so ", c.n_group,
+                  " groups come from the config class's defaults, which the converter does not write: give "
+                  "n_group and topk_group in config.json");
+  if (config_has(j, "n_group")) k.set_u32(k.arch("expert_group_count"), c.n_group);
+  if (config_has(j, "topk_group")) k.set_u32(k.arch("expert_group_used_count"), c.topk_group);
 }
 
 void gguf_refuse_rope_scaling(const MoeConfig& c, bool linear_written) {

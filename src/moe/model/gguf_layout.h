@@ -142,6 +142,11 @@ void gguf_file_type_metadata(GgufKeys& keys, quant::LlamaFileType file_type);
 // The family's refusals and notes (ModelFamily::gguf_check), and llama3 rope scaling refused
 // (its rope_freqs tensor is not written). InvalidArgument naming the config key.
 std::vector<std::string> gguf_check_supported(const MoeConfig& config);
+// For a family's gguf_metadata: expert_group_count and expert_group_used_count, each written as the
+// converter does only where config.json `hf_config` has its key (n_group, topk_group); a config whose
+// groups (> 1) come from a default is refused (InvalidArgument naming the key): the file would hold
+// a group count without its used count, which llama.cpp asserts, or no groups at all.
+void gguf_set_expert_groups(const MoeConfig& config, const nlohmann::json& hf_config, GgufKeys& keys);
 // For a family's gguf_check: refuses rope scaling other than none (and linear when the family's
 // metadata writes it).
 void gguf_refuse_rope_scaling(const MoeConfig& config, bool linear_written);
@@ -171,6 +176,15 @@ class GgufArchReader {
   // nextn_predict_layers, when present: the multi-token-prediction layers that block_count counts
   // after the decoder layers, into num_nextn_predict_layers (and num_hidden_layers without them).
   void take_nextn_layers(nlohmann::json& hf);
+  // A bool into hf[hf_key], `fallback` when absent.
+  void take_bool(std::string_view name, nlohmann::json& hf, const char* hf_key, bool fallback);
+  // leading_dense_block_count into first_k_dense_replace (0 when absent), fewer than the decoder
+  // layers (hf's num_hidden_layers, the multi-token-prediction layers already taken out).
+  void take_leading_dense(nlohmann::json& hf);
+  // expert_group_count and expert_group_used_count into n_group and topk_group (1 and 1 when absent,
+  // as llama.cpp routes without groups); a file with groups names both (llama.cpp asserts a used
+  // count; a used count alone leaves the groups open).
+  void take_expert_groups(nlohmann::json& hf);
   // Whether "<arch>.<name>" is in the file (without taking it).
   bool has(std::string_view name) const;
   // A string key, or `fallback` when absent.

@@ -104,6 +104,18 @@ std::string render_chatglm4(const std::vector<ChatMessage>& msgs) {
   return out + "<|assistant|>\n";
 }
 
+// Kimi-K2-Instruct (llama.cpp's kimi-k2): "<|im_ROLE|>ROLE<|im_middle|>content<|im_end|>" per message
+// (a tool result under im_system), and "<|im_assistant|>assistant<|im_middle|>" to open the reply.
+std::string render_kimi_k2(const std::vector<ChatMessage>& msgs) {
+  std::string out;
+  for (const auto& m : msgs) {
+    require_role(m, {"system", "user", "assistant", "tool"}, "kimi-k2");
+    const std::string opener = m.role == "tool" ? "system" : m.role;
+    out += "<|im_" + opener + "|>" + m.role + "<|im_middle|>" + m.content + "<|im_end|>";
+  }
+  return out + "<|im_assistant|>assistant<|im_middle|>";
+}
+
 }  // namespace
 
 void register_builtin_chat_templates() {
@@ -114,6 +126,7 @@ void register_builtin_chat_templates() {
   r.add_if_absent({"deepseek", "User: ... Assistant: (deepseek-moe-16b-chat)", true, render_deepseek});
   r.add_if_absent({"deepseek3", "<｜User｜> ... <｜Assistant｜> (DeepSeek-V3/R1)", true, render_deepseek3});
   r.add_if_absent({"chatglm4", "[gMASK]<sop><|user|> ... <|assistant|> (GLM-4.5/4.6)", false, render_chatglm4});
+  r.add_if_absent({"kimi-k2", "<|im_user|>user<|im_middle|> ... <|im_end|> (Kimi-K2-Instruct)", false, render_kimi_k2});
   r.add_if_absent({"none", "no chat template: /v1/chat/completions is refused", false, {}});
 }
 

@@ -27,7 +27,8 @@ struct ChatTemplateEntry {
   std::function<std::string(const std::vector<ChatMessage>&)> render = {};
 };
 
-// mistral (Mixtral), chatml (Qwen2/3-MoE), tulu (OLMoE), deepseek, none. Idempotent.
+// mistral (Mixtral), chatml (Qwen2/3-MoE), tulu (OLMoE), deepseek, deepseek3 (DeepSeek-V3/R1), chatglm4
+// (GLM-4.5), kimi-k2, none. Idempotent.
 void register_builtin_chat_templates();
 // The entry of `name`; InvalidArgument listing the known ones for an unknown name.
 const ChatTemplateEntry& chat_template(const std::string& name);

@@ -26,6 +26,16 @@ const std::vector<std::string> kDeepSeek3Regexes = {
 constexpr const char* kGlm4Regex =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Kimi-K2's regex (tokenization_kimi.py, quoted by llama.cpp's unicode.cpp above its hand-written
+// splitter for LLAMA_VOCAB_PRE_TYPE_KIMI_K2): runs of Han characters apart, words of other letters
+// (an upper-case run then a lower-case one: CamelCase in two) with their contractions, digits in runs
+// of at most three. The original's class intersection [...&&[^\p{Han}]] is a lookahead here.
+constexpr const char* kKimiK2Regex =
+    R"([\p{Han}]+)"
+    R"(|[^\r\n\p{L}\p{N}]?(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])*(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])+(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|[^\r\n\p{L}\p{N}]?(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])+(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])*(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 }  // namespace
 
 void register_builtin_gguf_pre_tokenizers() {
@@ -36,6 +46,7 @@ void register_builtin_gguf_pre_tokenizers() {
   r.add_if_absent({"qwen2", "Qwen2's regex (Qwen1.5/2/3-MoE)", {kQwen2Regex}});
   r.add_if_absent({"deepseek-v3", "DeepSeek-V3's three regexes in turn", kDeepSeek3Regexes});
   r.add_if_absent({"glm4", "GLM-4's regex (GLM-4.5/4.6)", {kGlm4Regex}});
+  r.add_if_absent({"kimi-k2", "Kimi-K2's regex: Han runs apart, CamelCase words with their contractions", {kKimiK2Regex}});
 }
 
 const GgufPreTokenizerEntry* find_gguf_pre_tokenizer(const std::string& name) {
