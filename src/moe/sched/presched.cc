@@ -13,7 +13,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // Host sets of a layer with at most this many non-resident candidates are enumerated (2^m);
 // beyond, only the prefixes of the host order below are tried.
-constexpr int kMaxEnumeratedHost = 20;
+constexpr int kMaxEnumeratedHost = 10;
 
 bool host_allowed(const PreSchedInstance& inst, const PreSchedCandidate& c) {
   return !inst.host_only_if_cheaper || c.host_s <= inst.transfer_s + c.device_s;
