@@ -1,5 +1,6 @@
-// PreSched is exact: on small random windows its plan costs exactly the least presched_cost over
-// every assignment of actions (exhaustive search), and the cost it reports is its plan's.
+// PreSched is exact: on small random windows, and on routed layers with many candidates, its plan
+// costs exactly the least presched_cost over every assignment of actions (exhaustive search), and
+// the cost it reports is its plan's.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -91,6 +92,37 @@ TEST(PreSched, EqualsExhaustiveSearchOnRandomWindows) {
   // The instances exercise every action (the comparison is not trivially all on-demand).
   EXPECT_GT(with_prefetch, 200);
   EXPECT_GT(with_host, 200);
+}
+
+// A routed layer of a 256-expert, top-8 model at batch 2 or more: one layer whose candidates all
+// have p = 1 and the same device time, more of them than the planner enumerates host sets for
+// (2^m). Still exact against every assignment of actions.
+TEST(PreSched, ManyRoutedCandidatesEqualExhaustiveSearch) {
+  std::mt19937 rng(777);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::uniform_int_distribution<int> tokens(1, 6), slots(0, 4);
+  int with_host = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    PreSchedInstance inst;
+    inst.transfer_s = 1 + 3 * u(rng);
+    inst.free_slots = slots(rng);
+    for (int i = 0; i < 3; ++i) inst.evict_cost_s.push_back(2 * u(rng));
+    std::sort(inst.evict_cost_s.begin(), inst.evict_cost_s.end());
+    inst.host_only_if_cheaper = trial % 2 == 0;
+    PreSchedLayer lay;
+    lay.dense_s = u(rng);
+    const int m = 11 + trial % 3;
+    for (int e = 0; e < m; ++e) lay.candidates.push_back({e, 1.0, 0.3, 0.5 * tokens(rng), u(rng) < 0.1});
+    inst.layers = {lay};
+    Actions brute;
+    const double want = exhaustive(inst, brute);
+    const PreSchedPlan plan = presched_solve(inst);
+    const double got = presched_cost(inst, plan.action);
+    ASSERT_NEAR(got, want, 1e-9 * std::max(1.0, want)) << "trial " << trial;
+    ASSERT_NEAR(plan.cost_s, got, 1e-9 * std::max(1.0, got)) << "trial " << trial;
+    for (auto x : plan.action[0]) with_host += x == PreSchedAction::kHost;
+  }
+  EXPECT_GT(with_host, 0);  // the host sets were exercised, not only all on the device
 }
 
 TEST(PreSched, CostModelCases) {

@@ -15,6 +15,7 @@
 #include "moe/sched/trace_replay.h"
 #include "moe/sim/simulate.h"
 #include "moe/sim/simulator.h"
+#include "moe/trace/routing_stats.h"
 #include "random_trace.h"
 #include "sim_test_util.h"
 
@@ -166,6 +167,61 @@ TEST(Simulator, AllResidentMovesNothingAfterTheStart) {
   EXPECT_EQ(r.io_wait_s, 0.0);
   EXPECT_EQ(r.host_execs, 0u);
   EXPECT_DOUBLE_EQ(r.hit_rate(), 1.0);
+}
+
+// The shapes keep the formulas they had before dense layers, shared experts and MLA: Mixtral's
+// non-expert weights are attention (q, k, v, o) and router per layer, embedding and LM head.
+TEST(ModelShapes, MixtralKeepsItsSizes) {
+  const ModelShape m = model_shape("mixtral-8x7b");
+  EXPECT_EQ(m.moe_layers(), 32);
+  EXPECT_EQ(m.non_expert_bytes(), (32 * (4096.0 * 4096 * 2 + 2.0 * 4096 * 1024 + 8.0 * 4096) + 2.0 * 32000 * 4096) * 2);
+  EXPECT_EQ(m.kv_bytes_per_token_layer(), 2.0 * 8 * 128 * 2);
+  EXPECT_EQ(TimeModel(a100(), m, 512).dense_layers_s(4), 0.0);
+}
+
+// DeepSeek-V3 at its config.json's sizes has the parameters its report gives: 671 B in all, 37 B
+// activated per token (8 routed experts of each of its 58 MoE layers and everything else). Its
+// KV cache per token and layer is the latent and the rope key: (512 + 64) bf16 values.
+TEST(ModelShapes, DeepSeekV3HasItsPublishedSizes) {
+  const ModelShape s = model_shape("deepseek-v3");
+  EXPECT_EQ(s.moe_layers(), 58);
+  const double dense = s.non_expert_bytes() / s.bytes_per_param;
+  const double total = dense + 58.0 * 256 * s.expert_params(), active = dense + 58.0 * 8 * s.expert_params();
+  EXPECT_NEAR(total / 671e9, 1.0, 0.005) << total;
+  EXPECT_NEAR(active / 37e9, 1.0, 0.02) << active;
+  EXPECT_EQ(s.kv_bytes_per_token_layer(), (512 + 64) * 2.0);
+  EXPECT_EQ(s.expert_bytes(), 3.0 * 7168 * 2048 * 2);
+  // A100 40 GB: the non-expert weights (34 GB in bf16) leave room for some 100 experts at batch 1.
+  const TimeModel tm(a100(), s, 512);
+  const double experts = tm.expert_budget_bytes(a100().device_mem_bytes, 1) / s.expert_bytes();
+  EXPECT_GT(experts, 50);
+  EXPECT_LT(experts, 150);
+}
+
+// With every expert resident from the start, a DeepSeek-V3 step is exactly the time model's sum:
+// the dense leading layers, then per MoE layer its dense part (MLA attention, router, shared
+// expert) and its routed experts, then the LM head.
+TEST(Simulator, DeepSeekV3AllResidentStepIsTheTimeModelsSum) {
+  const RoutingTrace t = testing::random_trace(21, 58, 256, 8, 6, 1);
+  const FutureRouting f = form_batches(t, 1);
+  const TimeModel tm(a100(), model_shape("deepseek-v3"), 512);
+  SimOptions so;
+  so.capacity_experts = 58 * 256;
+  auto p = policy_for("static-hot", &f, routing_counts(t, 58, 256));
+  const SimResult r = simulate(f, *p, tm, so);
+  EXPECT_EQ(r.bytes_moved, 0u);
+  EXPECT_DOUBLE_EQ(r.hit_rate(), 1.0);
+  const double step = tm.dense_layers_s(1) + 58 * (tm.device_layer_s(1) + 8 * tm.device_expert_s(1)) + tm.step_s(1);
+  EXPECT_NEAR(r.time_s, 6 * step, 1e-9 * r.time_s);
+  // The dense layers and the MLA attention are there: the first 3 layers cost more than 3 MoE
+  // layers' dense parts (an 18432-wide MLP each), and MLA's attention at a long context is bound
+  // by its FLOPs, not by the latent cache's bytes.
+  EXPECT_GT(tm.dense_layers_s(1), 3 * tm.device_layer_s(1));
+  const TimeModel long_context(a100(), model_shape("deepseek-v3"), 32768);
+  const double attention = long_context.device_layer_s(1) - tm.device_layer_s(1);
+  const double flops = (32768 - 512) * 2.0 * 128 * (2 * 512 + 64);  // scores and values, per head, per cached token
+  EXPECT_NEAR(attention, flops / (a100().tensor_flops * a100().tensor_efficiency), 1e-9 * attention);
+  EXPECT_GT(attention, (32768 - 512) * 1152.0 / (a100().hbm_Bps * a100().hbm_efficiency));
 }
 
 // Expert bytes follow the weight format: a Mixtral-8x7B expert is 352 MB in BF16 and 99 MB in

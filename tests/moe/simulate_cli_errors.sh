@@ -19,6 +19,8 @@ expect_error "unknown policy 'magic'" --trace "$t" --policies lru,magic
 expect_error "invalid --batch 0" --trace "$t" --batch 1,0
 expect_error "less than one mixtral-8x7b expert" --trace "$t" --device-mem 3GiB
 expect_error "does not fit model shape 'granite-3.0-1b-a400m'" --trace "$t" --model-shape granite-3.0-1b-a400m
+expect_error "trace '$t' (32 layers, 8 experts, top-2) does not fit model shape 'deepseek-v3' (58 MoE layers, 256 experts, top-8)" \
+  --trace "$t" --model-shape deepseek-v3
 expect_error "$tmp/none.jsonl" --trace "$tmp/none.jsonl"
 expect_error "policy 'next-gate' predicts from the model's routers" --trace "$t" --policies lru,next-gate:lookahead=2
 expect_error "invalid --device-mem '0'" --trace "$t" --device-mem 0

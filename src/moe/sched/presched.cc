@@ -11,6 +11,9 @@ namespace ferry::moe {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Host sets of a layer with at most this many non-resident candidates are enumerated (2^m);
+// beyond, only the prefixes of the host order below are tried.
+constexpr int kMaxEnumeratedHost = 10;
 
 bool host_allowed(const PreSchedInstance& inst, const PreSchedCandidate& c) {
   return !inst.host_only_if_cheaper || c.host_s <= inst.transfer_s + c.device_s;
@@ -32,7 +35,8 @@ struct State {
   int K = 0;
   double t = 0, L = 0;
   int parent = -1;
-  std::uint32_t host_mask = 0;
+  std::uint32_t host_mask = 0;  // enumerated layer: bit i = the layer's i-th candidate runs on the host
+  int host_prefix = 0;          // other layers: the first host_prefix of its host order do
   int k = 0;
 };
 
@@ -98,10 +102,16 @@ PreSchedPlan presched_solve(const PreSchedInstance& inst) {
   const int max_k = max_prefetches(inst);
   const std::size_t D = inst.layers.size();
   std::vector<std::vector<State>> layers(D + 1);
-  layers[0].push_back(State{0, inst.lead_s, inst.link_free_s, -1, 0, 0});
+  layers[0].push_back(State{0, inst.lead_s, inst.link_free_s, -1, 0, 0, 0});
   PreSchedPlan plan;
   // Per layer: non-resident candidates by descending probability, and prefix sums over them.
   std::vector<std::vector<int>> order(D);
+  // Per layer past kMaxEnumeratedHost candidates: the host-eligible ones (positions in order[j]) by
+  // host time over on-demand time, h / (T + d), ascending. Their prefixes are the host sets tried:
+  // exact when the candidates share p and d (the routed layer's one-layer plan, p = 1), since then
+  // the device side depends only on how many run on the host, and the cheapest on the host are best.
+  std::vector<std::vector<int>> host_order(D);
+  std::vector<char> on_host;
   for (std::size_t j = 0; j < D; ++j) {
     const auto& lay = inst.layers[j];
     double resident = 0;
@@ -114,23 +124,31 @@ PreSchedPlan presched_solve(const PreSchedInstance& inst) {
     }
     std::stable_sort(ord.begin(), ord.end(), [&](int a, int b) { return lay.candidates[a].p > lay.candidates[b].p; });
     const int m = static_cast<int>(ord.size());
-    FERRY_CHECK_LE(m, 20, "PreSched: non-resident candidates in one layer");
+    const bool enumerated = m <= kMaxEnumeratedHost;
     std::uint32_t eligible = 0;
     for (int i = 0; i < m; ++i)
-      if (host_allowed(inst, lay.candidates[ord[i]])) eligible |= 1u << i;
+      if (host_allowed(inst, lay.candidates[ord[i]])) {
+        if (enumerated) eligible |= 1u << i;
+        else host_order[j].push_back(i);
+      }
+    auto host_rank = [&](int i) {
+      const auto& c = lay.candidates[ord[i]];
+      return c.host_s / (T + c.device_s);
+    };
+    std::stable_sort(host_order[j].begin(), host_order[j].end(), [&](int a, int b) { return host_rank(a) < host_rank(b); });
     std::vector<State>& next = layers[j + 1];
     std::vector<int> rest;
     rest.reserve(m);
     for (std::size_t si = 0; si < layers[j].size(); ++si) {
       const State& st = layers[j][si];
       const double s = st.t + lay.dense_s;
-      // Every host subset of the eligible candidates (submask enumeration, including the empty one).
-      for (std::uint32_t mask = eligible;; mask = (mask - 1) & eligible) {
+      // The states of one host set (on_host[i]: the i-th candidate runs on the host).
+      auto expand = [&](std::uint32_t mask, int prefix) {
         double host = 0, od_device = 0, od_link = 0;
         rest.clear();
         for (int i = 0; i < m; ++i) {
           const auto& c = lay.candidates[ord[i]];
-          if (mask >> i & 1u) {
+          if (on_host[i]) {
             host += c.p * c.host_s;
           } else {
             rest.push_back(ord[i]);
@@ -150,10 +168,23 @@ PreSchedPlan presched_solve(const PreSchedInstance& inst) {
           const double R = st.L + k * T;
           const double stall = k > 0 ? std::max(0.0, R - s) : 0.0;
           const double t = s + std::max(stall + resident + pre_device + std::max(0.0, od_device), host);
-          next.push_back(State{st.K + k, t, R + std::max(0.0, od_link), static_cast<int>(si), mask, k});
+          next.push_back(State{st.K + k, t, R + std::max(0.0, od_link), static_cast<int>(si), mask, prefix, k});
           ++plan.states;
         }
-        if (mask == 0) break;
+      };
+      on_host.assign(m, 0);
+      if (enumerated) {
+        // Every host subset of the eligible candidates (submask enumeration, including the empty one).
+        for (std::uint32_t mask = eligible;; mask = (mask - 1) & eligible) {
+          for (int i = 0; i < m; ++i) on_host[i] = mask >> i & 1u;
+          expand(mask, 0);
+          if (mask == 0) break;
+        }
+      } else {
+        for (std::size_t n = 0; n <= host_order[j].size(); ++n) {
+          if (n > 0) on_host[host_order[j][n - 1]] = 1;
+          expand(0, static_cast<int>(n));
+        }
       }
     }
     prune(next, max_k);
@@ -172,10 +203,13 @@ PreSchedPlan presched_solve(const PreSchedInstance& inst) {
     const auto& lay = inst.layers[j];
     auto& act = plan.action[j];
     act.assign(lay.candidates.size(), PreSchedAction::kResident);
+    on_host.assign(order[j].size(), 0);
+    for (int i = 0; i < static_cast<int>(order[j].size()) && i < kMaxEnumeratedHost; ++i) on_host[i] = st.host_mask >> i & 1u;
+    for (int n = 0; n < st.host_prefix; ++n) on_host[host_order[j][n]] = 1;
     int taken = 0;
     for (std::size_t i = 0; i < order[j].size(); ++i) {
       const int c = order[j][i];
-      if (st.host_mask >> i & 1u)
+      if (on_host[i])
         act[c] = PreSchedAction::kHost;
       else
         act[c] = taken++ < st.k ? PreSchedAction::kPrefetch : PreSchedAction::kOnDemand;

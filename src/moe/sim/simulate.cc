@@ -61,20 +61,24 @@ std::vector<SimulateRow> run_simulate(const SimulateOptions& o) {
     }
   }
   const RoutingTrace trace = read_routing_trace(o.trace);
-  FERRY_REQUIRE(trace.num_layers == shape.layers && trace.num_experts <= shape.experts && trace.top_k <= shape.top_k,
+  // A trace records the MoE layers; one of another depth is refused rather than mapped, since the
+  // policies and predictors learn from how routing follows from layer to layer.
+  const int moe_layers = shape.moe_layers();
+  FERRY_REQUIRE(trace.num_layers == moe_layers && trace.num_experts <= shape.experts && trace.top_k <= shape.top_k,
                 "trace '", o.trace, "' (", trace.num_layers, " layers, ", trace.num_experts, " experts, top-",
-                trace.top_k, ") does not fit model shape '", shape.name, "' (", shape.layers, " layers, ",
-                shape.experts, " experts, top-", shape.top_k, ")");
+                trace.top_k, ") does not fit model shape '", shape.name, "' (", moe_layers,
+                moe_layers == shape.layers ? " layers, " : " MoE layers, ", shape.experts, " experts, top-",
+                shape.top_k, ")");
   // Calibration counts for the static placements and MoE-Infinity's seed: the trace's own routing
   // (optimistic for those baselines).
-  const std::vector<std::uint64_t> counts = routing_counts(trace, shape.layers, shape.experts);
+  const std::vector<std::uint64_t> counts = routing_counts(trace, moe_layers, shape.experts);
   // The predictor spec is checked once here, so that a bad one fails before any run.
   const std::string spec = o.predictor;
   auto make_pred = [spec](const PolicyContext& ctx) {
     return make_predictor(spec, PredictorContext{nullptr, ctx.num_layers, ctx.num_experts, ctx.top_k});
   };
   if (takes_predictor)
-    make_pred(PolicyContext{nullptr, nullptr, shape.layers, shape.experts, shape.top_k, {}});
+    make_pred(PolicyContext{nullptr, nullptr, moe_layers, shape.experts, shape.top_k, {}});
 
   std::vector<SimulateRow> rows;
   for (const auto& hw : profiles) {

@@ -270,8 +270,8 @@ class SimLayer : public LayerBackend {
 
 SimResult simulate(const FutureRouting& routing, Policy& policy, const TimeModel& time, const SimOptions& options) {
   const ModelShape& shape = time.shape();
-  FERRY_REQUIRE(routing.num_layers == shape.layers, "the trace has ", routing.num_layers, " layers, model shape '",
-                shape.name, "' ", shape.layers);
+  FERRY_REQUIRE(routing.num_layers == shape.moe_layers(), "the trace has ", routing.num_layers,
+                " layers, model shape '", shape.name, "' ", shape.moe_layers(), " MoE layers");
   FERRY_REQUIRE(routing.num_experts <= shape.experts, "the trace routes to ", routing.num_experts,
                 " experts per layer, model shape '", shape.name, "' has ", shape.experts);
   FERRY_REQUIRE(options.capacity_experts >= 1, "the device holds no expert (capacity 0)");
@@ -279,7 +279,8 @@ SimResult simulate(const FutureRouting& routing, Policy& policy, const TimeModel
   const std::uint64_t expert_bytes = static_cast<std::uint64_t>(shape.expert_bytes());
   SimCache cache(options.capacity_experts, expert_bytes, T,
                  std::max(1e-9, T * static_cast<double>(options.chunk_bytes) / shape.expert_bytes()));
-  policy.attach(PolicyContext{&cache, nullptr, shape.layers, shape.experts, shape.top_k, time.cost_model(options.batch)});
+  const int moe_layers = shape.moe_layers();
+  policy.attach(PolicyContext{&cache, nullptr, moe_layers, shape.experts, shape.top_k, time.cost_model(options.batch)});
   if (options.warm_start) cache.complete_all_at_zero();
 
   SimResult r;
@@ -287,12 +288,13 @@ SimResult simulate(const FutureRouting& routing, Policy& policy, const TimeModel
   r.batch = options.batch;
   r.capacity_experts = options.capacity_experts;
   const double dense_s = time.device_layer_s(options.batch);
+  const double leading_s = time.dense_layers_s(options.batch);  // the dense layers run before MoE layer 0
   SimLayer sim(cache, policy, time, r);
   LayerProtocol protocol(policy);
   for (const auto& step : routing.steps) {
-    for (int l = 0; l < shape.layers; ++l) {
+    for (int l = 0; l < moe_layers; ++l) {
       const LayerRoute& lr = step[l];
-      sim.begin_layer(dense_s);
+      sim.begin_layer(l == 0 ? leading_s + dense_s : dense_s);
       protocol.run_layer(RouteInfo{l, lr.experts, lr.tokens, nullptr, options.batch, 0}, sim);
     }
     sim.device_free += time.step_s(options.batch);

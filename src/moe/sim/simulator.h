@@ -39,7 +39,7 @@ struct SimResult {
   double max_prefetch_delay_s = 0;  // the longest a demand load waited for a prefetch (at most one chunk)
   std::uint64_t needed = 0;     // accesses of experts not resident through an earlier use (prefetch hits + loads + cold host runs)
   double planner_s_per_plan = 0;     // PreSched planning time (prescope, oracle): CPU time on this machine
-  double device_layer_compute_s = 0; // mean modelled device compute of one layer
+  double device_layer_compute_s = 0; // mean modelled device compute of one decoder layer
   double tokens_per_s() const { return time_s > 0 ? tokens / time_s : 0; }
   double tpot_ms() const { return steps ? time_s / steps * 1e3 : 0; }
   double hit_rate() const { return accesses ? static_cast<double>(hits) / accesses : 0; }

@@ -106,12 +106,56 @@ const HardwareProfile& find_profile(const std::vector<HardwareProfile>& profiles
   FERRY_THROW(InvalidArgument, "unknown hardware profile '", name, "' (known: ", known, ")");
 }
 
+double ModelShape::attention_params() const {
+  const double H = hidden;
+  if (!has_mla()) {
+    const double kv = static_cast<double>(kv_heads) * head_dim;
+    return H * (heads * head_dim) * 2 + 2.0 * H * kv;
+  }
+  const double q_head = head_dim + mla.rope_dim, q_lora = mla.q_lora_rank, kv_lora = mla.kv_lora_rank;
+  const double q = q_lora > 0 ? H * q_lora + q_lora + q_lora * heads * q_head : H * heads * q_head;
+  const double kv = H * (kv_lora + mla.rope_dim) + kv_lora + kv_lora * heads * (head_dim + mla.v_head_dim);
+  return q + kv + static_cast<double>(heads) * mla.v_head_dim * H;
+}
+
+double ModelShape::moe_layer_params() const {
+  return attention_params() + static_cast<double>(experts) * hidden + (router_bias ? experts : 0) +
+         static_cast<double>(moe::expert_params(hidden, shared_ffn));
+}
+
+double ModelShape::dense_layer_params() const {
+  return attention_params() + static_cast<double>(moe::expert_params(hidden, dense_ffn));
+}
+
+double ModelShape::non_expert_bytes() const {
+  return (moe_layers() * moe_layer_params() + dense_layers * dense_layer_params() + 2.0 * vocab * hidden) *
+         bytes_per_param;
+}
+
+double ModelShape::kv_bytes_per_token_layer() const {
+  if (has_mla()) return static_cast<double>(mla.kv_lora_rank + mla.rope_dim) * bytes_per_param;
+  return 2.0 * kv_heads * head_dim * bytes_per_param;
+}
+
+double ModelShape::attention_flops_per_cached_token() const {
+  if (has_mla()) return 2.0 * heads * (2.0 * mla.kv_lora_rank + mla.rope_dim);
+  return 4.0 * heads * head_dim;
+}
+
 namespace {
 std::vector<ModelShape> shapes() {
   // From the models' config.json on the Hugging Face hub.
-  ModelShape mixtral{"mixtral-8x7b", 32, 8, 2, 4096, 14336, 32, 8, 128, 32000, 2};
-  ModelShape granite{"granite-3.0-1b-a400m", 24, 32, 8, 1024, 512, 16, 8, 64, 49155, 2};
-  return {mixtral, granite};
+  ModelShape mixtral{.name = "mixtral-8x7b", .layers = 32, .experts = 8, .top_k = 2, .hidden = 4096, .ffn = 14336,
+                     .heads = 32, .kv_heads = 8, .head_dim = 128, .vocab = 32000};
+  ModelShape granite{.name = "granite-3.0-1b-a400m", .layers = 24, .experts = 32, .top_k = 8, .hidden = 1024,
+                     .ffn = 512, .heads = 16, .kv_heads = 8, .head_dim = 64, .vocab = 49155};
+  // 61 layers, the first 3 dense; top-8 of 256 within the 4 best of 8 groups (the routing is the
+  // trace's), 1 shared expert; MLA; the multi-token-prediction layer is not run in decoding.
+  ModelShape deepseek_v3{.name = "deepseek-v3", .layers = 61, .experts = 256, .top_k = 8, .hidden = 7168,
+                         .ffn = 2048, .heads = 128, .kv_heads = 128, .head_dim = 128, .vocab = 129280,
+                         .dense_layers = 3, .dense_ffn = 18432, .shared_ffn = 2048, .router_bias = true,
+                         .mla = {.q_lora_rank = 1536, .kv_lora_rank = 512, .rope_dim = 64, .v_head_dim = 128}};
+  return {mixtral, granite, deepseek_v3};
 }
 }  // namespace
 
@@ -142,11 +186,21 @@ double TimeModel::device_expert_s(int tokens) const {
   return hw_.launch_s + kernel_s(shape_.expert_bytes(), 2.0 * shape_.expert_params() * std::max(1, tokens));
 }
 
+double TimeModel::attention_s(int batch) const {
+  const double cached = static_cast<double>(batch) * context_tokens_;
+  return kernel_s(cached * shape_.kv_bytes_per_token_layer(), cached * shape_.attention_flops_per_cached_token());
+}
+
 double TimeModel::device_layer_s(int batch) const {
+  const double dense = shape_.moe_layer_params();
+  return hw_.launch_s + kernel_s(dense * shape_.bytes_per_param, 2.0 * dense * batch) + attention_s(batch);
+}
+
+double TimeModel::dense_layers_s(int batch) const {
+  if (shape_.dense_layers == 0) return 0;
   const double dense = shape_.dense_layer_params();
-  const double kv = static_cast<double>(batch) * context_tokens_ * shape_.kv_bytes_per_token_layer();
-  return hw_.launch_s + kernel_s(dense * shape_.bytes_per_param, 2.0 * dense * batch) +
-         kv / (hw_.hbm_Bps * hw_.hbm_efficiency);
+  return shape_.dense_layers *
+         (hw_.launch_s + kernel_s(dense * shape_.bytes_per_param, 2.0 * dense * batch) + attention_s(batch));
 }
 
 double TimeModel::step_s(int batch) const {
