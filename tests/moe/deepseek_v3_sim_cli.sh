@@ -9,15 +9,9 @@ py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
+# V3's groups: 8 of 32 experts, a token's top-8 from the 4 best.
 "$ferry" moe make-tiny --family deepseek_v3 --out m --layers 61 --dense-layers 0,1,2 --experts 256 --top-k 8 \
-  --hidden 64 --intermediate 8 --heads 2 --head-dim 16 --vocab 256 --dtype bf16 >/dev/null
-# V3's groups: 8 of 32 experts, a token's top-8 from the 4 best (make-tiny writes 2 groups, 1 used).
-$py - m/config.json <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["n_group"], c["topk_group"] = 8, 4
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
+  --expert-groups 8 --groups-used 4 --hidden 64 --intermediate 8 --heads 2 --head-dim 16 --vocab 256 --dtype bf16 >/dev/null
 "$ferry" moe trace --model m --out t.jsonl --sequences 6 --tokens 24 >/dev/null
 # A shorter one for the simulator (its policies' bookkeeping grows with 58 x 256 experts).
 "$ferry" moe trace --model m --out s.jsonl --sequences 2 --tokens 12 --no-hidden >/dev/null
