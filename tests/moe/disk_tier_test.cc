@@ -109,6 +109,7 @@ TEST(DiskTierFamilies, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
     c.head_dim = 64;
     c.dense_layers = {0};
     if (family == "deepseek_v3") c.q_lora_rank = 32;
+    c.n_group = c.topk_group = 0;  // the family's tiny default: two groups, one used
     prepare_tiny_config(c);
     ASSERT_EQ(c.n_group, 2) << family;
     ASSERT_GT(c.shared_expert_intermediate_size, 0) << family;

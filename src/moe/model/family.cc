@@ -150,7 +150,7 @@ void prepare_tiny_config(MoeConfig& c) {
   flag_needs(c.kv_lora_rank != 0 || c.q_lora_rank != 0 || c.v_head_dim != 0, "--kv-lora-rank, --q-lora-rank and --v-head-dim need",
              &ModelFamily::has_mla, "latent attention");
   flag_needs(c.rotary_dim != 0, "--rope-dim needs", &ModelFamily::has_partial_rotary, "partial rotary heads");
-  flag_needs(c.n_group != 0 || c.topk_group != 0, "--expert-groups and --groups-used need", &ModelFamily::has_expert_groups,
+  flag_needs(c.n_group > 1 || c.topk_group > 1, "--expert-groups and --groups-used need", &ModelFamily::has_expert_groups,
              "expert groups");
   FERRY_REQUIRE(c.rotary_dim >= 0 && c.rotary_dim < c.head_dim && c.rotary_dim % 2 == 0, "--rope-dim ", c.rotary_dim,
                 ": expected an even number of dims below --head-dim (", c.head_dim, "), 0 for the family's default");
