@@ -48,7 +48,7 @@ DSV3_MOE_LAYERS="${DSV3_MOE_LAYERS:-4}"
 DSV3_FORMATS="${DSV3_FORMATS:-Q4_K_M}"
 DSV3_OVER="${DSV3_OVER:-1,2,4}"
 REPS="${REPS:-3}"
-LLAMA_FLAGS=""  # llama.cpp's flags for the part being run
+LLAMA_FLAGS=""  # llama.cpp's flags for the dsv3 part (llama_batched_cell)
 TOKENS="${TOKENS:-16}"
 PROMPT="${PROMPT:-64}"
 THREADS="${THREADS:-2}"
@@ -108,9 +108,8 @@ EOF
 llama_cell() {
   local part=$1 model=$2 f=$3 over=$4 limit=$5 mode=$6 gguf=$7 fb=$8 eb=$9
   local j="$OUT/llama_${part}_${model}_${f}_${over}_${mode}_$rep.json"
-  # shellcheck disable=SC2086
   read -r status peak < <(limited "$limit" "$j" "$j.err" llama "$PEERS/bin/llama-bench" -m "$gguf" -p "$PROMPT" \
-    -n "$TOKENS" -t "$THREADS" -r 1 --no-warmup --load-mode "$mode" $LLAMA_FLAGS -o json)
+    -n "$TOKENS" -t "$THREADS" -r 1 --no-warmup --load-mode "$mode" -o json)
   "$PY" - "$j" "$part,$model,$f,$over,$limit,llama.cpp,$mode,1" "$status" "$peak" "$fb" "$eb" "$PROMPT" "$rep" >>"$csv" <<'EOF'
 import json, sys
 j, head, status, peak, fb, eb, prompt, rep = sys.argv[1:]

@@ -26,7 +26,6 @@ void deepseek_write_experts(const MoeConfig& c, nlohmann::json& j);
 
 namespace {
 
-
 void read_deepseek_v3(const nlohmann::json& j, MoeConfig& c, const std::string& origin) {
   const bool v2 = config_get_or<std::string>(j, "model_type", "deepseek_v3", origin) == "deepseek_v2";
   if (config_get_or<bool>(j, "attention_bias", false, origin))

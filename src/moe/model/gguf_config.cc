@@ -178,13 +178,14 @@ nlohmann::json gguf_hf_config(const quant::GgufFile& file) {
   r.take_number("rope.freq_base", j, "rope_theta");
   r.take_number("attention.layer_norm_rms_epsilon", j, "rms_norm_eps");
   r.take_int("expert_used_count", j, "num_experts_per_tok", true);
-  if (family->has_mla) {
-    // MLA: key_length and value_length are the latent's; the family reads them with the heads'.
-  } else if (r.take_int("attention.key_length", j, "head_dim"), j.contains("head_dim")) {
-    r.take_equal("attention.value_length", j["head_dim"].get<std::int64_t>(),
-                 "the value heads as wide as the key heads (attention.key_length)");
-  } else if (r.take("attention.value_length")) {
-    r.refuse("attention.value_length", "given without attention.key_length");
+  // MLA's key_length and value_length are the latent's: the family reads them with the heads'.
+  if (!family->has_mla) {
+    r.take_int("attention.key_length", j, "head_dim");
+    if (j.contains("head_dim"))
+      r.take_equal("attention.value_length", j["head_dim"].get<std::int64_t>(),
+                   "the value heads as wide as the key heads (attention.key_length)");
+    else if (r.take("attention.value_length"))
+      r.refuse("attention.value_length", "given without attention.key_length");
   }
   const quant::GgufTensor* embd = file.find_tensor("token_embd.weight");
   if (embd == nullptr || embd->dims.size() != 2)

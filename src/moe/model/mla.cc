@@ -34,12 +34,9 @@ at::Tensor heads_project(const at::Tensor& x, const Weight& w, std::int64_t rows
     return torch::matmul(x, w.to_float().view({nh, rows_h, cols}).transpose(1, 2));  // (heads not whole row groups)
   const at::Tensor xh = x.transpose(0, 1).reshape({nh, B * T, cols}).contiguous();
   const auto n = static_cast<std::size_t>(B * T), k = static_cast<std::size_t>(cols);
-  const std::size_t act_bytes = quant::activation_row_bytes(w.type, k) * n;
-  std::vector<std::byte> act(act_bytes * static_cast<std::size_t>(nh)), one;
-  for (std::int64_t h = 0; h < nh; ++h) {
-    quant::quantize_activations(w.type, xh[h].data_ptr<float>(), n, k, one);
-    std::copy(one.begin(), one.end(), act.begin() + static_cast<std::ptrdiff_t>(act_bytes * h));
-  }
+  const std::size_t act_bytes = quant::activation_row_bytes(w.type, k) * n;  // one head's
+  std::vector<std::byte> act;  // every head's rows, head after head, as xh holds them
+  quant::quantize_activations(w.type, xh.data_ptr<float>(), n * static_cast<std::size_t>(nh), k, act);
   at::Tensor y = torch::empty({nh, B * T, rows_h});
   const auto* data = w.values.data_ptr<std::uint8_t>();
   at::parallel_for(0, nh, 1, [&](std::int64_t begin, std::int64_t end) {

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "moe/model/finite_blocks.h"
+#include "moe/model/gguf_layout.h"
 #include "moe/model/gguf_model.h"
 #include "moe/quant/dequantize.h"
 #include "moe/quant/row_groups.h"
@@ -103,7 +104,7 @@ void load_mla_weights(const Checkpoint& ck, int l, LayerWeights& lw, bool as_sto
   lw.wkv_a = load_weight(ck, n.mla(l, "kv_a_proj_with_mqa"), L + R, H, as_stored);
   lw.kv_a_norm = load_tensor_f32(ck, n.mla(l, "kv_a_layernorm"), {L});
   if (ck.contains(n.mla(l, "kv_b_proj"))) {
-    auto kv_b = load_tensor_f32(ck, n.mla(l, "kv_b_proj"), {nh * (nope + V), L}).view({nh, nope + V, L});
+    auto kv_b = load_tensor_f32(ck, n.mla(l, "kv_b_proj"), mla_kv_b_shape(c)).view({nh, nope + V, L});
     lw.wk_b = kv_b.slice(1, 0, nope).transpose(1, 2).reshape({nh * L, nope});
     lw.wv_b = kv_b.slice(1, nope, nope + V).reshape({nh * V, L});
   } else {  // a GGUF file's attn_k_b, attn_v_b: computed on as stored
