@@ -16,7 +16,8 @@
 #   SHAPES=a FORMATS=Q4_0 REPS=1 bench/peers/run.sh        (a shorter run)
 #   TESTS=decode REPS=5 bench/peers/run.sh                   (only some tests: decode, prefill, batched)
 #   SHAPES=dsv3 FORMATS=Q4_K_M TOKENS=128 bench/peers/run.sh (DeepSeek-V3's one-layer slice)
-# Shapes a, b and dsv3: bench/peers/models.sh.
+#   SHAPES=sweep,qwen3 FORMATS=Q8_0,Q4_K_M TOKENS=128 bench/peers/run.sh (shapes nobody tuned for)
+# Shapes a, b, dsv3, qwen3, mix-H-I and sweep: bench/peers/models.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FERRY="$(realpath "${1:-build/default/apps/ferry}")"
@@ -39,6 +40,7 @@ source bench/peers/llama_cpp.sh
 # --- models ------------------------------------------------------------------------------------
 # shellcheck source=bench/peers/models.sh
 source bench/peers/models.sh
+SHAPES="$(expand_shapes "$SHAPES" | paste -sd,)"
 for shape in ${SHAPES//,/ }; do
   for f in ${FORMATS//,/ }; do
     peer_model "$FERRY" "$shape" "$f"
