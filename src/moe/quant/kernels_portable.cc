@@ -86,6 +86,21 @@ float dot_q4_0(const void* w, const void* x, std::size_t n) {
   return s;
 }
 
+// MXFP4: the codes' doubled values (kMxfp4Values) times the activations' int8, scaled by half the
+// E8M0 scale (as ggml's ggml_vec_dot_mxfp4_q8_0).
+float dot_mxfp4(const void* w, const void* x, std::size_t n) {
+  float s = 0;
+  for (std::size_t i = 0; i < n / kQK_MXFP4; ++i) {
+    const auto bw = load<BlockMXFP4>(w, i);
+    const auto bx = load<BlockQ8_0>(x, i);
+    int isum = 0;
+    for (int j = 0; j < kQK_MXFP4 / 2; ++j)
+      isum += kMxfp4Values[bw.qs[j] & 0xF] * bx.qs[j] + kMxfp4Values[bw.qs[j] >> 4] * bx.qs[j + kQK_MXFP4 / 2];
+    s += e8m0_half_to_float(bw.e) * half_to_float(bx.d) * static_cast<float>(isum);
+  }
+  return s;
+}
+
 // Q4_K, and Q5_K with its fifth bits (sub-block j's are bit j of qh[l]): one body.
 template <class Block>
 float dot_k4(const void* w, const void* x, std::size_t n) {
@@ -161,7 +176,7 @@ void group(const void* g, std::size_t n, const std::byte* x, std::size_t x_row, 
 
 const GroupTable& portable_groups() {
   static const GroupTable table{group<QuantType::kQ8_0, dot_q8_0>, group<QuantType::kQ4_0, dot_q4_0>,
-                                group<QuantType::kQ4_K, dot_q4_k>};
+                                group<QuantType::kQ4_K, dot_q4_k>, group<QuantType::kMXFP4, dot_mxfp4>};
   return table;
 }
 
@@ -203,7 +218,7 @@ void tokens_by_dot(const void* w, std::size_t n, const std::byte* x, std::size_t
 
 const DotTable& portable_dots() {
   static const DotTable table{dot_f32,  dot_f16,  dot_bf16, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k,
-                              tokens_by_dot<dot_f32>, tokens_by_dot<dot_q6_k>, dot_q5_k};
+                              tokens_by_dot<dot_f32>, tokens_by_dot<dot_q6_k>, dot_q5_k, dot_mxfp4};
   return table;
 }
 
