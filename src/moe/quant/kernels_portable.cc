@@ -73,33 +73,29 @@ float dot_q8_0(const void* w, const void* x, std::size_t n) {
   return s;
 }
 
-float dot_q4_0(const void* w, const void* x, std::size_t n) {
-  float s = 0;
-  for (std::size_t i = 0; i < n / kQK4_0; ++i) {
-    const auto bw = load<BlockQ4_0>(w, i);
-    const auto bx = load<BlockQ8_0>(x, i);
-    int isum = 0;
-    for (int j = 0; j < kQK4_0 / 2; ++j)
-      isum += ((bw.qs[j] & 0xF) - 8) * bx.qs[j] + ((bw.qs[j] >> 4) - 8) * bx.qs[j + kQK4_0 / 2];
-    s += half_to_float(bw.d) * half_to_float(bx.d) * static_cast<float>(isum);
-  }
-  return s;
-}
+// Q4_0 and MXFP4: 32 weights as nibbles (weight j the low nibble of byte j, j + 16 the high one),
+// each nibble an integer value under one scale: Q4_0 q − 8 under d; MXFP4 its code's doubled E2M1
+// value (kMxfp4Values) under half the E8M0 scale (as ggml's ggml_vec_dot_mxfp4_q8_0).
+int nibble_value(const BlockQ4_0&, int q) { return q - 8; }
+int nibble_value(const BlockMXFP4&, int q) { return kMxfp4Values[q]; }
+float block_scale(const BlockQ4_0& b) { return half_to_float(b.d); }
+float block_scale(const BlockMXFP4& b) { return e8m0_half_to_float(b.e); }
 
-// MXFP4: the codes' doubled values (kMxfp4Values) times the activations' int8, scaled by half the
-// E8M0 scale (as ggml's ggml_vec_dot_mxfp4_q8_0).
-float dot_mxfp4(const void* w, const void* x, std::size_t n) {
+template <class Block>
+float dot_nibbles(const void* w, const void* x, std::size_t n) {
   float s = 0;
-  for (std::size_t i = 0; i < n / kQK_MXFP4; ++i) {
-    const auto bw = load<BlockMXFP4>(w, i);
+  for (std::size_t i = 0; i < n / kQK8_0; ++i) {
+    const auto bw = load<Block>(w, i);
     const auto bx = load<BlockQ8_0>(x, i);
     int isum = 0;
-    for (int j = 0; j < kQK_MXFP4 / 2; ++j)
-      isum += kMxfp4Values[bw.qs[j] & 0xF] * bx.qs[j] + kMxfp4Values[bw.qs[j] >> 4] * bx.qs[j + kQK_MXFP4 / 2];
-    s += e8m0_half_to_float(bw.e) * half_to_float(bx.d) * static_cast<float>(isum);
+    for (int j = 0; j < kQK8_0 / 2; ++j)
+      isum += nibble_value(bw, bw.qs[j] & 0xF) * bx.qs[j] + nibble_value(bw, bw.qs[j] >> 4) * bx.qs[j + kQK8_0 / 2];
+    s += block_scale(bw) * half_to_float(bx.d) * static_cast<float>(isum);
   }
   return s;
 }
+float dot_q4_0(const void* w, const void* x, std::size_t n) { return dot_nibbles<BlockQ4_0>(w, x, n); }
+float dot_mxfp4(const void* w, const void* x, std::size_t n) { return dot_nibbles<BlockMXFP4>(w, x, n); }
 
 // Q4_K, and Q5_K with its fifth bits (sub-block j's are bit j of qh[l]): one body.
 template <class Block>
