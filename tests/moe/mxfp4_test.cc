@@ -62,8 +62,8 @@ TEST(Mxfp4, TypeSizesAndNames) {
 
 // Every code in both halves, at every exponent: weight j (< 16) is the low nibble of byte j, weight
 // j + 16 its high nibble. e = 0 and 1 give subnormal scales (2^-128, 2^-127 halved); from e = 253 on
-// the largest codes overflow to ±Inf; e = 255 decodes as 2^128 (ggml's arithmetic; refused where
-// blocks come in, not here).
+// the largest codes overflow to ±Inf; e = 255 decodes as the scale 2^128 (ggml's arithmetic;
+// refused where blocks come in, not here).
 TEST(Mxfp4, DequantizeEveryCodeAtEveryExponent) {
   for (int e = 0; e < 256; ++e) {
     BlockMXFP4 b;

@@ -79,8 +79,8 @@ static_assert(sizeof(BlockQ8_K) == 292);
 constexpr std::int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 // Half an E8M0 scale, 2^(e − 128), built from its bits as ggml's GGML_E8M0_TO_FP32_HALF does: e = 0
-// and 1 are the subnormals 2^-128 and 2^-127; e = 255 (NaN in the OCP MX spec) is 2^127 here as
-// in ggml, and refused where blocks come in (moe/model/finite_blocks.h).
+// and 1 are the subnormals 2^-128 and 2^-127; e = 255 (NaN in the OCP MX spec) is 2^127 (half of
+// 2^128) here as in ggml, and refused where blocks come in (moe/model/finite_blocks.h).
 inline float e8m0_half_to_float(std::uint8_t e) {
   const std::uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<std::uint32_t>(e - 1) << 23;
   float f;

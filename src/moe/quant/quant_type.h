@@ -18,7 +18,7 @@
 //          E2M1(q) = ±{0, 0.5, 1, 1.5, 2, 3, 4, 6} (bit 3 the sign). ggml computes it as
 //          2^(e−128)·v[q] with v = 2·E2M1 = ±{0, 1, 2, 3, 4, 6, 8, 12} (kvalues_mxfp4), exact in
 //          float32 except where it overflows (e ≥ 253 with a large code: ±Inf, as in ggml). e = 255
-//          is NaN in the OCP MX spec; ggml decodes it as 2^127 but refuses it in
+//          is NaN in the OCP MX spec; ggml decodes it as an ordinary exponent (2^128) but refuses it in
 //          ggml_validate_row_data, and so does ferry where blocks come in (finite_blocks.h).
 //          gpt-oss ships its experts in it; `ferry moe quantize --type MXFP4_MOE` writes it.
 //
