@@ -47,7 +47,8 @@ MoeSubcommand add_quantize_command(CLI::App& moe) {
   q->add_option("--model", f.model, "Hugging Face model directory (config.json + safetensors)")->required();
   q->add_option("--out", f.out, "GGUF file to write")->required();
   q->add_option("--type", f.type, std::string("file type, as llama-quantize names it: ") + quant::llama_file_type_names() +
-                                      " (Q4_K is llama-quantize's alias of Q4_K_M)")
+                                      " (Q4_K is llama-quantize's alias of Q4_K_M; MXFP4_MOE: experts in MXFP4, "
+                                      "the rest Q8_0; MXFP4 is ferry's alias of it)")
       ->capture_default_str();
   q->add_flag("--pure", f.pure, "every quantized tensor in the type itself, without llama.cpp's mix (llama-quantize --pure)");
   q->add_option("--threads", f.threads, "quantizing threads (0 = one per core)")->capture_default_str();

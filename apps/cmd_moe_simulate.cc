@@ -60,7 +60,7 @@ MoeSubcommand add_simulate_command(CLI::App& moe) {
   sm->add_option("--profile", so.profiles, "comma-separated hardware profiles: " + profile_choices())
       ->delimiter(',')->capture_default_str();
   sm->add_option("--profiles", so.profiles_file, "profiles file (default: the profiles built in, from src/moe/sim/profiles.json)");
-  sm->add_option("--weights", so.weights, "the routed experts' weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K")->capture_default_str();
+  sm->add_option("--weights", so.weights, "the routed experts' weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K or MXFP4")->capture_default_str();
   sm->add_option("--device-mem", so.device_mem, "GPU memory for the model, e.g. 24GiB (default: the profile's)");
   sm->add_option("--batch", so.batches, "comma-separated batch sizes")->delimiter(',')->capture_default_str();
   std::vector<std::string> policies;  // with their keys, from the registry

@@ -35,7 +35,7 @@ constexpr const char* kDeviceMemHelp =
     "use, else what fits beside the dense weights, the KV cache and the workspace), bytes (256MiB) or % of all experts; "
     "a budget that cannot fit is refused before loading";
 constexpr const char* kWeightsHelp =
-    "the routed experts' weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K (quantized at load); default: as "
+    "the routed experts' weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K or MXFP4 (quantized at load); default: as "
     "the model stores them (F32 for a checkpoint directory, the file's types for a GGUF file)";
 std::string sweep(const std::string& help) { return help + "; comma-separated, one run each"; }
 

@@ -93,7 +93,7 @@ double read_bandwidth_Bps(int threads) {
 int main(int argc, char** argv) {
   CLI::App app{"Per-expert compute speed by weight format, batch and threads, against the memory roofline"};
   std::int64_t hidden = 2048, intermediate = 5632;
-  std::vector<std::string> formats = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"};
+  std::vector<std::string> formats = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "MXFP4"};
   std::vector<int> batches = {1, 4, 16}, threads = {1, 2};
   int reps = 7;
   std::string out_dir = "bench/moe_kernels/results";

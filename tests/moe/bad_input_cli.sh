@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Bad input to the `ferry` command: each case one error line naming what was wrong, exit code 2
 # (never a crash, a hang, garbage output or exit 0/1/132).
-#   - an expert block whose f16 scale is NaN or -Inf, under every link (file: O_DIRECT reads
-#     checked where the bytes land; none: the host pool) and in logits;
+#   - an expert block whose f16 scale is NaN or -Inf (or whose MXFP4 exponent is 255), under every
+#     link (file: O_DIRECT reads checked where the bytes land; none: the host pool) and in logits;
 #   - --out naming an input file (through ./, a symlink, a hard link), before anything is written;
 #   - special files (FIFO, /dev/zero, a directory) where a model, config or corpus is expected;
 #   - invalid UTF-8 in a vocabulary (GGUF tokens, tokenizer.json), a GGUF without
@@ -39,6 +39,15 @@ done
 echo '[[1, 2, 3, 4]]' >tokens.json
 expect_cli_error "holds a non-finite Q8_0 scale" "$ferry" moe logits --model bad.gguf --tokens tokens.json --out l.npy
 [ ! -e l.npy ] && echo "ok: no logits written" || { echo "FAIL: logits written"; failures=$((failures + 1)); }
+# MXFP4's E8M0 exponent 255 (NaN in the OCP MX spec; llama.cpp refuses it too), by the same rule.
+"$ferry" moe quantize --model m --out mx.gguf --type MXFP4 >/dev/null || { echo "FAIL: quantize MXFP4"; exit 1; }
+cp mx.gguf bad.gguf
+"${edit[@]}" scale bad.gguf blk.1.ffn_up_exps.weight 130 FF
+want="tensor 'blk.1.ffn_up_exps.weight' (layer 1, expert 1) in 'bad.gguf' holds a non-finite MXFP4 scale (E8M0 exponent 255: NaN) in block 2"
+expect_cli_error "$want" "$ferry" "${gen[@]}" --model bad.gguf --link file
+expect_cli_error "$want" "$ferry" "${gen[@]}" --model bad.gguf --link none
+"$ferry" "${gen[@]}" --model mx.gguf --link file >/dev/null 2>&1 && echo "ok: intact MXFP4 file generates" \
+  || { echo "FAIL: intact mx.gguf"; failures=$((failures + 1)); }
 # A dense tensor's scale: refused at load by the same rule (no link involved).
 cp q8.gguf bad.gguf
 "${edit[@]}" scale bad.gguf blk.0.attn_q.weight 3 7C00

@@ -36,7 +36,7 @@ class DiskTierTest : public ::testing::Test {
     o.config = disk_config();
     o.seed = 11;
     make_tiny_model(dir_->path() + "/model", o);
-    for (const char* type : {"Q8_0", "Q4_0", "Q4_K_M"}) {
+    for (const char* type : {"Q8_0", "Q4_0", "Q4_K_M", "MXFP4_MOE"}) {
       GgufExportOptions g;
       g.file_type = *quant::parse_llama_file_type(type);
       g.threads = 1;
@@ -87,7 +87,7 @@ void expect_every_policy_equals_the_in_memory_engine(const std::string& gguf, co
 }
 
 TEST_F(DiskTierTest, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
-  for (const char* type : {"Q8_0", "Q4_0", "Q4_K_M"})
+  for (const char* type : {"Q8_0", "Q4_0", "Q4_K_M", "MXFP4_MOE"})
     for (int batch : {1, 3})
       expect_every_policy_equals_the_in_memory_engine(
           gguf(type), testing::random_tokens(batch, testing::kPrompt + testing::kDecode, 70 + batch), type,

@@ -2,7 +2,8 @@
 """Small GGUF surgery for the bad-input CLI tests (tests/moe/bad_input_cli.sh); no dependencies.
 
   gguf_edit.py scale FILE TENSOR BLOCK HEX   write the f16 HEX (7E00: NaN, 7C00: Inf) as the first
-                                             field (d) of block BLOCK of TENSOR's data
+                                             field (d) of block BLOCK of TENSOR's data (MXFP4: the
+                                             byte HEX as its E8M0 exponent, FF: NaN)
   gguf_edit.py drop-key IN OUT KEY           copy IN to OUT without metadata key KEY
   gguf_edit.py set-string IN OUT KEY INDEX HEX   replace element INDEX of string array KEY by the bytes HEX
   gguf_edit.py set-int IN OUT KEY VALUE      set integer key KEY (u32) to VALUE (added when absent)
@@ -102,9 +103,9 @@ def main(argv):
         data = bytearray(open(path, "rb").read())
         _, _, _, _, tensors, data_start = parse(bytes(data))
         dims, ggml_type, offset = tensors[tensor]
-        block_bytes = {8: 34, 2: 18, 12: 144, 14: 210}[ggml_type]
+        block_bytes = {8: 34, 2: 18, 12: 144, 14: 210, 39: 17}[ggml_type]
         field = 208 if ggml_type == 14 else 0
-        struct.pack_into("<H", data, data_start + offset + block * block_bytes + field, value)
+        struct.pack_into("<B" if ggml_type == 39 else "<H", data, data_start + offset + block * block_bytes + field, value)
         open(path, "wb").write(data)
     elif cmd == "drop-key":
         rewrite(argv[2], argv[3], lambda kvs: [kv for kv in kvs if kv[0] != argv[4]])

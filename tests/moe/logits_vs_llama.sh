@@ -32,15 +32,16 @@ g++ -std=c++17 -O2 "$(dirname "$0")/peers/llama_logits.cc" -I"$LLAMA_CPP_DIR/inc
 tokens=(72 101 108 108 111 44 32 119 111 114 108 100 33 10 100 101 102 32 109 97 105 110 40 41)
 echo "[[$(IFS=,; echo "${tokens[*]}")]]" >"$tmp/tokens.json"
 shape=(--layers 4 --hidden 256 --heads 4 --kv-heads 2 --experts 8 --intermediate 256)  # --head-dim 64 unless given
-# Mixtral in every format; GLM-4.5 (sigmoid routing with a selection bias in two groups, a shared
+# Mixtral in every format (MXFP4_MOE: experts in MXFP4, the rest Q8_0; DeepSeek-V3's MLA attn_k_b and
+# attn_v_b, 3-D, too); GLM-4.5 (sigmoid routing with a selection bias in two groups, a shared
 # expert, a leading dense layer, q/k/v biases, half-rotary heads) and DeepSeek-V3 (the same routing,
 # multi-head latent attention with the queries' bottleneck, and without it as V2-Lite) in F32 and
 # Q8_0; DeepSeek-V3 with YaRN (its frequencies and its softmax scale) in F32; and with V3's
 # proportions (q/k heads wider than the values, a third of each rotary, 4 groups of which 2 are used,
 # top-3) in F32 and Q8_0.
 # name:family:types:make-tiny flags
-models=("mixtral:mixtral:F32 Q8_0 Q4_0 Q4_K_M:" "glm4_moe:glm4_moe:F32 Q8_0:--shared-expert 256 --dense-layers 0"
-        "deepseek_v3:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 128"
+models=("mixtral:mixtral:F32 Q8_0 Q4_0 Q4_K_M MXFP4_MOE:" "glm4_moe:glm4_moe:F32 Q8_0:--shared-expert 256 --dense-layers 0"
+        "deepseek_v3:deepseek_v3:F32 Q8_0 MXFP4_MOE:--dense-layers 0 --q-lora-rank 128"
         "deepseek_v2_lite:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 0"
         "deepseek_v3_yarn:deepseek_v3:F32:--dense-layers 0 --q-lora-rank 128"
         "deepseek_v3_shape:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 96 --head-dim 96 --rope-dim 32 --v-head-dim 64 --expert-groups 4 --groups-used 2 --top-k 3")

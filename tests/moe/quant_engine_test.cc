@@ -71,7 +71,7 @@ class QuantEngineTest : public ::testing::Test {
 TempDir* QuantEngineTest::dir_ = nullptr;
 
 TEST_F(QuantEngineTest, EveryPolicyAndBudgetComputesTheSameBlocks) {
-  for (const char* weights : {"Q4_0", "Q4_K", "Q8_0", "Q6_K", "BF16"}) {
+  for (const char* weights : {"Q4_0", "Q4_K", "Q8_0", "Q6_K", "MXFP4", "BF16"}) {
     const auto format = *quant::parse_quant_type(weights);
     const std::uint64_t eb = 2 * quant::quant_matrix_bytes(format, 512, 256) + quant::quant_matrix_bytes(format, 256, 512);
     const std::string ref_dir = dir_->path() + "/ref_" + weights;

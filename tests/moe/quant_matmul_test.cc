@@ -21,7 +21,8 @@ namespace ferry::moe::quant {
 namespace {
 
 constexpr QuantType kTypes[] = {QuantType::kF32, QuantType::kF16, QuantType::kBF16, QuantType::kQ8_0,
-                                QuantType::kQ4_0, QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K};
+                                QuantType::kQ4_0, QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K,
+                                QuantType::kMXFP4};
 
 // The activations as the kernels see them, back in float.
 std::vector<float> dequantized_activations(QuantType weights, const std::vector<std::byte>& act, std::size_t batch,
@@ -73,7 +74,8 @@ class QuantMatmul : public ::testing::TestWithParam<Kernels> {
 };
 
 // Each output is Σ_blocks of a float product of scales and an exact integer sum (float
-// weights: Σ of float products). With u = 2^-24, a block term carries at most 3 roundings and
+// weights: Σ of float products; MXFP4: the power-of-two scale times the f16 activation scale is
+// exact, so its block terms carry fewer roundings than the bound allows). With u = 2^-24, a block term carries at most 3 roundings and
 // the sum over nb terms nb more, so |y − Σ ŵ·x̂| ≤ (nb + 3)·u·Σ |terms| ≤ (nb + 3)·u·S, where
 // S = Σ_k |ŵ_k|·|x̂_k| (for Q4_K and Q5_K the scale and min parts count separately: S uses
 // |d·sc·q| + |dmin·m| for |ŵ|, an upper bound of the same sum). A factor 2 covers the reassociation
@@ -128,7 +130,7 @@ TEST_P(QuantMatmul, RowRangeWritesOnlyItsRows) {
   const std::size_t rows = 20, n = 256;  // row groups [0, 8), [8, 16), rows 16..19 as stored
   std::vector<float> w(rows * n, 0.5f), x(n, 1.0f);
   for (QuantType type : {QuantType::kQ4_0, QuantType::kQ8_0, QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K,
-                         QuantType::kF32}) {
+                         QuantType::kMXFP4, QuantType::kF32}) {
     const std::vector<std::byte> wq = kernel_weights(type, w, rows, n);
     std::vector<std::byte> act;
     quantize_activations(type, x.data(), 1, n, act);
@@ -161,6 +163,7 @@ TEST(RowGroups, LayoutAsDocumentedAndInvertible) {
     std::vector<Part> parts;
   };
   for (const Case& k : {Case{QuantType::kQ8_0, {{0, 2, 2}, {2, 32, 4}}}, Case{QuantType::kQ4_0, {{0, 2, 2}, {2, 16, 4}}},
+                        Case{QuantType::kMXFP4, {{0, 1, 1}, {1, 16, 4}}},
                         Case{QuantType::kQ4_K, {{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}}}) {
     const QuantType type = k.type;
     const std::size_t rows = 11, nb = 2, n = nb * quant_traits(type).block_elems;

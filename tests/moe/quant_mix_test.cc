@@ -158,6 +158,34 @@ TEST(QuantMix, FloatTypesAndPure) {
   }
 }
 
+// MXFP4_MOE: the 3-D tensors of several matrices (routed experts) MXFP4; output, token_embd,
+// attention and the shared expert Q8_0, whatever the expert count; norms and routers F32. A 3-D
+// tensor of one matrix is no expert tensor. --pure: every quantized tensor MXFP4.
+TEST(QuantMix, Mxfp4Moe) {
+  auto t = moe_tensors(4, 256, 512, 8, 320, /*shared=*/256);
+  t.push_back({"blk.0.one_matrix.weight", {256, 64, 1}});
+  for (int experts : {8, 4}) {
+    const auto got = chosen(t, LlamaFileType::kMostlyMXFP4_MOE, 4, experts);
+    for (const auto& [tensor, type] : got) {
+      const bool stays = tensor.find("norm") != std::string::npos || tensor.find("gate_inp") != std::string::npos;
+      const bool expert = tensor.find("_exps.") != std::string::npos;
+      EXPECT_EQ(type, stays ? "F32" : expert ? "MXFP4" : "Q8_0") << tensor;
+    }
+  }
+  const auto pure = chosen(t, LlamaFileType::kMostlyMXFP4_MOE, 4, 8, /*pure=*/true);
+  EXPECT_EQ(pure.at("output.weight"), "MXFP4");
+  EXPECT_EQ(pure.at("blk.2.attn_v.weight"), "MXFP4");
+  EXPECT_EQ(pure.at("blk.2.ffn_norm.weight"), "F32");
+  // Rows of 48 are not whole MXFP4 blocks: refused, as for Q4_0.
+  EXPECT_THROW(choose_tensor_types({{"blk.0.ffn_down_exps.weight", {48, 32, 8}}},
+                                   {LlamaFileType::kMostlyMXFP4_MOE, false, 1, 8}),
+               InvalidArgument);
+  EXPECT_EQ(parse_llama_file_type("mxfp4_moe"), LlamaFileType::kMostlyMXFP4_MOE);
+  EXPECT_EQ(parse_llama_file_type("MXFP4"), LlamaFileType::kMostlyMXFP4_MOE);  // ferry's alias
+  EXPECT_EQ(static_cast<int>(LlamaFileType::kMostlyMXFP4_MOE), 38);
+  EXPECT_EQ(llama_file_type_base(LlamaFileType::kMostlyMXFP4_MOE), QuantType::kMXFP4);
+}
+
 TEST(QuantMix, FileTypeNames) {
   EXPECT_EQ(parse_llama_file_type("q4_k"), LlamaFileType::kMostlyQ4_K_M);  // llama-quantize's alias
   EXPECT_EQ(parse_llama_file_type("Q4_K_M"), LlamaFileType::kMostlyQ4_K_M);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `ferry moe quantize --type T` writes the same bytes as llama.cpp's llama-quantize run on ferry's
-# F32 file, for each family and file type (the mix, the K-quants, the fallbacks of rows that are not
-# whole blocks, the key order). Needs a llama-quantize binary: LLAMA_QUANTIZE=path (and, for a
+# F32 file, for each family and file type (the mix, the K-quants, MXFP4_MOE's experts in MXFP4, the
+# fallbacks of rows that are not whole blocks, the key order). Needs a llama-quantize binary: LLAMA_QUANTIZE=path (and, for a
 # build with dynamic backends, GGML_BACKEND_PATH=libggml-cpu-*.so); skipped (exit 77) without.
 set -u
 ferry="$1"
@@ -24,7 +24,7 @@ make glm4 --family glm4_moe "${base[@]}" --intermediate 256 --shared-expert 256 
 make deepseek_v3 --family deepseek_v3 "${base[@]}" --intermediate 256 --dense-layers 0 --q-lora-rank 128
 for m in mixtral mixtral128 mixtral96 qwen3 olmoe deepseek glm4 deepseek_v3; do
   "$ferry" moe quantize --model "$tmp/$m" --out "$tmp/$m-F32.gguf" --type F32 >/dev/null || { echo "FAIL: $m F32"; failures=$((failures + 1)); continue; }
-  for t in F16 BF16 Q8_0 Q4_0 Q6_K Q4_K_M; do
+  for t in F16 BF16 Q8_0 Q4_0 Q6_K Q4_K_M MXFP4_MOE; do
     "$ferry" moe quantize --model "$tmp/$m" --out "$tmp/$m-$t.gguf" --type $t >/dev/null 2>"$tmp/err" \
       || { echo "FAIL: ferry $m $t: $(cat "$tmp/err")"; failures=$((failures + 1)); continue; }
     "$LLAMA_QUANTIZE" "$tmp/$m-F32.gguf" "$tmp/$m-$t-llama.gguf" $t 1 >"$tmp/log" 2>&1 \

@@ -224,8 +224,9 @@ TEST(Simulator, DeepSeekV3AllResidentStepIsTheTimeModelsSum) {
   EXPECT_GT(attention, (32768 - 512) * 1152.0 / (a100().hbm_Bps * a100().hbm_efficiency));
 }
 
-// Expert bytes follow the weight format: a Mixtral-8x7B expert is 352 MB in BF16 and 99 MB in
-// Q4_0 (3 x 4096 x 14336 weights at 18 bytes per 32); transfers and the budget's capacity use them.
+// Expert bytes follow the weight format: a Mixtral-8x7B expert is 352 MB in BF16, 99 MB in Q4_0
+// (3 x 4096 x 14336 weights at 18 bytes per 32) and 94 MB in MXFP4; transfers and the budget's
+// capacity use them.
 TEST(Simulator, ExpertBytesFollowTheWeightFormat) {
   ModelShape shape = model_shape("mixtral-8x7b");
   EXPECT_EQ(shape.expert_bytes(), 3.0 * 4096 * 14336 * 2);
@@ -244,6 +245,12 @@ TEST(Simulator, ExpertBytesFollowTheWeightFormat) {
   const SimResult r = simulate(f, *p, q4, so);
   EXPECT_EQ(r.bytes_moved % 99'090'432u, 0u);
   EXPECT_GT(r.bytes_moved, 0u);
+  // MXFP4 (gpt-oss's experts): 17 bytes per 32 weights, 93.6 MB.
+  shape.expert_format = quant::QuantType::kMXFP4;
+  EXPECT_EQ(shape.expert_bytes(), 3.0 * 4096 * 14336 / 32 * 17);
+  const SimResult mx = simulate(f, *policy_for("ondemand", &f), TimeModel(a100(), shape, 512), so);
+  EXPECT_EQ(mx.bytes_moved % 93'585'408u, 0u);
+  EXPECT_GT(mx.bytes_moved, 0u);
 }
 
 TEST(Simulator, PlannerRecordsItsTime) {

@@ -36,7 +36,7 @@ struct EngineOptions {
   std::string link = "pcie4";      // see parse_link_spec(); "mixtral-a100" scales to the compute profile
   std::string compute = "none";    // see parse_compute_profile()
   // The routed experts' weight format in the host pool, on the link and in the device budget:
-  // F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K (moe/quant; quantized at load from the checkpoint), or
+  // F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K or MXFP4 (moe/quant; quantized at load from the checkpoint), or
   // "" for as the model stores them (float32 for a safetensors checkpoint; a GGUF file's types).
   std::string weights = "";
   // The dense projections (attention, shared experts, dense MLPs, head) of a GGUF file: computed

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "core/error.h"
 #include "core/excerpt.h"
@@ -39,19 +40,22 @@ Fields fields_of(QuantType type) {
     case QuantType::kQ4_K:                                                                 // d, dmin
     case QuantType::kQ5_K: return {quant::quant_traits(type).block_bytes, 2, {0, 2}, 2};
     case QuantType::kQ6_K: return {sizeof(quant::BlockQ6_K), 2, {offsetof(quant::BlockQ6_K, d), 0}, 1};
+    case QuantType::kMXFP4: return {sizeof(quant::BlockMXFP4), 1, {0, 0}, 1};  // the E8M0 exponent e
   }
   FERRY_CHECK(false, "no finiteness rule for ", quant::quant_name(type));
   return {};
 }
 
-// Whether field bits `v` are Inf or NaN: all exponent bits set.
+// Whether field bits `v` are Inf or NaN: all exponent bits set (E8M0: 255, its NaN).
 inline bool bad_bits(QuantType type, std::uint32_t v) {
   if (type == QuantType::kF32) return (v & 0x7f800000u) == 0x7f800000u;
+  if (type == QuantType::kMXFP4) return v == 0xFFu;
   if (type == QuantType::kBF16) return (v & 0x7F80u) == 0x7F80u;
   return (v & 0x7C00u) == 0x7C00u;  // f16 (F16 values and every block's scales)
 }
 
 inline std::uint32_t load(const std::byte* p, std::size_t size) {
+  if (size == 1) return static_cast<std::uint32_t>(*p);
   if (size == 4) {
     std::uint32_t v;
     std::memcpy(&v, p, 4);
@@ -63,6 +67,7 @@ inline std::uint32_t load(const std::byte* p, std::size_t size) {
 }
 
 float value_of(QuantType type, std::uint32_t v) {
+  if (type == QuantType::kMXFP4) return std::numeric_limits<float>::quiet_NaN();  // E8M0 255
   if (type == QuantType::kF32) {
     float f;
     std::memcpy(&f, &v, 4);
@@ -118,7 +123,8 @@ void require_finite_blocks(QuantType type, const std::byte* data, std::size_t be
   const bool values = type == QuantType::kF32 || type == QuantType::kF16 || type == QuantType::kBF16;
   FERRY_THROW(FormatError, "tensor '", excerpt(name), "'", what.empty() ? "" : " (" + what + ")", " in '", excerpt(where),
               "' holds a non-finite ", values ? "value" : std::string(quant::quant_name(type)) + " scale", " (",
-              bad->value, ") in ", values ? "element " : "block ", bad->block, ": weights must be finite");
+              type == QuantType::kMXFP4 ? std::string("E8M0 exponent 255: NaN") : detail::concat(bad->value), ") in ",
+              values ? "element " : "block ", bad->block, ": weights must be finite");
 }
 
 void require_finite_blocks(QuantType type, const std::byte* data, std::size_t bytes, const std::string& name,

@@ -6,6 +6,12 @@
 // of at most 8 bits: they are all finite exactly when the block's f16 fields (d, dmin, m) are,
 // since |w| ≤ 65504·255·255 < FLT_MAX. So one 2-byte test per field stands for dequantizing the
 // block: Q8_0's 32 weights take one test, Q4_K's 256 take two.
+//
+// MXFP4's scale is an E8M0 byte e, 2^(e − 127): its one non-finite value is e = 255 (NaN in the OCP
+// MX spec), which llama.cpp refuses too (ggml_validate_row_data, run by llama-quantize on what it
+// writes and by the loader under --check-tensors). e = 253 and 254 are finite scales whose largest
+// codes overflow float32 (±Inf weights), decoded so by llama.cpp as by ferry and mirrored rather
+// than refused; no quantizer writes them (max|x| < 2^128 gives e ≤ 252).
 #pragma once
 
 #include <cstddef>

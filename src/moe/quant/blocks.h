@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace ferry::moe::quant {
 
 constexpr int kQK8_0 = 32;
 constexpr int kQK4_0 = 32;
 constexpr int kQK5_0 = 32;
+constexpr int kQK_MXFP4 = 32;
 constexpr int kQK_K = 256;         // weights per K-quant super-block
 constexpr int kKScaleBytes = 12;   // Q4_K: 8 six-bit scales and 8 six-bit mins
 
@@ -30,6 +32,10 @@ struct BlockQ5_1 {
   std::uint16_t m;                // f16 min
   std::uint8_t qh[4];             // as Q5_0's
   std::uint8_t qs[kQK5_0 / 2];    // as Q5_0's
+};
+struct BlockMXFP4 {
+  std::uint8_t e;                 // E8M0 exponent: the block's scale is 2^(e − 127)
+  std::uint8_t qs[kQK_MXFP4 / 2]; // E2M1 codes: weight j in the low nibble of byte j, weight j+16 in the high
 };
 struct BlockQ4_K {
   std::uint16_t d;                      // f16 super-block scale of the sub-block scales
@@ -62,10 +68,25 @@ static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+
+// MXFP4's 16 E2M1 codes (sign bit 3, 2 exponent bits, 1 mantissa bit) as twice their values, so
+// that they are integers (ggml's kvalues_mxfp4); the block's scale is halved to match.
+constexpr std::int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// Half an E8M0 scale, 2^(e − 128), built from its bits as ggml's GGML_E8M0_TO_FP32_HALF does: e = 0
+// and 1 are the subnormals 2^-128 and 2^-127; e = 255 (NaN in the OCP MX spec) is 2^127 (half of
+// 2^128) here as in ggml, and refused where blocks come in (moe/model/finite_blocks.h).
+inline float e8m0_half_to_float(std::uint8_t e) {
+  const std::uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<std::uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
 
 // Q4_K's (and Q5_K's) 6-bit scale and min of sub-block j (0..7) packed in its 12 scale bytes.
 inline void q4_k_scale_min(int j, const std::uint8_t* q, std::uint8_t& scale, std::uint8_t& min) {

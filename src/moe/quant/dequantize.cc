@@ -38,6 +38,19 @@ void dequantize_q4_0(const unsigned char* p, float* y, std::size_t nb) {
   }
 }
 
+// ggml's dequantize_row_mxfp4: the int8 value times half the scale, one float product each.
+void dequantize_mxfp4(const unsigned char* p, float* y, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i) {
+    const auto b = load<BlockMXFP4>(p, i);
+    const float d = e8m0_half_to_float(b.e);
+    for (int j = 0; j < kQK_MXFP4 / 2; ++j) {
+      y[j] = kMxfp4Values[b.qs[j] & 0x0F] * d;
+      y[j + kQK_MXFP4 / 2] = kMxfp4Values[b.qs[j] >> 4] * d;
+    }
+    y += kQK_MXFP4;
+  }
+}
+
 void dequantize_q5_0(const unsigned char* p, float* y, std::size_t nb) {
   for (std::size_t i = 0; i < nb; ++i) {
     const auto b = load<BlockQ5_0>(p, i);
@@ -167,6 +180,7 @@ void dequantize_row(QuantType type, const void* src, float* dst, std::size_t n) 
     case QuantType::kQ5_0: return dequantize_q5_0(p, dst, nb);
     case QuantType::kQ5_1: return dequantize_q5_1(p, dst, nb);
     case QuantType::kQ5_K: return dequantize_q5_k(p, dst, nb);
+    case QuantType::kMXFP4: return dequantize_mxfp4(p, dst, nb);
   }
 }
 

@@ -231,7 +231,8 @@ GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
     auto& t = f.tensors_[k];
     if (relative[k] > data_bytes || t.bytes > data_bytes - relative[k])
       FERRY_THROW(FormatError, f.name_, ": tensor '", excerpt(t.name), "' (", t.bytes, " bytes at data offset ", relative[k],
-                  ") runs past the end of the file (", data_bytes, " bytes of data)");
+                  ") runs past the end of the file (", data_bytes, " bytes of data) for its ", t.rows(), " rows of ",
+                  t.row_length(), " ", quant_name(t.type), " weights");
     t.offset = f.data_offset_ + relative[k];
   }
   std::sort(order.begin(), order.end(), [&](auto a, auto b) { return f.tensors_[a].offset < f.tensors_[b].offset; });

@@ -31,6 +31,8 @@ struct DotTable {
   TokensFn q6_k_tokens;
   // Q5_K, which llama.cpp's Q4_K_M mix stores the attention output in.
   float (*q5_k)(const void* w, const void* x, std::size_t n);
+  // MXFP4 with Q8_0 activations.
+  float (*mxfp4)(const void* w, const void* x, std::size_t n);
 };
 const DotTable& portable_dots();
 const DotTable& avx2_dots();  // call only when the CPU has AVX2, FMA and F16C
@@ -42,6 +44,7 @@ struct GroupTable {
   GroupFn q8_0;
   GroupFn q4_0;
   GroupFn q4_k;
+  GroupFn mxfp4;
 };
 const GroupTable& portable_groups();
 const GroupTable& avx2_groups();

@@ -103,6 +103,27 @@ float dot_q4_0(const void* w, const void* x, std::size_t n) {
   return hsum(acc);
 }
 
+// MXFP4: the codes' doubled values (int8, −12..12) looked up by a byte shuffle, then as Q4_0.
+float dot_mxfp4(const void* w, const void* x, std::size_t n) {
+  const auto* pw = static_cast<const unsigned char*>(w);
+  const auto* px = static_cast<const unsigned char*>(x);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)));
+  __m256 acc = _mm256_setzero_ps();
+  for (std::size_t i = 0; i < n / kQK_MXFP4; ++i, pw += sizeof(BlockMXFP4), px += sizeof(BlockQ8_0)) {
+    std::uint16_t dx;
+    std::memcpy(&dx, px, 2);
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pw + 1));
+    // Low lane: low nibbles (weights 0-15); high lane: high nibbles (16-31).
+    const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);
+    const __m256i qw = _mm256_shuffle_epi8(values, codes);
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(px + 2));
+    const __m256 d = _mm256_set1_ps(e8m0_half_to_float(pw[0]) * f16(dx));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_pairs(qw, qx)), acc);
+  }
+  return hsum(acc);
+}
+
 // Q4_K, and Q5_K with its fifth bits (sub-block s's are bit s of qh[0..31], moved to bit 4 of the
 // weight: ≤ 31, so maddubs' pair sums stay below 2·31·127): one body.
 template <class Block>
@@ -315,14 +336,15 @@ struct Avx2 {
 }  // namespace
 
 const GroupTable& avx2_groups() {
-  static const GroupTable table{group_kernel<Avx2, false>, group_kernel<Avx2, true>, group_kernel_q4_k<Avx2>};
+  static const GroupTable table{group_kernel<Avx2, GroupFormat::kQ8_0>, group_kernel<Avx2, GroupFormat::kQ4_0>,
+                                group_kernel_q4_k<Avx2>, group_kernel<Avx2, GroupFormat::kMXFP4>};
   return table;
 }
 
 const DotTable& avx2_dots() {
   static const DotTable table{dot_f32,  dot_half<false>, dot_half<true>, dot_q8_0,
                               dot_q4_0, dot_q4_k,        dot_q6_k,       token_tiles<F32Tiles>, token_tiles<Q6kTiles>,
-                              dot_q5_k};
+                              dot_q5_k,  dot_mxfp4};
   return table;
 }
 

@@ -3,7 +3,8 @@
 // (anonymous namespace) under its own #pragma GCC target. `Isa` provides
 //   prep_q8(w)           Q8_0 weight bytes as its dot_q8 takes them
 //   dot_q8(acc, w, x)    acc + Σ of 4-byte products per 32-bit lane, w from prep_q8, x signed
-//   dot_u4(acc, u, x)    the same for unsigned 4-bit weights u (0..15)
+//   dot_u4(acc, u, x)    the same for small unsigned weights u: 4-bit levels (0..15), or MXFP4's
+//                        doubled E2M1 values offset by 12 (0..24)
 //   kQ8Offset            what prep_q8 added to each weight (its products carry offset·Σx)
 // A lane r of the products is row r of the group: x's 4-byte chunk c is broadcast to all lanes,
 // so per block the 8 rows' sums come out as one vector, scaled by the 8 row scales at once.
@@ -40,27 +41,54 @@ inline std::int32_t load_i32(const unsigned char* p) {
   return v;
 }
 
-// Rows of one group × kTokens activation rows (Q8_0 blocks, then the blocks' int32 sums): Q8_0 or
-// Q4_0 weights.
-template <class Isa, bool kQ4, int kTokens>
+// The 32-weight formats the group kernel below reads, each with Q8_0 activations.
+enum class GroupFormat { kQ8_0, kQ4_0, kMXFP4 };
+
+// Half the E8M0 scales of 8 rows (e8m0_half_to_float on 8 lanes): 2^(e−128) as bits (e − 1) << 23,
+// the subnormals 0x00200000 << e for e < 2.
+inline __m256 e8m0_half_x8(const unsigned char* e8) {
+  const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(e8)));
+  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+  const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+  const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, subnormal, small));
+}
+
+// Rows of one group × kTokens activation rows (Q8_0 blocks, then the blocks' int32 sums): Q8_0,
+// Q4_0 or MXFP4 weights. MXFP4's codes become their doubled values plus 12 through a byte shuffle
+// (0..24, unsigned as dot_u4 takes them), and the 12·Σx they add is taken off with the sums, as
+// Q4_0's offset 8 is.
+template <class Isa, GroupFormat kFormat, int kTokens>
 void group_tile(const unsigned char* w, std::size_t nb, const unsigned char* x, std::size_t x_row, float* y,
                 std::size_t y_stride) {
-  constexpr std::size_t kBlock = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
-  constexpr std::int32_t kOffset = kQ4 ? 8 : Isa::kQ8Offset;
+  constexpr bool kQ8 = kFormat == GroupFormat::kQ8_0, kMx = kFormat == GroupFormat::kMXFP4;
+  constexpr std::size_t kBlock = kQ8 ? sizeof(BlockQ8_0) : kMx ? sizeof(BlockMXFP4) : sizeof(BlockQ4_0);
+  constexpr std::size_t kScaleBytes = kMx ? 1 : 2;  // per row
+  constexpr std::int32_t kOffset = kQ8 ? Isa::kQ8Offset : kMx ? 12 : 8;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i values = _mm256_broadcastsi128_si256(_mm_add_epi8(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)), _mm_set1_epi8(12)));
   __m256 acc[kTokens];
   for (auto& a : acc) a = _mm256_setzero_ps();
   for (std::size_t b = 0; b < nb; ++b, w += kRowGroup * kBlock) {
     prefetch_ahead<kRowGroup * kBlock>(w);
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
-    const unsigned char* qs = w + 2 * kRowGroup;
+    __m256 dw;
+    if constexpr (kMx)
+      dw = e8m0_half_x8(w);
+    else
+      dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+    const unsigned char* qs = w + kScaleBytes * kRowGroup;
     __m256i q[8];
 #pragma GCC unroll 4
     for (int c = 0; c < 8; c += 2) {
-      if constexpr (kQ4) {  // chunk c/2's low nibbles are weights 4c'.., its high ones 16+4c'..
+      if constexpr (!kQ8) {  // chunk c/2's low nibbles are weights 4c'.., its high ones 16+4c'..
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 16 * c));
         q[c / 2] = _mm256_and_si256(v, low4);
         q[c / 2 + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        if constexpr (kMx) {
+          q[c / 2] = _mm256_shuffle_epi8(values, q[c / 2]);
+          q[c / 2 + 4] = _mm256_shuffle_epi8(values, q[c / 2 + 4]);
+        }
       } else {
         q[c] = Isa::prep_q8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c)));
         q[c + 1] = Isa::prep_q8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c + 32)));
@@ -76,7 +104,7 @@ void group_tile(const unsigned char* w, std::size_t nb, const unsigned char* x, 
 #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {
         const __m256i xc = _mm256_set1_epi32(load_i32(xb + 2 + 4 * c));
-        p[c % 4] = kQ4 ? Isa::dot_u4(p[c % 4], q[c], xc) : Isa::dot_q8(p[c % 4], q[c], xc);
+        p[c % 4] = kQ8 ? Isa::dot_q8(p[c % 4], q[c], xc) : Isa::dot_u4(p[c % 4], q[c], xc);
       }
       const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3]));
       std::uint16_t dx;
@@ -170,13 +198,14 @@ void over_tokens(std::size_t tokens, F&& f) {
   }
 }
 
-template <class Isa, bool kQ4>
+template <class Isa, GroupFormat kFormat>
 void group_kernel(const void* group, std::size_t n, const std::byte* x, std::size_t x_row, std::size_t tokens,
                   float* y, std::size_t y_stride) {
   const auto* w = static_cast<const unsigned char*>(group);
   const auto* xp = reinterpret_cast<const unsigned char*>(x);
   over_tokens(tokens, [&](auto kTokens, std::size_t t) {
-    group_tile<Isa, kQ4, decltype(kTokens)::value>(w, n / kQK8_0, xp + t * x_row, x_row, y + t * y_stride, y_stride);
+    group_tile<Isa, kFormat, decltype(kTokens)::value>(w, n / kQK8_0, xp + t * x_row, x_row, y + t * y_stride,
+                                                       y_stride);
   });
 }
 

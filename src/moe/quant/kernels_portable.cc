@@ -73,18 +73,29 @@ float dot_q8_0(const void* w, const void* x, std::size_t n) {
   return s;
 }
 
-float dot_q4_0(const void* w, const void* x, std::size_t n) {
+// Q4_0 and MXFP4: 32 weights as nibbles (weight j the low nibble of byte j, j + 16 the high one),
+// each nibble an integer value under one scale: Q4_0 q − 8 under d; MXFP4 its code's doubled E2M1
+// value (kMxfp4Values) under half the E8M0 scale (as ggml's ggml_vec_dot_mxfp4_q8_0).
+int nibble_value(const BlockQ4_0&, int q) { return q - 8; }
+int nibble_value(const BlockMXFP4&, int q) { return kMxfp4Values[q]; }
+float block_scale(const BlockQ4_0& b) { return half_to_float(b.d); }
+float block_scale(const BlockMXFP4& b) { return e8m0_half_to_float(b.e); }
+
+template <class Block>
+float dot_nibbles(const void* w, const void* x, std::size_t n) {
   float s = 0;
-  for (std::size_t i = 0; i < n / kQK4_0; ++i) {
-    const auto bw = load<BlockQ4_0>(w, i);
+  for (std::size_t i = 0; i < n / kQK8_0; ++i) {
+    const auto bw = load<Block>(w, i);
     const auto bx = load<BlockQ8_0>(x, i);
     int isum = 0;
-    for (int j = 0; j < kQK4_0 / 2; ++j)
-      isum += ((bw.qs[j] & 0xF) - 8) * bx.qs[j] + ((bw.qs[j] >> 4) - 8) * bx.qs[j + kQK4_0 / 2];
-    s += half_to_float(bw.d) * half_to_float(bx.d) * static_cast<float>(isum);
+    for (int j = 0; j < kQK8_0 / 2; ++j)
+      isum += nibble_value(bw, bw.qs[j] & 0xF) * bx.qs[j] + nibble_value(bw, bw.qs[j] >> 4) * bx.qs[j + kQK8_0 / 2];
+    s += block_scale(bw) * half_to_float(bx.d) * static_cast<float>(isum);
   }
   return s;
 }
+float dot_q4_0(const void* w, const void* x, std::size_t n) { return dot_nibbles<BlockQ4_0>(w, x, n); }
+float dot_mxfp4(const void* w, const void* x, std::size_t n) { return dot_nibbles<BlockMXFP4>(w, x, n); }
 
 // Q4_K, and Q5_K with its fifth bits (sub-block j's are bit j of qh[l]): one body.
 template <class Block>
@@ -161,7 +172,7 @@ void group(const void* g, std::size_t n, const std::byte* x, std::size_t x_row, 
 
 const GroupTable& portable_groups() {
   static const GroupTable table{group<QuantType::kQ8_0, dot_q8_0>, group<QuantType::kQ4_0, dot_q4_0>,
-                                group<QuantType::kQ4_K, dot_q4_k>};
+                                group<QuantType::kQ4_K, dot_q4_k>, group<QuantType::kMXFP4, dot_mxfp4>};
   return table;
 }
 
@@ -203,7 +214,7 @@ void tokens_by_dot(const void* w, std::size_t n, const std::byte* x, std::size_t
 
 const DotTable& portable_dots() {
   static const DotTable table{dot_f32,  dot_f16,  dot_bf16, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k,
-                              tokens_by_dot<dot_f32>, tokens_by_dot<dot_q6_k>, dot_q5_k};
+                              tokens_by_dot<dot_f32>, tokens_by_dot<dot_q6_k>, dot_q5_k, dot_mxfp4};
   return table;
 }
 

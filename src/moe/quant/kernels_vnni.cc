@@ -1,8 +1,9 @@
 // The row-group kernels (kernels_groups_x86.h) with AVX-512 VNNI's vpdpbusd on 256-bit vectors:
 // one instruction multiplies unsigned by signed bytes and adds each 4 products into a 32-bit
 // lane. Q8_0 weights become unsigned by w + 128 (an xor of the sign bit), which adds 128·Σx to
-// the products; 4-bit weights are unsigned as stored. matmul.cc calls these only after checking
-// the CPU (AVX-512 F, BW, VL and VNNI: Intel since Ice Lake, AMD since Zen 4).
+// the products; 4-bit weights are unsigned as stored (MXFP4's after a table lookup). matmul.cc
+// calls these only after checking the CPU (AVX-512 F, BW, VL and VNNI: Intel since Ice Lake, AMD
+// since Zen 4).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -29,7 +30,8 @@ struct Vnni {
 }  // namespace
 
 const GroupTable& vnni_groups() {
-  static const GroupTable table{group_kernel<Vnni, false>, group_kernel<Vnni, true>, group_kernel_q4_k<Vnni>};
+  static const GroupTable table{group_kernel<Vnni, GroupFormat::kQ8_0>, group_kernel<Vnni, GroupFormat::kQ4_0>,
+                                group_kernel_q4_k<Vnni>, group_kernel<Vnni, GroupFormat::kMXFP4>};
   return table;
 }
 

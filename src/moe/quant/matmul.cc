@@ -42,6 +42,7 @@ DotFn dot_for(Kernels k, QuantType type) {
     case QuantType::kQ4_K: return t.q4_k;
     case QuantType::kQ6_K: return t.q6_k;
     case QuantType::kQ5_K: return t.q5_k;
+    case QuantType::kMXFP4: return t.mxfp4;
     case QuantType::kQ5_0:
     case QuantType::kQ5_1: break;
   }
@@ -64,6 +65,7 @@ kernels::GroupFn group_for(Kernels k, QuantType type) {
   switch (type) {
     case QuantType::kQ4_0: return t.q4_0;
     case QuantType::kQ4_K: return t.q4_k;
+    case QuantType::kMXFP4: return t.mxfp4;
     default: return t.q8_0;
   }
 }
@@ -93,7 +95,8 @@ void set_matmul_kernels(Kernels k) {
 ActivationFormat activation_format(QuantType weights) {
   switch (weights) {
     case QuantType::kQ8_0:
-    case QuantType::kQ4_0: return ActivationFormat::kQ8_0;
+    case QuantType::kQ4_0:
+    case QuantType::kMXFP4: return ActivationFormat::kQ8_0;
     case QuantType::kQ4_K:
     case QuantType::kQ5_K:
     case QuantType::kQ6_K: return ActivationFormat::kQ8_K;

@@ -5,12 +5,13 @@
 //
 //   weights F32/F16/BF16   activations f32      y = Σ w·x (f16/bf16 widened on the fly)
 //   weights Q8_0, Q4_0     activations Q8_0     y = Σ_blocks d_w·d_x·Σ q_w·q_x
+//   weights MXFP4          activations Q8_0     y = Σ_blocks 2^(e−128)·d_x·Σ v[q_w]·q_x  (v = 2·E2M1, int8)
 //   weights Q4_K           activations Q8_K     y = Σ_blocks d_x·(d_w·Σ_j sc_j·Σ q_w·q_x − dmin_w·Σ_j m_j·Σ q_x)
 //   weights Q6_K           activations Q8_K     y = Σ_blocks d_w·d_x·Σ_g sc_g·Σ (q_w − 32)·q_x
 //
 // Q8_0 activations are quantized as Q8_0 weights are (quantize.h); Q8_K activations use
 // d = max|x|/127, q = round(x/d) per 256 values, plus the sums of each 16 q for the mins.
-// Weights are read in the kernel layout (row_groups.h: Q8_0 and Q4_0 in groups of 8 rows).
+// Weights are read in the kernel layout (row_groups.h: Q8_0, Q4_0, MXFP4 and Q4_K in groups of 8 rows).
 // Kernels: AVX-512 VNNI, AVX2+FMA or portable C++, the best the CPU has (checked at run time);
 // all sum the same integer products, so they differ only in the order of float additions.
 #pragma once

@@ -20,6 +20,7 @@ constexpr FileTypeEntry kFileTypes[] = {
     {"BF16", LlamaFileType::kMostlyBF16, QuantType::kBF16},    {"Q8_0", LlamaFileType::kMostlyQ8_0, QuantType::kQ8_0},
     {"Q4_0", LlamaFileType::kMostlyQ4_0, QuantType::kQ4_0},    {"Q4_K_M", LlamaFileType::kMostlyQ4_K_M, QuantType::kQ4_K},
     {"Q6_K", LlamaFileType::kMostlyQ6_K, QuantType::kQ6_K},
+    {"MXFP4_MOE", LlamaFileType::kMostlyMXFP4_MOE, QuantType::kMXFP4},
 };
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
@@ -70,7 +71,10 @@ bool use_more_bits(int i_layer, int n_layers) {
 QuantType mix_type(State& qs, QuantType type, const MixTensor& t, const MixOptions& o) {
   const bool q4_k_m = o.file_type == LlamaFileType::kMostlyQ4_K_M;
   const std::uint64_t nx = t.dims[0];
-  if (t.name == "output.weight" || (!qs.has_output && t.name == "token_embd.weight")) {
+  const bool output = t.name == "output.weight" || (!qs.has_output && t.name == "token_embd.weight");
+  if (o.file_type == LlamaFileType::kMostlyMXFP4_MOE) {  // its own mix (quant_mix.h)
+    type = !output && t.dims.size() > 2 && t.dims[2] > 1 ? QuantType::kMXFP4 : QuantType::kQ8_0;
+  } else if (output) {
     if (nx % quant_traits(type).block_elems != 0) {
       type = QuantType::kQ8_0;
     } else if (type != QuantType::kQ8_0) {
@@ -120,12 +124,13 @@ std::optional<LlamaFileType> parse_llama_file_type(std::string_view name) {
   std::string upper(name);
   for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (upper == "Q4_K") upper = "Q4_K_M";  // llama-quantize's alias
+  if (upper == "MXFP4") upper = "MXFP4_MOE";  // ferry's (llama-quantize has no plain MXFP4 file type)
   for (const auto& e : kFileTypes)
     if (upper == e.name) return e.type;
   return std::nullopt;
 }
 
-const char* llama_file_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q4_K_M, Q6_K"; }
+const char* llama_file_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q4_K_M, Q6_K, MXFP4, MXFP4_MOE"; }
 
 const char* llama_file_type_name(LlamaFileType type) {
   for (const auto& e : kFileTypes)

@@ -17,6 +17,12 @@
 //
 //   use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i − n/8) % 3 == 2
 //
+// MXFP4_MOE (llama.cpp's LLAMA_FTYPE_MOSTLY_MXFP4_MOE, later than the commit above: 80fb11ac,
+// 2026-09) has a mix of its own instead of the rules above: output.weight (token_embd.weight when
+// the model has no output) Q8_0; a 3-D tensor with more than one matrix (ne[2] > 1: the routed
+// experts, and DeepSeek's per-head attn_k_b / attn_v_b, which llama.cpp does not tell apart) MXFP4;
+// every other quantized tensor Q8_0. `--type MXFP4` is ferry's alias of it.
+//
 // then a type whose blocks do not divide the rows falls back: Q4_K -> Q5_0, Q5_K -> Q5_1,
 // Q6_K -> Q8_0, then F16 when the fallback does not fit either; any other type aborts
 // llama-quantize, and is an InvalidArgument naming the tensor here. Not modelled: llama.cpp's 70B special case of attn_v (a
@@ -43,16 +49,17 @@ enum class LlamaFileType : std::uint32_t {
   kMostlyQ4_K_M = 15,
   kMostlyQ6_K = 18,
   kMostlyBF16 = 32,
+  kMostlyMXFP4_MOE = 38,
 };
 
-// llama-quantize's names: F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q4_K (its alias of Q4_K_M), Q6_K
-// (case-insensitive); nullopt for another.
+// llama-quantize's names: F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q4_K (its alias of Q4_K_M), Q6_K,
+// MXFP4_MOE and MXFP4 (ferry's alias of MXFP4_MOE) (case-insensitive); nullopt for another.
 std::optional<LlamaFileType> parse_llama_file_type(std::string_view name);
-// "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q4_K_M, Q6_K" for messages.
+// "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q4_K_M, Q6_K, MXFP4, MXFP4_MOE" for messages.
 const char* llama_file_type_names();
 // "Q4_K_M", ...
 const char* llama_file_type_name(LlamaFileType type);
-// The type of a quantized tensor before the mix (Q4_K for Q4_K_M).
+// The type of a quantized tensor before the mix (Q4_K for Q4_K_M, MXFP4 for MXFP4_MOE).
 QuantType llama_file_type_base(LlamaFileType type);
 
 // One tensor of the file, by its GGUF name and ggml dims (row length first).

@@ -23,6 +23,7 @@ constexpr Entry kTypes[] = {
     {QuantType::kQ5_0, {"Q5_0", kQK5_0, sizeof(BlockQ5_0)}},
     {QuantType::kQ5_1, {"Q5_1", kQK5_0, sizeof(BlockQ5_1)}},
     {QuantType::kQ5_K, {"Q5_K", kQK_K, sizeof(BlockQ5_K)}},
+    {QuantType::kMXFP4, {"MXFP4", kQK_MXFP4, sizeof(BlockMXFP4)}},
 };
 }  // namespace
 
@@ -61,8 +62,8 @@ bool quant_type_computed(QuantType type) {
   return type != QuantType::kQ5_0 && type != QuantType::kQ5_1;
 }
 
-const char* quant_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K"; }
-const char* quant_stored_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, Q5_0, Q5_1, Q5_K"; }
+const char* quant_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, MXFP4"; }
+const char* quant_stored_type_names() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, MXFP4, Q5_0, Q5_1, Q5_K"; }
 
 std::size_t quant_row_bytes(QuantType type, std::size_t n) {
   const auto& t = quant_traits(type);

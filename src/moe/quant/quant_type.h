@@ -13,12 +13,21 @@
 //                                                            w = d·sc·q − dmin·m      176 bytes
 //   Q6_K  256 weights: 128 bytes low nibbles, 64 bytes high 2-bit pairs, 16 int8 scales
 //         (one per 16 weights), f16 d;                       w = d·sc·(q − 32)        210 bytes
+//   MXFP4  32 weights: u8 E8M0 exponent e, 16 bytes of 4-bit E2M1 codes (as Q4_0's nibbles);
+//                                                            w = 2^(e−127)·E2M1(q)     17 bytes
+//          E2M1(q) = ±{0, 0.5, 1, 1.5, 2, 3, 4, 6} (bit 3 the sign). ggml computes it as
+//          2^(e−128)·v[q] with v = 2·E2M1 = ±{0, 1, 2, 3, 4, 6, 8, 12} (kvalues_mxfp4), exact in
+//          float32 except where it overflows (e ≥ 253 with a large code: ±Inf, as in ggml). e = 255
+//          is NaN in the OCP MX spec; ggml decodes it as an ordinary exponent (2^128) but refuses it in
+//          ggml_validate_row_data, and so does ferry where blocks come in (finite_blocks.h).
+//          gpt-oss ships its experts in it; `ferry moe quantize --type MXFP4_MOE` writes it.
 //
 // Q5_0, Q5_1 and Q5_K are stored, written and read (llama.cpp's Q4_K_M mix uses them: quant_mix.h);
 // of them only Q5_K is computed on (the mix stores attn_output in it, which
 // would otherwise be held as float32, 5.8x its size), and none is a --weights format (matmul.h).
 //
-// Source: ggml/src/ggml-common.h (block layouts) and ggml-quants.c (dequantize_row_*).
+// Source: ggml/src/ggml-common.h (block layouts, kvalues_mxfp4), ggml-impl.h (ggml_e8m0_to_fp32_half)
+// and ggml-quants.c (dequantize_row_*); MXFP4: the OCP Microscaling Formats (MX) v1.0 spec.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +48,7 @@ enum class QuantType : std::uint32_t {
   kQ5_K = 13,
   kQ6_K = 14,
   kBF16 = 30,
+  kMXFP4 = 39,
 };
 
 struct QuantTraits {
@@ -59,7 +69,7 @@ QuantType parse_weight_format(std::string_view text);
 // Whether matmul.h computes on `type` (all but Q5_0 and Q5_1; Q5_K for the dense attention of
 // Q4_K_M files, which is no --weights format).
 bool quant_type_computed(QuantType type);
-// "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K" (the --weights formats) for error messages.
+// "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, MXFP4" (the --weights formats) for error messages.
 const char* quant_type_names();
 // Every format ferry reads and writes: quant_type_names() and Q5_0, Q5_1, Q5_K.
 const char* quant_stored_type_names();

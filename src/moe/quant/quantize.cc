@@ -67,6 +67,42 @@ void quantize_q4_0(const float* x, unsigned char* out, std::size_t nb) {
   }
 }
 
+// The code of v[q]·d nearest to x, the first of equals (ggml's best_index_mxfp4: a linear scan
+// with a strict <, so +0 wins over −0 and a tie goes to the smaller index).
+int nearest_mxfp4(float x, float d) {
+  int best = 0;
+  float best_err = std::fabs(kMxfp4Values[0] * d - x);
+  for (int i = 1; i < 16; ++i) {
+    const float err = std::fabs(kMxfp4Values[i] * d - x);
+    if (err < best_err) {
+      best = i;
+      best_err = err;
+    }
+  }
+  return best;
+}
+
+// ggml's quantize_row_mxfp4_ref: e = ⌊log2 max|x|⌋ − 2 + 127, so that max|x| / 2^(e−127) lies in
+// [4, 8) (weights above 6 of the scale take the largest code, 6), then each weight the nearest
+// code. As in ggml the exponent goes through float → int → uint8 (a block whose max|x| is below
+// 2^-125 wraps around, as llama.cpp's files hold it).
+void quantize_mxfp4(const float* x, unsigned char* out, std::size_t nb) {
+  for (std::size_t i = 0; i < nb; ++i, x += kQK_MXFP4) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK_MXFP4; ++j)
+      if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
+    BlockMXFP4 b;
+    b.e = amax > 0.0f ? static_cast<std::uint8_t>(static_cast<int>(std::floor(std::log2(amax)) - 2 + 127)) : 0;
+    const float d = e8m0_half_to_float(b.e);
+    for (int j = 0; j < kQK_MXFP4 / 2; ++j) {
+      const int q0 = nearest_mxfp4(x[j], d);
+      const int q1 = nearest_mxfp4(x[kQK_MXFP4 / 2 + j], d);
+      b.qs[j] = static_cast<std::uint8_t>(q0 | (q1 << 4));
+    }
+    store(out, i, b);
+  }
+}
+
 void quantize_q5_0(const float* x, unsigned char* out, std::size_t nb) {
   for (std::size_t i = 0; i < nb; ++i, x += kQK5_0) {
     float amax = 0.0f, max = 0.0f;
@@ -389,6 +425,7 @@ void quantize_row(QuantType type, const float* src, void* dst, std::size_t n) {
     case QuantType::kQ5_0: return quantize_q5_0(src, p, nb);
     case QuantType::kQ5_1: return quantize_q5_1(src, p, nb);
     case QuantType::kQ5_K: return quantize_q5_k(src, p, nb);
+    case QuantType::kMXFP4: return quantize_mxfp4(src, p, nb);
   }
 }
 

@@ -8,8 +8,9 @@
 //         against the block's largest, then q = clamp(round((x + m)/s), 0, 15)
 //   Q6_K  per 16-weight group a scale fitted by make_qx_quants (19 candidate scales, weights x²);
 //         scales quantized to int8 against the largest, q = clamp(round(x/(d·sc)), −32, 31) + 32
+//   MXFP4 e = ⌊log2 max|x|⌋ + 125, q = the E2M1 code nearest x/2^(e−127) (the first of equals)
 //
-// The same float operations in the same order as ggml's, so Q8_0 and Q4_0 (and, with the same
+// The same float operations in the same order as ggml's, so Q8_0, Q4_0 and MXFP4 (and, with the same
 // compiler semantics, the K-quants) come out byte for byte as llama-quantize writes them.
 #pragma once
 

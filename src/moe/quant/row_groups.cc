@@ -17,6 +17,7 @@ struct Part {
 
 std::vector<Part> parts_of(QuantType type) {
   if (type == QuantType::kQ4_K) return {{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, kChunk}};  // d, dmin, scales, qs
+  if (type == QuantType::kMXFP4) return {{0, 1, 1}, {1, 16, kChunk}};                          // e, qs
   return {{0, 2, 2}, {2, quant_traits(type).block_bytes - 2, kChunk}};                        // Q8_0, Q4_0: d, qs
 }
 
@@ -72,7 +73,7 @@ void move(QuantType type, void* data, std::size_t rows, std::size_t n, bool to_g
 }  // namespace
 
 bool has_row_groups(QuantType type) {
-  return type == QuantType::kQ8_0 || type == QuantType::kQ4_0 || type == QuantType::kQ4_K;
+  return type == QuantType::kQ8_0 || type == QuantType::kQ4_0 || type == QuantType::kMXFP4 || type == QuantType::kQ4_K;
 }
 
 void to_row_groups(QuantType type, void* data, std::size_t rows, std::size_t n) { move(type, data, rows, n, true); }

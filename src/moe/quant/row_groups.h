@@ -1,5 +1,5 @@
 // The layout the block kernels read a weight matrix in: the stored blocks, reordered so that one
-// vector load holds a few weights (or scales) of several rows. Q8_0, Q4_0 and Q4_K matrices
+// vector load holds a few weights (or scales) of several rows. Q8_0, Q4_0, MXFP4 and Q4_K matrices
 // (rows × n) are kept in groups of kRowGroup = 8 rows; block b of a group holds the 8 rows' block
 // b as its parts one after the other, each part interleaved across the rows in chunks: chunk c
 // of row r at chunk·(8·c + r) from the part's start.
@@ -7,6 +7,7 @@
 //   Q8_0, Q4_0  d (one 2-byte chunk per row), then the quants in 4-byte chunks
 //               (Q8_0: chunk c = weights 4c..4c+3; Q4_0: chunk c = bytes 4c..4c+3 of the row's 16,
 //               weights 4c.. in the low nibbles and 16+4c.. in the high ones)
+//   MXFP4       e (one 1-byte chunk per row), then the codes in 4-byte chunks as Q4_0's
 //   Q4_K        d, dmin (2-byte chunks), the 12 bytes of 6-bit scales and mins in 1-byte chunks,
 //               then the 128 quant bytes in 4-byte chunks
 //
@@ -26,7 +27,7 @@ namespace ferry::moe::quant {
 
 constexpr std::size_t kRowGroup = 8;
 
-// Whether `type` matrices are kept in row groups (Q8_0, Q4_0, Q4_K). Q6_K is not: its row-group
+// Whether `type` matrices are kept in row groups (Q8_0, Q4_0, MXFP4, Q4_K). Q6_K is not: its row-group
 // kernel (8 rows of 6-bit weights rebuilt from ql/qh per chunk) measured 1.8x slower than the
 // row-by-row dot product on this project's CPU, so Q6_K rows stay as stored.
 bool has_row_groups(QuantType type);

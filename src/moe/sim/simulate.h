@@ -13,7 +13,7 @@ namespace ferry::moe {
 struct SimulateOptions {
   std::string trace;                       // routing trace (any format read_routing_trace knows)
   std::string model_shape = "mixtral-8x7b";
-  std::string weights = "BF16";            // the routed experts' format (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)
+  std::string weights = "BF16";            // the routed experts' format (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, MXFP4)
   std::vector<std::string> profiles = {"a100-pcie4"};
   std::string profiles_file;               // empty: the built-in profiles (src/moe/sim/profiles.json)
   std::string device_mem;                  // GPU memory for the model ("24GiB"); empty: the profile's
