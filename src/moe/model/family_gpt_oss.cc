@@ -141,7 +141,7 @@ ModelFamily gpt_oss_family() {
   f.gguf_architecture = "gpt-oss";
   f.gguf_ffn_norm = "post_attention_norm";
   f.gguf_tokenizer_pre = "gpt-4o";
-  f.gguf_metadata = [](const MoeConfig& c, const nlohmann::json& j, GgufKeys& k) {
+  f.gguf_metadata = [](const MoeConfig& c, const nlohmann::json&, GgufKeys& k) {
     if (const RopeScaling& s = c.rope_scaling; s.type == "yarn") {
       k.set_string(k.arch("rope.scaling.type"), "yarn");
       k.set_f32(k.arch("rope.scaling.factor"), s.factor);
@@ -151,7 +151,6 @@ ModelFamily gpt_oss_family() {
     }
     k.set_u32(k.arch("attention.sliding_window"), c.sliding_window);
     k.set_u32(k.arch("expert_feed_forward_length"), c.intermediate_size);
-    (void)j;
   };
   f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
     r.take_int("expert_count", j, "num_local_experts", /*required=*/true);

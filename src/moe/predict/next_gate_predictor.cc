@@ -63,6 +63,8 @@ class NextGatePredictor : public Predictor {
           for (int i = 0; i < H; ++i) acc += w[i] * x[i];
           logits[e] = acc;
         }
+        if (l < static_cast<int>(r_->logit_bias.size()) && r_->logit_bias[l])
+          for (int e = 0; e < E; ++e) logits[e] += r_->logit_bias[l][e];
         if (l < static_cast<int>(r_->bias.size()) && r_->bias[l]) to_choice_scores(logits, r_->bias[l], r_->sigmoid);
         std::iota(order.begin(), order.end(), 0);
         std::partial_sort(order.begin(), order.begin() + r_->top_k, order.end(),
@@ -93,6 +95,7 @@ RouterView router_view(const DenseWeights& w) {
     rv.router.push_back(lw.router.data_ptr<float>());
     rv.ffn_norm.push_back(lw.ffn_norm.data_ptr<float>());
     rv.bias.push_back(lw.router_bias.defined() ? lw.router_bias.data_ptr<float>() : nullptr);
+    rv.logit_bias.push_back(lw.router_logit_bias.defined() ? lw.router_logit_bias.data_ptr<float>() : nullptr);
   }
   return rv;
 }
