@@ -59,6 +59,11 @@ class Checkpoint {
   // is empty for a GGUF file.
   TensorRef expect(const std::string& name, const std::vector<std::int64_t>& expected_shape) const;
   const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
+  // The file's tensor that `name` is read from: the fused tensor it is a part of, else itself.
+  const std::string& stored_name(const std::string& name) const {
+    const auto it = fused_.find(name);
+    return it == fused_.end() || find(name).file ? name : it->second.source;
+  }
   // Drops the mapped files' resident pages (MappedFile::release_pages): after the dense weights
   // are copied out, when the experts stream from disk and the file may be larger than memory.
   void release_pages() const;

@@ -54,9 +54,7 @@ void refuse_unimplemented(const nlohmann::json& j, const ModelFamily& family, co
     if (!a.is_string() || (a != "silu" && a != "swish" && a != "gelu" && a != "gelu_pytorch_tanh" && a != "gelu_new"))
       config_refuse(j, "hidden_act", "implemented: silu, swish, gelu, gelu_pytorch_tanh, gelu_new", origin);
   }
-  const bool reads_layer_types =
-      std::find(family.config_keys.begin(), family.config_keys.end(), "layer_types") != family.config_keys.end();
-  if (config_has(j, "layer_types") && !reads_layer_types)
+  if (config_has(j, "layer_types") && !family.has_sliding_layers)  // else the family's read() takes them
     for (const auto& t : j["layer_types"])
       if (t != "full_attention") config_refuse(j, "layer_types", "every layer must be full_attention", origin);
 }

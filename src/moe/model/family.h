@@ -58,7 +58,8 @@ struct ModelFamily {
                                             // --v-head-dim apply; a GGUF file's key_length/value_length are the latent's
   bool has_partial_rotary = false;          // make-tiny's --rope-dim applies
   bool has_expert_groups = false;           // make-tiny's --expert-groups and --groups-used apply
-  bool has_sliding_layers = false;          // make-tiny's --sliding-window applies (gpt-oss: every other layer)
+  bool has_sliding_layers = false;          // which layers slide is the family's (its read() takes layer_types);
+                                            // make-tiny's --sliding-window applies (gpt-oss: every other layer)
   bool yarn_attention = false;              // rope_scaling yarn on ordinary attention (HF's _compute_yarn_parameters:
                                             // cos and sin times its attention factor); else with MLA only
   // Reads the family's own keys into `config`, whose common fields are already read: expert count

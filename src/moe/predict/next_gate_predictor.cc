@@ -88,7 +88,7 @@ std::unique_ptr<Predictor> make_next_gate_predictor(const RouterView* routers) {
 RouterView router_view(const DenseWeights& w) {
   const MoeConfig& c = w.config;
   RouterView rv{c.num_moe_layers(), c.num_experts, c.hidden_size, c.top_k, c.rms_norm_eps, {}, {}, {},
-                c.scoring_func == "sigmoid"};
+                c.scoring_func == "sigmoid", {}};
   for (const auto& lw : w.layers) {
     if (!lw.router.defined()) continue;  // a dense layer
     FERRY_CHECK(lw.router.is_contiguous() && lw.ffn_norm.is_contiguous(), "router views need contiguous tensors");
