@@ -142,13 +142,7 @@ ModelFamily gpt_oss_family() {
   f.gguf_ffn_norm = "post_attention_norm";
   f.gguf_tokenizer_pre = "gpt-4o";
   f.gguf_metadata = [](const MoeConfig& c, const nlohmann::json&, GgufKeys& k) {
-    if (const RopeScaling& s = c.rope_scaling; s.type == "yarn") {
-      k.set_string(k.arch("rope.scaling.type"), "yarn");
-      k.set_f32(k.arch("rope.scaling.factor"), s.factor);
-      k.set_u32(k.arch("rope.scaling.original_context_length"), s.original_max_position_embeddings);
-      k.set_f32(k.arch("rope.scaling.yarn_beta_fast"), s.beta_fast);
-      k.set_f32(k.arch("rope.scaling.yarn_beta_slow"), s.beta_slow);
-    }
+    gguf_set_yarn(c, k);
     k.set_u32(k.arch("attention.sliding_window"), c.sliding_window);
     k.set_u32(k.arch("expert_feed_forward_length"), c.intermediate_size);
   };
@@ -168,10 +162,7 @@ ModelFamily gpt_oss_family() {
     const std::string scaling = r.take_string("rope.scaling.type", "none");
     if (scaling == "yarn") {  // llama.cpp rounds the correction range out (ggml_rope_yarn_corr_dims)
       nlohmann::json y = {{"rope_type", "yarn"}, {"truncate", true}};
-      r.take_number("rope.scaling.factor", y, "factor");
-      r.take_int("rope.scaling.original_context_length", y, "original_max_position_embeddings");
-      r.take_number("rope.scaling.yarn_beta_fast", y, "beta_fast");
-      r.take_number("rope.scaling.yarn_beta_slow", y, "beta_slow");
+      r.take_yarn(y);
       j["rope_scaling"] = y;
     } else if (scaling == "none") {
       j["rope_scaling"] = {{"rope_type", "default"}};

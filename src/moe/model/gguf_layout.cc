@@ -549,6 +549,16 @@ void gguf_set_expert_groups(const MoeConfig& c, const nlohmann::json& j, GgufKey
   if (config_has(j, "topk_group")) k.set_u32(k.arch("expert_group_used_count"), c.topk_group);
 }
 
+void gguf_set_yarn(const MoeConfig& c, GgufKeys& k) {
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type != "yarn") return;
+  k.set_string(k.arch("rope.scaling.type"), "yarn");
+  k.set_f32(k.arch("rope.scaling.factor"), s.factor);
+  k.set_u32(k.arch("rope.scaling.original_context_length"), s.original_max_position_embeddings);
+  k.set_f32(k.arch("rope.scaling.yarn_beta_fast"), s.beta_fast);
+  k.set_f32(k.arch("rope.scaling.yarn_beta_slow"), s.beta_slow);
+}
+
 void gguf_refuse_rope_scaling(const MoeConfig& c, bool linear_written) {
   const ModelFamily& family = family_of(c.model_type);
   FERRY_REQUIRE(c.rope_scaling.type == "default" || (linear_written && c.rope_scaling.type == "linear"),
