@@ -10,6 +10,7 @@
 // likewise): ferry reads them apart (fused_experts.h). MXFP4 experts (*_blocks / *_scales,
 // quantization_config mxfp4) are refused by name for now.
 #include <algorithm>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -101,8 +102,10 @@ ModelFamily gpt_oss_family() {
     c.scoring_func = "softmax";
     c.swiglu_limit = config_get_or<double>(j, "swiglu_limit", kSwigluLimit, origin);
     c.swiglu_alpha = config_get_or<double>(j, "swiglu_alpha", kSwigluAlpha, origin);
-    if (!(c.swiglu_limit > 0 && c.swiglu_limit < 1e30)) config_refuse(j, "swiglu_limit", "must be finite and greater than 0", origin);
-    if (!(c.swiglu_alpha > 0 && c.swiglu_alpha < 1e30)) config_refuse(j, "swiglu_alpha", "must be finite and greater than 0", origin);
+    if (!(std::isfinite(c.swiglu_limit) && c.swiglu_limit > 0))
+      config_refuse(j, "swiglu_limit", "must be finite and greater than 0", origin);
+    if (!(std::isfinite(c.swiglu_alpha) && c.swiglu_alpha > 0))
+      config_refuse(j, "swiglu_alpha", "must be finite and greater than 0", origin);
     if (!config_has(j, "rope_scaling") && !config_has(j, "rope_parameters")) c.rope_scaling = gpt_oss_default_yarn();
   };
   f.write = [](const MoeConfig& c, nlohmann::json& j) {
