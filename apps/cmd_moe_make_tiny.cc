@@ -108,6 +108,9 @@ MoeSubcommand add_make_tiny_command(CLI::App& moe) {
       ->capture_default_str();
   mk->add_option("--groups-used", c.topk_group, "glm4_moe, deepseek_v3: the groups a token chooses in (0 = 1)")
       ->capture_default_str();
+  mk->add_option("--sliding-window", c.sliding_window,
+                 "gpt_oss: the positions its sliding layers (every other one) attend to (0 = 8)")
+      ->capture_default_str();
   mk->add_option("--dense-intermediate", c.dense_intermediate_size,
                  "the dense layers' MLP width (default 2 x --intermediate)");
   f.dtype_option = mk->add_option("--dtype", f.dtype, "f32, bf16 or f16")->capture_default_str();

@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
             std::size_t next = 0;
             auto call = [&] {
               const std::byte* w = weights.data() + (next++ % copies) * layout.bytes();
-              return moe::run_expert(layout, w, x, work, "silu", kernels);
+              return moe::run_expert(layout, w, x, work, moe::MoeConfig{}, {}, kernels);
             };
             call();
             std::vector<double> times;

@@ -8,7 +8,7 @@
 #   - invalid UTF-8 in a vocabulary (GGUF tokens, tokenizer.json), a GGUF without
 #     <arch>.expert_count, out-of-range BOS/EOS ids, a 1 MiB tensor name;
 #   - advise --validate on a folder without runs; ferry run with a missing program;
-#   - GGUF files of llama.cpp's deepseek2 (DeepSeek-V2/V3, Kimi-K2) and glm4moe (GLM-4.5)
+#   - GGUF files of llama.cpp's deepseek2 (DeepSeek-V2/V3, Kimi-K2), glm4moe (GLM-4.5) and gpt-oss
 #     architectures that lack a key the model needs, carry a value ferry does not implement, or miss
 #     a tensor their keys call for: the key or the tensor (tiny files of make-tiny, edited).
 # bad_input_cli.sh FERRY PART: PART is finite, out, special, vocab, misc or families (one CTest entry each).
@@ -208,5 +208,20 @@ refused glm.gguf set-str glm4moe.rope.scaling.type yarn "key 'glm4moe.rope.scali
 # and tensors: a layer's q bias (the file's first layer has them), its post-attention norm.
 refused glm.gguf rename-tensor blk.2.attn_q.bias blk.2.attn_q_x.bias "blk.2.attn_q.bias"
 refused glm.gguf rename-tensor blk.1.post_attention_norm.weight blk.1.post_norm_x.weight "blk.1.post_attention_norm.weight"
+
+# gpt-oss: sinks, a window in every other layer, biases on q/k/v/o, the router and the experts.
+"$ferry" moe make-tiny --out oss.gguf --family gpt_oss --gguf F32 --layers 2 --hidden 64 --heads 4 --kv-heads 2 \
+  --head-dim 16 --experts 4 --top-k 2 --intermediate 32 --sliding-window 3 >/dev/null || { echo "FAIL: make-tiny gpt_oss"; exit 1; }
+"$ferry" "${gen[@]}" --model oss.gguf >/dev/null 2>oss.err && echo "ok: intact oss.gguf generates" \
+  || { echo "FAIL: intact oss.gguf:"; cat oss.err; failures=$((failures + 1)); }
+for key in expert_count expert_feed_forward_length attention.sliding_window; do
+  refused oss.gguf drop-key "gpt-oss.$key" "key 'gpt-oss.$key' is missing"
+done
+refused oss.gguf set-int gpt-oss.attention.sliding_window_pattern 0 "key 'gpt-oss.attention.sliding_window_pattern' = 0"
+refused oss.gguf set-str gpt-oss.rope.scaling.type linear "key 'gpt-oss.rope.scaling.type' = \"linear\""
+refused oss.gguf set-int gpt-oss.expert_gating_func 2 "key 'gpt-oss.expert_gating_func' = 2"
+refused oss.gguf rename-tensor blk.1.attn_sinks.weight blk.1.attn_sinks_x.weight "blk.1.attn_sinks.weight"
+refused oss.gguf rename-tensor blk.0.ffn_up_exps.bias blk.0.ffn_up_x.bias "blk.0.ffn_up_exps.bias"
+refused oss.gguf rename-tensor blk.1.ffn_gate_inp.bias blk.1.ffn_gate_inp_x.bias "blk.1.ffn_gate_inp.bias"
 fi
 exit $failures

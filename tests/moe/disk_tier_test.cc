@@ -97,22 +97,27 @@ TEST_F(DiskTierTest, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
 // The same on the families whose layers are not Mixtral's, each a Q8_0 file of tiny shapes:
 // DeepSeek-V3 (latent attention with the q bottleneck, two groups of experts chosen through a
 // bias, a shared expert, a dense first layer) and GLM-4.5 (partial rotary, q/k/v biases, the
-// same routing, a shared expert and a dense first layer).
+// same routing, a shared expert and a dense first layer), and gpt-oss (expert biases, resident
+// while the experts' weights stream; sinks, sliding layers).
 TEST(DiskTierFamilies, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
   torch::set_num_threads(1);
-  for (const std::string family : {"deepseek_v3", "glm4_moe"}) {
+  for (const std::string family : {"deepseek_v3", "glm4_moe", "gpt_oss"}) {
     TempDir tmp;
+    const bool grouped = family != "gpt_oss";  // gpt-oss has no groups, shared expert or dense layer
     MoeConfig c = testing::tiny_config();
     c.model_type = family;
     c.hidden_size = 64;  // rows of whole Q8_0 blocks, MLA's (qk_nope_head_dim 32) included
     c.intermediate_size = 64;
     c.head_dim = 64;
-    c.dense_layers = {0};
+    if (grouped) c.dense_layers = {0};
     if (family == "deepseek_v3") c.q_lora_rank = 32;
     c.n_group = c.topk_group = 0;  // the family's tiny default: two groups, one used
+    if (!grouped) c.sliding_window = 3;  // shorter than the sequences
     prepare_tiny_config(c);
-    ASSERT_EQ(c.n_group, 2) << family;
-    ASSERT_GT(c.shared_expert_intermediate_size, 0) << family;
+    if (grouped) {
+      ASSERT_EQ(c.n_group, 2) << family;
+      ASSERT_GT(c.shared_expert_intermediate_size, 0) << family;
+    }
     TinyModelOptions t;
     t.config = c;
     t.seed = 5;

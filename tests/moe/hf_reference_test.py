@@ -6,7 +6,9 @@ through the KV cache) under several policies and budgets, and compares with a fo
 from HF's modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py, modeling_olmoe.py,
 DeepSeek-MoE's modeling_deepseek.py (deepseek-ai/deepseek-moe-16b), modeling_glm4_moe.py and
 DeepSeek-V2/V3's modeling_deepseek.py (multi-head latent attention, expanded per head as HF
-computes it, where ferry attends on the latents), computed in float64. ferry computes in
+computes it, where ferry attends on the latents) and modeling_gpt_oss.py (fused experts with
+biases and the clamped SwiGLU, attention sinks, sliding layers, YaRN without truncation), computed
+in float64. ferry computes in
 float32; with logits of magnitude O(1) and a few hundred float32 operations per path its error is
 far below 1e-4 (rounding ~6e-8 per operation), while any difference in the math (a wrong RoPE, a
 missing bias, a wrong normalisation) moves logits by more than 1e-2: the reference's own check
@@ -78,6 +80,14 @@ FAMILIES = {
                     "scoring_func": "softmax", "topk_method": "greedy", "n_group": 1, "topk_group": 1,
                     "routed_scaling_factor": 1.0, "kv_lora_rank": 16, "q_lora_rank": None, "qk_rope_head_dim": 4,
                     "qk_nope_head_dim": 8, "v_head_dim": 12, "rope_theta": 1e4, "attention_bias": False},
+    # gpt-oss: fused experts with biases (gate/up interleaved), the router's bias and softmax over the
+    # top-k logits, sinks, a window of 6 positions in the sliding layers (the prompt is 8), q/k/v/o
+    # biases, YaRN x32 without truncation
+    "gpt_oss": dict(BASE, model_type="gpt_oss", architectures=["GptOssForCausalLM"], intermediate_size=48,
+                    num_local_experts=8, sliding_window=6, attention_bias=True, swiglu_limit=7.0,
+                    layer_types=["sliding_attention", "full_attention", "sliding_attention"], rope_theta=150000.0,
+                    rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                  "original_max_position_embeddings": 4096, "truncate": False}),
 }
 MLA = ("deepseek_v3", "deepseek_v2")
 
@@ -89,12 +99,12 @@ def traits(cfg):
     t = {"family": f, "head_dim": cfg.get("head_dim", H // nh) if f != "deepseek" else H // nh,
          "mlp": "block_sparse_moe." if f == "mixtral" else "mlp.",
          "names": ("w1", "w3", "w2") if f == "mixtral" else ("gate_proj", "up_proj", "down_proj"),
-         "experts": {"mixtral": "num_local_experts", "deepseek": "n_routed_experts",
+         "experts": {"mixtral": "num_local_experts", "gpt_oss": "num_local_experts", "deepseek": "n_routed_experts",
                      "glm4_moe": "n_routed_experts", "deepseek_v3": "n_routed_experts",
                      "deepseek_v2": "n_routed_experts"}.get(f, "num_experts"),
-         "expert_width": cfg["intermediate_size"] if f in ("mixtral", "olmoe") else cfg["moe_intermediate_size"],
+         "expert_width": cfg["intermediate_size"] if f in ("mixtral", "olmoe", "gpt_oss") else cfg["moe_intermediate_size"],
          "qkv_bias": f == "qwen2_moe" or bool(cfg.get("attention_bias")) and f != "mixtral",
-         "o_bias": f in ("qwen3_moe", "olmoe", "deepseek") and bool(cfg.get("attention_bias")),
+         "o_bias": f in ("qwen3_moe", "olmoe", "deepseek", "gpt_oss") and bool(cfg.get("attention_bias")),
          "qk_norm": {"qwen3_moe": "head", "olmoe": "full", "glm4_moe": "head" if cfg.get("use_qk_norm") else None}.get(f),
          "rotary": cfg["qk_rope_head_dim"] if f in MLA else
          int(cfg.get("partial_rotary_factor", 1.0) * cfg.get("head_dim", H // nh)),
@@ -180,6 +190,8 @@ def random_checkpoint(cfg, seed):
             t[p + "self_attn.o_proj.weight"] = lin(H, nh * D)
         if tr["o_bias"]:
             t[p + "self_attn.o_proj.bias"] = 0.1 * torch.randn(H, generator=g)
+        if tr["family"] == "gpt_oss":
+            t[p + "self_attn.sinks"] = torch.randn(nh, generator=g)
         if tr["qk_norm"] == "head":
             t[p + "self_attn.q_norm.weight"], t[p + "self_attn.k_norm.weight"] = norm(D), norm(D)
         elif tr["qk_norm"] == "full":
@@ -187,6 +199,14 @@ def random_checkpoint(cfg, seed):
         moe = p + tr["mlp"]
         if not tr["sparse"][l]:
             mlp(moe, cfg["intermediate_size"])
+            continue
+        if tr["family"] == "gpt_oss":  # GptOssTopKRouter, GptOssExperts (x · W layout, gate/up interleaved);
+            # gate/up 4x wider than 1/fan_in so that the SwiGLU's clamp at 7 acts
+            t[moe + "router.weight"], t[moe + "router.bias"] = lin(E, H), 0.1 * torch.randn(E, generator=g)
+            t[moe + "experts.gate_up_proj"] = 4 * torch.randn(E, H, 2 * I, generator=g) / math.sqrt(H)
+            t[moe + "experts.gate_up_proj_bias"] = 0.1 * torch.randn(E, 2 * I, generator=g)
+            t[moe + "experts.down_proj"] = torch.randn(E, I, H, generator=g) / math.sqrt(I)
+            t[moe + "experts.down_proj_bias"] = 0.1 * torch.randn(E, H, generator=g)
             continue
         t[moe + "gate.weight"] = lin(E, H)
         if tr["bias"]:
@@ -239,8 +259,26 @@ def inv_freq(cfg, theta, D):
         smoothed = (1 - smooth) * scaled / factor + smooth * scaled
         medium = ~(wavelen < old / high) & ~(wavelen > old / low)
         return torch.where(medium, smoothed, scaled)
+    if kind == "yarn":  # _compute_yarn_parameters (without mscale: the factor is get_mscale(factor))
+        factor, orig = r["factor"], r.get("original_max_position_embeddings", 4096)
+
+        def dim_of(turns):
+            return D * math.log(orig / (turns * 2 * math.pi)) / (2 * math.log(theta))
+        low, high = dim_of(r.get("beta_fast", 32)), dim_of(r.get("beta_slow", 1))
+        if r.get("truncate", True):
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, D - 1)
+        if low == high:
+            high += 0.001
+        ramp = ((torch.arange(D // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+        return inv / factor * ramp + inv * (1 - ramp)
     assert kind == "default", kind
     return inv
+
+
+def yarn_attention_factor(cfg):
+    r = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
+    return 0.1 * math.log(r["factor"]) + 1 if r.get("rope_type", r.get("type")) == "yarn" else 1.0
 
 
 ACT = {"silu": torch.nn.functional.silu, "gelu": torch.nn.functional.gelu,
@@ -315,7 +353,8 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
     causal = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
     # HF's sliding window: key j is seen by query i when i - W < j <= i; Mixtral in every layer when
     # sliding_window is set, Qwen2-MoE with use_sliding_window from max_window_layers on.
-    W = cfg.get("sliding_window") if f in ("mixtral", "qwen2_moe") else None
+    W = cfg.get("sliding_window") if f in ("mixtral", "qwen2_moe", "gpt_oss") else None
+    scale = yarn_attention_factor(cfg)
     if f == "qwen2_moe" and not cfg.get("use_sliding_window"):
         W = None
     i, j = torch.arange(T)[:, None], torch.arange(T)[None]
@@ -340,13 +379,20 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
             q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        q, k = rope(q, inv, interleaved_rope), rope(k, inv, interleaved_rope)
+        q, k = rope(q, inv, interleaved_rope) * scale, rope(k, inv, interleaved_rope) * scale
         k, v = k.repeat_interleave(nh // nkv, 1), v.repeat_interleave(nh // nkv, 1)
-        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D) + mask, -1) @ v
+        scores = q @ k.transpose(-1, -2) / math.sqrt(D) + mask
+        if f == "gpt_oss":  # eager_attention_forward: the head's sink a last column, dropped after the softmax
+            scores = torch.cat([scores, w[p + "self_attn.sinks"].view(1, nh, 1, 1).expand(B, nh, T, 1)], -1)
+            att = torch.softmax(scores - scores.max(-1, keepdim=True).values, -1)[..., :-1] @ v
+        else:
+            att = torch.softmax(scores, -1) @ v
         o = att.transpose(1, 2).reshape(B, T, nh * D) @ w[p + "self_attn.o_proj.weight"].T
         return o + w[p + "self_attn.o_proj.bias"] if tr["o_bias"] else o
     for l in range(cfg["num_hidden_layers"]):
         mask = windowed if W and l >= first_windowed else causal
+        if f == "gpt_oss":
+            mask = windowed if W and cfg["layer_types"][l] == "sliding_attention" else causal
         p = f"model.layers.{l}."
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
 
@@ -358,6 +404,21 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
         moe = p + tr["mlp"]
         if not tr["sparse"][l]:
             x = x + mlp(h, moe).view(B, T, H)
+            continue
+        if f == "gpt_oss":  # GptOssMLP
+            top_v, top_i = (h @ w[moe + "router.weight"].T + w[moe + "router.bias"]).topk(k_top, -1)
+            top_w, lim = torch.softmax(top_v, -1), cfg.get("swiglu_limit", 7.0)
+            out = torch.zeros_like(h)
+            for e in range(E):
+                rows, slot = (top_i == e).nonzero(as_tuple=True)
+                if len(rows) == 0:
+                    continue
+                gu = h[rows] @ w[moe + "experts.gate_up_proj"][e] + w[moe + "experts.gate_up_proj_bias"][e]
+                gate, up = gu[..., ::2].clamp(max=lim), gu[..., 1::2].clamp(-lim, lim)
+                y = ((up + 1) * gate * torch.sigmoid(gate * 1.702)) @ w[moe + "experts.down_proj"][e]
+                y = y + w[moe + "experts.down_proj_bias"][e]
+                out.index_add_(0, rows, y * top_w[rows, slot][:, None])
+            x = x + out.view(B, T, H)
             continue
         logits = h @ w[moe + "gate.weight"].T
         if tr["bias"]:  # Glm4MoeTopkRouter / DeepSeek-V3's noaux_tc

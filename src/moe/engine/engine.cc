@@ -213,7 +213,7 @@ std::unique_ptr<MoeEngine> MoeEngine::open(const std::string& model_dir, const E
   const bool preload = options.preload || (auto_policy && m.plan.resident);
 
   // Batch-1 compute time of one expert on this CPU: the cost model when no profile is given.
-  const double measured = measure_expert_call_s(m.pool->layout(), c.hidden_act);
+  const double measured = measure_expert_call_s(m.pool->layout(), c);
   m.cost.device_expert_s = m.profile.device_expert_s > 0 ? m.profile.device_expert_s : measured;
   m.cost.host_token_s = m.profile.host_token_s > 0 ? m.profile.host_token_s : measured;
   m.cost.host_available = !from_disk;
@@ -330,6 +330,19 @@ std::string MoeEngine::describe() const {
   return s.str();
 }
 
+namespace {
+
+// softmax over the keys of scores [B, heads, T, S]; with attention sinks (gpt-oss), each head's
+// sink logit joins the denominator as one more key without a value: probabilities that sum below 1.
+torch::Tensor attention_probs(const torch::Tensor& scores, const LayerWeights& lw) {
+  if (!lw.sinks.defined()) return torch::softmax(scores, -1);
+  const auto sinks = lw.sinks.view({1, -1, 1, 1}).expand({scores.size(0), scores.size(1), scores.size(2), 1});
+  const std::int64_t S = scores.size(3);
+  return torch::softmax(torch::cat({scores, sinks}, -1), -1).slice(-1, 0, S);
+}
+
+}  // namespace
+
 void MoeEngine::Impl::attention(int l, torch::Tensor& x, KvCache& kv) {
   const MoeConfig& c = w.config;
   const std::int64_t B = x.size(0), T = x.size(1), pos = kv.pos();
@@ -373,7 +386,7 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, KvCache& kv) {
     if (window) hidden = hidden.logical_or(kpos <= qpos - c.sliding_window);
     scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());
   }
-  auto probs = torch::softmax(scores, -1).view({B, kvh, g * T, S});
+  auto probs = attention_probs(scores, lw).reshape({B, kvh, g * T, S});
   auto out = torch::matmul(probs, vv).view({B, nh, T, D}).transpose(1, 2).reshape({B, T, nh * D});
   x = x + project_out(out, lw);
 }
@@ -457,13 +470,16 @@ torch::Tensor MoeEngine::Impl::mlp(int decoder_layer, const torch::Tensor& x) {
 // experts that found no room (every other expert of this layer is unpinned by then).
 void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::vector<ExpertWork>& work,
                                     const LayerDispatch& d, torch::Tensor& out) {
+  // The biases stay with the dense weights wherever the expert's projections are (weights.h).
+  const LayerWeights& lw = w.layers[w.config.decoder_layer(l)];
+  auto bias = [&](std::size_t i) { return expert_bias(lw, work[i].expert); };
   auto device_call = [&](std::size_t i) {
     ExpertId id{l, work[i].expert};
     const std::byte* p = store->acquire(id);
     const double t0 = now_s();
     out.index_add_(0, torch::from_blob(const_cast<std::int64_t*>(work[i].rows.data()),
                                        {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
-                   run_expert(pool->layout().of_layer(l), p, m, work[i], w.config.hidden_act));
+                   run_expert(pool->layout().of_layer(l), p, m, work[i], w.config, bias(i)));
     if (profile.device_expert_s > 0) sleep_until_s(t0 + profile.device_expert_s);
     stats.device_compute_s += now_s() - t0;
     store->unpin(id);
@@ -479,7 +495,7 @@ void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::ve
     const double t0 = now_s();
     out.index_add_(0, torch::from_blob(const_cast<std::int64_t*>(work[i].rows.data()),
                                        {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
-                   run_expert(pool->layout().of_layer(l), pool->expert({l, work[i].expert}), m, work[i], w.config.hidden_act));
+                   run_expert(pool->layout().of_layer(l), pool->expert({l, work[i].expert}), m, work[i], w.config, bias(i)));
     if (profile.host_token_s > 0) sleep_until_s(t0 + profile.host_token_s * static_cast<double>(work[i].rows.size()));
     stats.host_compute_s += now_s() - t0;
     done[i] = 1;

@@ -24,7 +24,7 @@ ExpertKernels auto_kernels(quant::QuantType format, std::int64_t tokens) {
 }
 
 torch::Tensor run_expert(const ExpertLayout& L, const std::byte* base, const torch::Tensor& m, const ExpertWork& work,
-                         const std::string& hidden_act, ExpertKernels kernels) {
+                         const MoeConfig& c, const ExpertBias& bias, ExpertKernels kernels) {
   const auto n = static_cast<std::int64_t>(work.rows.size());
   auto idx = torch::from_blob(const_cast<std::int64_t*>(work.rows.data()), {n}, torch::kInt64);
   auto gate = torch::from_blob(const_cast<float*>(work.gates.data()), {n, 1});
@@ -39,15 +39,26 @@ torch::Tensor run_expert(const ExpertLayout& L, const std::byte* base, const tor
     auto w3 = torch::from_blob(p + L.w3_offset() / 4, {L.intermediate, L.hidden});
     auto w2 = torch::from_blob(p + L.w2_offset() / 4, {L.hidden, L.intermediate});
     // libtorch's matmul itself (gated_mlp streams small batches through ferry's kernel).
-    return torch::matmul(activation(hidden_act, torch::matmul(x, w1.t())) * torch::matmul(x, w3.t()), w2.t()) * gate;
+    auto g = torch::matmul(x, w1.t()), u = torch::matmul(x, w3.t());
+    if (bias.gate.defined()) {
+      g = g + bias.gate;
+      u = u + bias.up;
+    }
+    auto y = torch::matmul(glu(c, g, u), w2.t());
+    return (bias.down.defined() ? y + bias.down : y) * gate;
   }
   auto gu = project_blocks(x, L.hidden, {{L.format, base + L.w1_offset(), L.intermediate},
                                          {L.format, base + L.w3_offset(), L.intermediate}});
-  auto h = (activation(hidden_act, gu[0]) * gu[1]).contiguous();
-  return project_blocks(h, L.down_format, base + L.w2_offset(), L.hidden, L.intermediate) * gate;
+  if (bias.gate.defined()) {
+    gu[0] = gu[0] + bias.gate;
+    gu[1] = gu[1] + bias.up;
+  }
+  auto h = glu(c, gu[0], gu[1]).contiguous();
+  auto y = project_blocks(h, L.down_format, base + L.w2_offset(), L.hidden, L.intermediate);
+  return (bias.down.defined() ? y + bias.down : y) * gate;
 }
 
-double measure_expert_call_s(const ExpertLayout& layout, const std::string& hidden_act) {
+double measure_expert_call_s(const ExpertLayout& layout, const MoeConfig& config) {
   torch::NoGradGuard ng;
   auto x = torch::randn({1, layout.hidden});
   // Weights in the layout's format, from random floats (the cost does not depend on the values,
@@ -74,7 +85,7 @@ double measure_expert_call_s(const ExpertLayout& layout, const std::string& hidd
   std::vector<double> t;
   for (int i = 0; i < 15; ++i) {
     const double t0 = now_s();
-    run_expert(layout, weights.data(), x, work, hidden_act);
+    run_expert(layout, weights.data(), x, work, config);
     t.push_back(now_s() - t0);
   }
   std::sort(t.begin(), t.end());

@@ -8,6 +8,7 @@
 
 #include <torch/types.h>
 
+#include "moe/model/decoder_ops.h"
 #include "moe/store/host_pool.h"
 
 namespace ferry::moe {
@@ -27,12 +28,14 @@ enum class ExpertKernels { kAuto, kLibtorch, kBlocks };
 // at 8 tokens or more (libtorch's GEMM; measured, see expert_call.cc).
 ExpertKernels auto_kernels(quant::QuantType format, std::int64_t tokens);
 
-// gate * expert(m[rows]) -> [rows, H], the expert's weights read in place at `base` (`layout`).
+// gate * expert(m[rows]) -> [rows, H], the expert's weights read in place at `base` (`layout`), its
+// unit config's (glu()), its biases `bias` (resident: LayerWeights::expert_b*) when defined.
 torch::Tensor run_expert(const ExpertLayout& layout, const std::byte* base, const torch::Tensor& m, const ExpertWork& work,
-                         const std::string& hidden_act, ExpertKernels kernels = ExpertKernels::kAuto);
+                         const MoeConfig& config, const ExpertBias& bias = {},
+                         ExpertKernels kernels = ExpertKernels::kAuto);
 
 // Median wall time of run_expert for one token on this CPU (an expert's shape; its values do not
 // change the cost).
-double measure_expert_call_s(const ExpertLayout& layout, const std::string& hidden_act);
+double measure_expert_call_s(const ExpertLayout& layout, const MoeConfig& config);
 
 }  // namespace ferry::moe

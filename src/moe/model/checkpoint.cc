@@ -83,6 +83,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   } else {
     FERRY_THROW(IoError, "model directory '", dir, "' has neither model.safetensors nor model.safetensors.index.json");
   }
+  ck->fused_ = fused_expert_parts(ck->config_);
   return ck;
 }
 
@@ -104,7 +105,25 @@ TensorRef Checkpoint::at(const std::string& name) const {
     return {nullptr, nullptr};
   }
   TensorRef r = find(name);
-  if (!r.file) FERRY_THROW(FormatError, "tensor '", excerpt(name), "' missing from checkpoint '", dir_, "'");
+  if (r.file) return r;
+  if (auto it = fused_.find(name); it != fused_.end()) {
+    fused_source(it->second);
+    FERRY_THROW(FormatError, "tensor '", excerpt(name), "' of checkpoint '", dir_, "' is a part of the fused '",
+                it->second.source, "' and cannot be read in place (--link file streams experts stored apart: ",
+                "convert the checkpoint with `ferry moe quantize`, or use a link that keeps a host copy)");
+  }
+  FERRY_THROW(FormatError, "tensor '", excerpt(name), "' missing from checkpoint '", dir_, "'");
+}
+
+TensorRef Checkpoint::fused_source(const FusedPart& part) const {
+  TensorRef r = find(part.source);
+  if (!r.file) {
+    if (find(part.source + "_blocks").file) refuse_mxfp4_experts(part.source + "_blocks", dir_);
+    FERRY_THROW(FormatError, "tensor '", excerpt(part.source), "' missing from checkpoint '", dir_, "'");
+  }
+  if (r.info->shape != part.source_shape)
+    FERRY_THROW(FormatError, "tensor '", excerpt(part.source), "' in '", r.file->path(), "' has shape ",
+                shape_string(r.info->shape), ", expected ", shape_string(part.source_shape), " from config.json");
   return r;
 }
 
@@ -113,6 +132,13 @@ TensorRef Checkpoint::expect(const std::string& name, const std::vector<std::int
     if (gguf_->shape(name) != expected_shape)
       FERRY_THROW(FormatError, "tensor '", excerpt(name), "' in GGUF '", dir_, "' has shape ", shape_string(gguf_->shape(name)),
                   ", expected ", shape_string(expected_shape), " from its metadata");
+    return {nullptr, nullptr};
+  }
+  if (auto it = fused_.find(name); it != fused_.end() && !find(name).file) {
+    fused_source(it->second);
+    if (it->second.shape != expected_shape)
+      FERRY_THROW(FormatError, "tensor '", excerpt(name), "' (a part of '", it->second.source, "') has shape ",
+                  shape_string(it->second.shape), ", expected ", shape_string(expected_shape));
     return {nullptr, nullptr};
   }
   TensorRef r = at(name);
@@ -126,11 +152,16 @@ void Checkpoint::read_f32(const std::string& name, const std::vector<std::int64_
   TensorRef r = expect(name, expected_shape);
   std::size_t n = 1;
   for (auto d : expected_shape) n *= static_cast<std::size_t>(d);
-  if (gguf_)
+  if (gguf_) {
     gguf_->read_f32(name, dst);
-  else
+  } else if (!r.file) {  // a part of fused experts
+    const FusedPart& part = fused_.at(name);
+    const TensorRef src = fused_source(part);
+    read_fused_part(part, src.info->dtype, src.file->data(*src.info), dst);
+  } else {
     convert_to_f32(r.info->dtype, r.file->data(*r.info), dst, n);
-  require_finite(dst, n, name, gguf_ ? dir_ : r.file->path());
+  }
+  require_finite(dst, n, name, gguf_ || !r.file ? dir_ : r.file->path());
 }
 
 void require_finite(const float* v, std::size_t n, const std::string& name, const std::string& where, std::size_t first) {

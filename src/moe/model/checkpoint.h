@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "moe/model/config.h"
+#include "moe/model/fused_experts.h"
 #include "moe/model/gguf_model.h"
 #include "moe/model/safetensors.h"
 
@@ -42,12 +43,15 @@ class Checkpoint {
   // The directory, or the GGUF file's path.
   const std::string& dir() const { return dir_; }
   const MoeConfig& config() const { return config_; }
-  bool contains(const std::string& name) const { return gguf_ ? gguf_->contains(name) : find(name).file != nullptr; }
+  bool contains(const std::string& name) const {
+    return gguf_ ? gguf_->contains(name) : find(name).file != nullptr || fused_.count(name) > 0;
+  }
   // The GGUF file the model was opened from, or nullptr for a safetensors checkpoint.
   const GgufModel* gguf() const { return gguf_.get(); }
   // A safetensors tensor ({nullptr, nullptr} when absent, and always for a GGUF file).
   TensorRef find(const std::string& name) const;
-  // Throws FormatError "tensor 'X' missing from checkpoint DIR" when absent.
+  // Throws FormatError "tensor 'X' missing from checkpoint DIR" when absent, or naming the fused
+  // tensor it is a part of (fused_experts.h: it has no bytes of its own to read in place).
   TensorRef at(const std::string& name) const;
   // Checks the shape and converts the tensor to float32 into `dst` (numel floats).
   void read_f32(const std::string& name, const std::vector<std::int64_t>& expected_shape, float* dst) const;
@@ -55,6 +59,11 @@ class Checkpoint {
   // is empty for a GGUF file.
   TensorRef expect(const std::string& name, const std::vector<std::int64_t>& expected_shape) const;
   const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
+  // The file's tensor that `name` is read from: the fused tensor it is a part of, else itself.
+  const std::string& stored_name(const std::string& name) const {
+    const auto it = fused_.find(name);
+    return it == fused_.end() || find(name).file ? name : it->second.source;
+  }
   // Drops the mapped files' resident pages (MappedFile::release_pages): after the dense weights
   // are copied out, when the experts stream from disk and the file may be larger than memory.
   void release_pages() const;
@@ -65,6 +74,9 @@ class Checkpoint {
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::unordered_map<std::string, std::size_t> shard_of_;  // tensor -> index into files_
   std::unique_ptr<GgufModel> gguf_;                         // set when opened from a GGUF file
+  std::unordered_map<std::string, FusedPart> fused_;        // the parts of fused experts, by ferry's name
+  // The source of a fused part, checked (present, not MXFP4, its shape).
+  TensorRef fused_source(const FusedPart& part) const;
 };
 
 }  // namespace ferry::moe

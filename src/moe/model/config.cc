@@ -54,7 +54,7 @@ void refuse_unimplemented(const nlohmann::json& j, const ModelFamily& family, co
     if (!a.is_string() || (a != "silu" && a != "swish" && a != "gelu" && a != "gelu_pytorch_tanh" && a != "gelu_new"))
       config_refuse(j, "hidden_act", "implemented: silu, swish, gelu, gelu_pytorch_tanh, gelu_new", origin);
   }
-  if (config_has(j, "layer_types"))
+  if (config_has(j, "layer_types") && !family.has_sliding_layers)  // else the family's read() takes them
     for (const auto& t : j["layer_types"])
       if (t != "full_attention") config_refuse(j, "layer_types", "every layer must be full_attention", origin);
 }
@@ -80,7 +80,8 @@ RopeScaling parse_rope_scaling(const nlohmann::json& j, const std::string& origi
   } else if (s.type == "llama3") {
     fields.insert({"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
   } else if (s.type == "yarn") {
-    fields.insert({"factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"});
+    fields.insert({"factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
+                   "truncate"});
   } else if (s.type != "default") {
     refuse("implemented: default, linear, llama3, yarn");
   }
@@ -101,6 +102,7 @@ RopeScaling parse_rope_scaling(const nlohmann::json& j, const std::string& origi
     s.mscale_all_dim = config_get_or<double>(r, "mscale_all_dim", 0, origin);
     if (!(std::isfinite(s.mscale) && std::isfinite(s.mscale_all_dim) && s.mscale >= 0 && s.mscale_all_dim >= 0))
       refuse("mscale and mscale_all_dim must be finite and at least 0");
+    s.truncate = config_get_or<bool>(r, "truncate", true, origin);
   }
   if (s.type == "llama3") {
     s.low_freq_factor = positive("low_freq_factor", 0);
@@ -163,6 +165,9 @@ void MoeConfig::validate(const std::string& origin) const {
            std::adjacent_find(dense_layers.begin(), dense_layers.end()) == dense_layers.end() &&
            (dense_layers.empty() || (dense_layers.front() >= 0 && dense_layers.back() < num_layers)),
        "dense layers must be distinct layer indices");
+  need(std::is_sorted(full_attention_layers.begin(), full_attention_layers.end()) &&
+           (full_attention_layers.empty() || (full_attention_layers.front() >= 0 && full_attention_layers.back() < num_layers)),
+       "full-attention layers must be sorted layer indices");
   need(num_moe_layers() >= 1, "every layer is dense: a model without experts is not an MoE model");
   need(dense_layers.empty() || dense_intermediate_size > 0, "the dense layers' intermediate_size must be greater than 0");
   need(qk_norm.empty() || qk_norm == "head" || qk_norm == "full", "qk_norm must be head, full or empty");
@@ -227,7 +232,7 @@ MoeConfig config_from_json(const nlohmann::json& j, const std::string& origin) {
   // The family's own keys: expert counts and widths, shared experts, dense layers, attention
   // biases and norms, sliding windows.
   family->read(j, c, origin);
-  if (c.rope_scaling.type == "yarn" && !c.mla())
+  if (c.rope_scaling.type == "yarn" && !c.mla() && !family->yarn_attention)
     FERRY_THROW(FormatError, "config '", origin, "': rope_scaling yarn is implemented as DeepSeek's latent attention "
                 "applies it (its softmax scale), not for model_type '", c.model_type, "'");
   c.validate(origin);
@@ -292,6 +297,7 @@ nlohmann::json config_to_json(const MoeConfig& c) {
                          {"beta_slow", s.beta_slow},
                          {"mscale", s.mscale},
                          {"mscale_all_dim", s.mscale_all_dim}};
+  if (s.type == "yarn" && !s.truncate) j["rope_scaling"]["truncate"] = false;
   return j;
 }
 

@@ -3,6 +3,7 @@
 // (moe/model/family.h: Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE and DeepSeek-MoE V1).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,6 +21,8 @@ struct RopeScaling {
   int original_max_position_embeddings = 8192;  // llama3, yarn: the context the model was trained for
   double beta_fast = 32, beta_slow = 1;        // yarn: the rotations bounding the interpolated dims
   double mscale = 1, mscale_all_dim = 0;       // yarn, as DeepSeek's attention applies them (rope_attention_factor)
+  bool truncate = true;                        // yarn: the correction range rounded out to whole dims (HF's
+                                               // `truncate`; gpt-oss: false)
 };
 
 struct MoeConfig {
@@ -51,6 +54,12 @@ struct MoeConfig {
   std::string scoring_func = "softmax";  // softmax over the experts, or sigmoid of each logit (GLM-4.5)
   bool router_bias = false;            // a per-expert bias added to the scores for the choice only
                                        // (e_score_correction_bias); the weights stay unbiased
+  bool router_logit_bias = false;      // the router's linear layer has a bias, added to its logits (gpt-oss)
+  bool expert_bias = false;            // each routed expert's gate, up and down projections have biases (gpt-oss)
+  // > 0: the experts' unit is gpt-oss's clamped SwiGLU instead of act(gate) * up:
+  // (clamp(up, -limit, limit) + 1) * g * sigmoid(swiglu_alpha * g), g = min(gate, limit).
+  double swiglu_limit = 0;
+  double swiglu_alpha = 1.702;
   int n_group = 1;                     // experts in n_group equal groups; a token chooses among the
   int topk_group = 1;                  // topk_group groups whose two best scores sum highest, or
   bool group_by_max = false;           // whose best score is highest (DeepSeek-V2's group_limited_greedy)
@@ -70,6 +79,10 @@ struct MoeConfig {
   std::string hidden_act = "silu";     // the experts' activation (HF's ACT2FN name)
   int sliding_window = 0;              // >0: windowed layers attend to the last this-many positions
   int max_window_layers = 0;           // the first windowed layer (Qwen2-MoE's key; Mixtral: 0)
+  std::vector<int> full_attention_layers;  // layers without the window whatever the above say (sorted;
+                                           // gpt-oss's layer_types full_attention)
+  bool attn_sinks = false;             // one learned logit per head joins each softmax's denominator
+                                       // (gpt-oss's sinks): attention may go to no position
   int max_position_embeddings = 4096;  // longest sequence the KV cache accepts
   bool tie_word_embeddings = false;    // LM head shares the embedding matrix
   int nextn_layers = 0;                // multi-token-prediction layers stored after the last
@@ -89,7 +102,10 @@ struct MoeConfig {
   // The width of the attention output projected by o_proj, per head.
   int attn_value_width() const { return mla() ? v_head_dim : head_dim; }
   // Whether `layer` uses sliding-window attention.
-  bool windowed(int layer) const { return sliding_window > 0 && layer >= max_window_layers; }
+  bool windowed(int layer) const {
+    return sliding_window > 0 && layer >= max_window_layers &&
+           !std::binary_search(full_attention_layers.begin(), full_attention_layers.end(), layer);
+  }
   // Layers with routed experts. Expert ids, traces, policies and the store count only these
   // ("MoE layers" 0..num_moe_layers()-1); decoder_layer() maps one back to its decoder block.
   int num_moe_layers() const { return num_layers - static_cast<int>(dense_layers.size()); }
@@ -120,6 +136,10 @@ struct FamilyTensorNames {
   std::string up = "up_proj";                   // w3
   std::string down = "down_proj";               // w2
   std::string shared_expert = "shared_expert.";  // the shared expert's module under moe_module
+  std::string router = "gate";                  // the router's module under moe_module
+  // HF stores a layer's experts fused, as gpt-oss does (moe/model/fused_experts.h): ferry reads
+  // them under the per-expert names below all the same.
+  bool fused_experts = false;
 };
 
 // Tensor names of the checkpoint, read as the family names them. Layers are decoder layers.
@@ -142,7 +162,7 @@ struct TensorNames {
   std::string mla(int l, const char* name) const { return layer(l) + "self_attn." + name + ".weight"; }
   // which: 'q' or 'k' (Qwen3-MoE, OLMoE)
   std::string qk_norm(int l, char which) const { return layer(l) + "self_attn." + which + "_norm.weight"; }
-  std::string router(int l) const { return moe(l) + "gate.weight"; }
+  std::string router(int l, const char* suffix = "weight") const { return moe(l) + names_.router + "." + suffix; }
   std::string router_bias(int l) const { return moe(l) + "gate.e_score_correction_bias"; }
   // which: 1 = gate (w1), 3 = up (w3), 2 = down (w2), Mixtral numbering.
   std::string expert(int l, int e, int which) const {
@@ -154,6 +174,11 @@ struct TensorNames {
   // The dense MLP of a layer without experts (Qwen's mlp_only_layers, DeepSeek's first layers).
   std::string dense_mlp(int l, int which) const { return moe(l) + proj(which) + ".weight"; }
   std::string shared_expert_gate(int l) const { return moe(l) + "shared_expert_gate.weight"; }
+  // The biases of every expert of a layer, one row per expert (gpt-oss; HF's fused tensors read
+  // apart as llama.cpp's converter splits them): which as in expert().
+  std::string expert_bias(int l, int which) const { return moe(l) + "experts." + proj(which) + ".bias"; }
+  // gpt-oss's attention sinks: one logit per head.
+  std::string attn_sinks(int l) const { return layer(l) + "self_attn.sinks"; }
 
  private:
   std::string moe(int l) const { return layer(l) + names_.moe_module; }

@@ -121,10 +121,27 @@ at::Tensor project(const at::Tensor& x, const Weight& w) {
   return project_many(x, {&w})[0];
 }
 
-at::Tensor gated_mlp(const at::Tensor& x, const Weight& w1, const Weight& w3, const Weight& w2,
-                     const std::string& hidden_act) {
+ExpertBias expert_bias(const LayerWeights& lw, int expert) {
+  if (!lw.expert_b1.defined()) return {};
+  return {lw.expert_b1[expert], lw.expert_b3[expert], lw.expert_b2[expert]};
+}
+
+at::Tensor glu(const MoeConfig& c, const at::Tensor& gate, const at::Tensor& up) {
+  if (c.swiglu_limit <= 0) return activation(c.hidden_act, gate) * up;
+  // GptOssExperts._apply_gate
+  const at::Tensor g = gate.clamp_max(c.swiglu_limit);
+  return (up.clamp(-c.swiglu_limit, c.swiglu_limit) + 1) * g * torch::sigmoid(g * c.swiglu_alpha);
+}
+
+at::Tensor gated_mlp(const at::Tensor& x, const Weight& w1, const Weight& w3, const Weight& w2, const MoeConfig& c,
+                     const ExpertBias& b) {
   auto gu = project_many(x, {&w1, &w3});
-  return project(activation(hidden_act, gu[0]) * gu[1], w2);
+  if (b.gate.defined()) {
+    gu[0] = gu[0] + b.gate;
+    gu[1] = gu[1] + b.up;
+  }
+  auto y = project(glu(c, gu[0], gu[1]), w2);
+  return b.down.defined() ? y + b.down : y;
 }
 
 Qkv project_qkv(const at::Tensor& a, const LayerWeights& lw, const MoeConfig& c) {
@@ -167,7 +184,7 @@ at::Tensor finish_weights(at::Tensor topw, const MoeConfig& c) {
 }  // namespace
 
 std::pair<at::Tensor, at::Tensor> route(const at::Tensor& m, const LayerWeights& lw, const MoeConfig& c) {
-  const at::Tensor logits = project(m, lw.router);
+  const at::Tensor logits = lw.router_logit_bias.defined() ? project(m, lw.router) + lw.router_logit_bias : project(m, lw.router);
   const at::Tensor scores = c.scoring_func == "sigmoid" ? torch::sigmoid(logits) : torch::softmax(logits, -1);
   if (!lw.router_bias.defined() && c.n_group == 1) {  // the scores choose and weigh
     auto [topw, topi] = scores.topk(c.top_k, -1);
@@ -189,9 +206,9 @@ std::pair<at::Tensor, at::Tensor> route(const at::Tensor& m, const LayerWeights&
 }
 
 at::Tensor always_active_mlp(const at::Tensor& m, const LayerWeights& lw, const MoeConfig& c) {
-  if (lw.dw1.defined()) return gated_mlp(m, lw.dw1, lw.dw3, lw.dw2, c.hidden_act);
+  if (lw.dw1.defined()) return gated_mlp(m, lw.dw1, lw.dw3, lw.dw2, c);
   if (!lw.sw1.defined()) return {};
-  auto s = gated_mlp(m, lw.sw1, lw.sw3, lw.sw2, c.hidden_act);
+  auto s = gated_mlp(m, lw.sw1, lw.sw3, lw.sw2, c);
   return lw.sgate.defined() ? s * torch::sigmoid(project(m, lw.sgate)) : s;
 }
 
@@ -227,8 +244,10 @@ at::Tensor rope_inv_freq(const MoeConfig& c) {
     auto dim_of = [&](double turns) {
       return D * std::log(s.original_max_position_embeddings / (turns * 2 * M_PI)) / (2 * std::log(c.rope_theta));
     };
-    const double low = std::max(std::floor(dim_of(s.beta_fast)), 0.0);
-    double high = std::min(std::ceil(dim_of(s.beta_slow)), static_cast<double>(D - 1));
+    // HF's truncate (default true; gpt-oss: false) rounds the range out to whole dims.
+    const double fast = dim_of(s.beta_fast), slow = dim_of(s.beta_slow);
+    const double low = std::max(s.truncate ? std::floor(fast) : fast, 0.0);
+    double high = std::min(s.truncate ? std::ceil(slow) : slow, static_cast<double>(D - 1));
     if (high == low) high += 0.001;
     const at::Tensor ramp = ((torch::arange(0, D / 2, torch::kFloat64) - low) / (high - low)).clamp(0, 1);
     return inv / s.factor * ramp + inv * (1 - ramp);

@@ -41,9 +41,19 @@ std::vector<at::Tensor> project_blocks(const at::Tensor& x, std::int64_t cols, c
 at::Tensor project_blocks(const at::Tensor& x, quant::QuantType type, const std::byte* w, std::int64_t rows,
                           std::int64_t cols);
 
-// down(act(gate(x)) * up(x)): w1 = gate [I, H], w3 = up [I, H], w2 = down [H, I].
-at::Tensor gated_mlp(const at::Tensor& x, const Weight& w1, const Weight& w3, const Weight& w2,
-                     const std::string& hidden_act);
+// An expert's biases (config.expert_bias): gate [I], up [I], down [H]; undefined when it has none.
+struct ExpertBias {
+  at::Tensor gate, up, down;
+};
+// Expert e's rows of a layer's expert biases (LayerWeights::expert_b*); empty without them.
+ExpertBias expert_bias(const LayerWeights& lw, int expert);
+// The gated unit on the gate and up projections (biases added): act(gate) * up with hidden_act, or
+// gpt-oss's clamped SwiGLU when swiglu_limit > 0 (MoeConfig::swiglu_limit).
+at::Tensor glu(const MoeConfig& c, const at::Tensor& gate, const at::Tensor& up);
+// down(glu(gate(x), up(x))): w1 = gate [I, H], w3 = up [I, H], w2 = down [H, I], each plus its bias
+// in `b` when defined.
+at::Tensor gated_mlp(const at::Tensor& x, const Weight& w1, const Weight& w3, const Weight& w2, const MoeConfig& c,
+                     const ExpertBias& b = {});
 // q [B, heads, T, D], k and v [B, kv, T, D] of the normed input a [B, T, H], before the rotary
 // embedding: biases (qkv_bias), OLMoE's RMSNorm of the whole q/k projection and clip_qkv, or
 // Qwen3-MoE's RMSNorm of each q/k head.
@@ -53,7 +63,7 @@ struct Qkv {
 Qkv project_qkv(const at::Tensor& a, const LayerWeights& lw, const MoeConfig& c);
 // The attention output o [B, T, heads*D] projected back: o wo^T (+ bo).
 at::Tensor project_out(const at::Tensor& o, const LayerWeights& lw);
-// The router of an MoE layer on the normed tokens m [N, H]: the scores (softmax over the experts,
+// The router of an MoE layer on the normed tokens m [N, H]: its logits (plus router_logit_bias), the scores (softmax over the experts,
 // or each logit's sigmoid: scoring_func), the top_k chosen by the scores plus the router bias when
 // the layer has one, within the topk_group best of n_group groups when there are groups; (weights,
 // indices), the weights the unbiased scores, renormalised to sum 1 when norm_topk_prob, times

@@ -16,6 +16,7 @@ ModelFamily olmoe_family();
 ModelFamily deepseek_family();
 ModelFamily glm4_moe_family();
 ModelFamily deepseek_v3_family();
+ModelFamily gpt_oss_family();
 
 namespace {
 
@@ -74,7 +75,7 @@ void register_model_family(ModelFamily family) {
 void register_builtin_families() {
   static const bool done = [] {
     for (auto make : {mixtral_family, qwen2_moe_family, qwen3_moe_family, olmoe_family, deepseek_family, glm4_moe_family,
-                      deepseek_v3_family})
+                      deepseek_v3_family, gpt_oss_family})
       register_model_family(make());
     return true;
   }();
@@ -150,6 +151,8 @@ void prepare_tiny_config(MoeConfig& c) {
   flag_needs(c.kv_lora_rank != 0 || c.q_lora_rank != 0 || c.v_head_dim != 0, "--kv-lora-rank, --q-lora-rank and --v-head-dim need",
              &ModelFamily::has_mla, "latent attention");
   flag_needs(c.rotary_dim != 0, "--rope-dim needs", &ModelFamily::has_partial_rotary, "partial rotary heads");
+  flag_needs(c.sliding_window != 0, "--sliding-window needs", &ModelFamily::has_sliding_layers, "sliding layers");
+  FERRY_REQUIRE(c.sliding_window >= 0, "--sliding-window ", c.sliding_window, ": expected 0 (the family's default) or more");
   flag_needs(c.n_group > 1 || c.topk_group > 1, "--expert-groups and --groups-used need", &ModelFamily::has_expert_groups,
              "expert groups");
   FERRY_REQUIRE(c.rotary_dim >= 0 && c.rotary_dim < c.head_dim && c.rotary_dim % 2 == 0, "--rope-dim ", c.rotary_dim,

@@ -58,6 +58,10 @@ struct ModelFamily {
                                             // --v-head-dim apply; a GGUF file's key_length/value_length are the latent's
   bool has_partial_rotary = false;          // make-tiny's --rope-dim applies
   bool has_expert_groups = false;           // make-tiny's --expert-groups and --groups-used apply
+  bool has_sliding_layers = false;          // which layers slide is the family's (its read() takes layer_types);
+                                            // make-tiny's --sliding-window applies (gpt-oss: every other layer)
+  bool yarn_attention = false;              // rope_scaling yarn on ordinary attention (HF's _compute_yarn_parameters:
+                                            // cos and sin times its attention factor); else with MLA only
   // Reads the family's own keys into `config`, whose common fields are already read: expert count
   // and width, shared expert, dense layers, attention biases and norms, sliding window. Refuses
   // values ferry does not implement with one FormatError naming the key.
@@ -95,7 +99,7 @@ struct ModelFamily {
 
 // Registers a family; InvalidArgument if its name or an alias is taken, or its chat template is unknown.
 void register_model_family(ModelFamily family);
-// Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-MoE (V1), GLM-4.5, DeepSeek-V2/V3, in that order.
+// Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DeepSeek-MoE (V1), GLM-4.5, DeepSeek-V2/V3, gpt-oss, in that order.
 // Idempotent.
 void register_builtin_families();
 // The family of a model_type (its name or an alias); nullptr for an unknown one.

@@ -161,14 +161,9 @@ ModelFamily deepseek_v3_family() {
     k.set_f32(k.arch("expert_weights_scale"), c.routed_scaling_factor);
     if (c.norm_topk_prob) k.set_bool(k.arch("expert_weights_norm"), true);
     k.set_u32(k.arch("rope.dimension_count"), c.rotary_dims());
-    if (const RopeScaling& s = c.rope_scaling; s.type == "yarn") {
-      k.set_string(k.arch("rope.scaling.type"), "yarn");
-      k.set_f32(k.arch("rope.scaling.factor"), s.factor);
-      k.set_u32(k.arch("rope.scaling.original_context_length"), s.original_max_position_embeddings);
-      k.set_f32(k.arch("rope.scaling.yarn_beta_fast"), s.beta_fast);
-      k.set_f32(k.arch("rope.scaling.yarn_beta_slow"), s.beta_slow);
-      k.set_f32(k.arch("rope.scaling.yarn_log_multiplier"), 0.1 * s.mscale_all_dim);  // the converter's 0.1 x
-    }
+    gguf_set_yarn(c, k);
+    if (c.rope_scaling.type == "yarn")  // the converter's 0.1 x
+      k.set_f32(k.arch("rope.scaling.yarn_log_multiplier"), 0.1 * c.rope_scaling.mscale_all_dim);
   };
   f.gguf_read_metadata = [](GgufArchReader& r, nlohmann::json& j) {
     // Absent keys take llama.cpp's defaults where DeepseekV3Config's differ: no dense lead (here), no
@@ -218,10 +213,7 @@ ModelFamily deepseek_v3_family() {
         r.refuse("rope.scaling.type", "yarn without rope.scaling.yarn_log_multiplier leaves DeepSeek's mscale open");
       const double mscale = (log_mul->is_integer() ? double(log_mul->i) : log_mul->f) / 0.1;
       nlohmann::json y = {{"type", "yarn"}, {"mscale", mscale}, {"mscale_all_dim", mscale}};
-      r.take_number("rope.scaling.factor", y, "factor");
-      r.take_int("rope.scaling.original_context_length", y, "original_max_position_embeddings");
-      r.take_number("rope.scaling.yarn_beta_fast", y, "beta_fast");
-      r.take_number("rope.scaling.yarn_beta_slow", y, "beta_slow");
+      r.take_yarn(y);
       j["rope_scaling"] = y;
     } else if (scaling != "none") {
       r.refuse("rope.scaling.type", "implemented: none, yarn");

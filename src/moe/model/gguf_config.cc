@@ -111,6 +111,13 @@ void GgufArchReader::take_bool(std::string_view name, nlohmann::json& hf, const 
   hf[hf_key] = v != nullptr ? v->b : fallback;
 }
 
+void GgufArchReader::take_yarn(nlohmann::json& yarn) {
+  take_number("rope.scaling.factor", yarn, "factor");
+  take_int("rope.scaling.original_context_length", yarn, "original_max_position_embeddings");
+  take_number("rope.scaling.yarn_beta_fast", yarn, "beta_fast");
+  take_number("rope.scaling.yarn_beta_slow", yarn, "beta_slow");
+}
+
 void GgufArchReader::take_leading_dense(nlohmann::json& hf) {
   hf["first_k_dense_replace"] = 0;
   take_int("leading_dense_block_count", hf, "first_k_dense_replace");

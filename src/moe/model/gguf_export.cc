@@ -99,7 +99,7 @@ GgufExportReport export_gguf(const std::string& dir, const std::string& out_path
     }
     for (const std::string& hf : t.hf_names) {
       ckpt->expect(hf, t.hf_shape);
-      used.insert(hf);
+      used.insert(ckpt->stored_name(hf));
     }
   }
   for (const auto& file : ckpt->files())

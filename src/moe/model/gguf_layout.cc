@@ -116,6 +116,7 @@ const std::vector<std::pair<std::string, std::string>>& common_tensor_names() {
       {"model.layers.{l}.self_attn.o_proj.bias", "blk.{l}.attn_output.bias"},
       {"model.layers.{l}.self_attn.q_norm.weight", "blk.{l}.attn_q_norm.weight"},
       {"model.layers.{l}.self_attn.k_norm.weight", "blk.{l}.attn_k_norm.weight"},
+      {"model.layers.{l}.self_attn.sinks", "blk.{l}.attn_sinks.weight"},  // gpt-oss
       // MLA (DeepSeek-V2/V3); k_b_proj and v_b_proj are kv_b_proj's parts (split_from)
       {"model.layers.{l}.self_attn.q_a_proj.weight", "blk.{l}.attn_q_a.weight"},
       {"model.layers.{l}.self_attn.q_a_layernorm.weight", "blk.{l}.attn_q_a_norm.weight"},
@@ -134,11 +135,13 @@ const std::vector<std::pair<std::string, std::string>>& common_tensor_names() {
 std::vector<std::pair<std::string, std::string>> mlp_tensor_names(const FamilyTensorNames& n) {
   const std::string m = "model.layers.{l}." + n.moe_module;
   std::vector<std::pair<std::string, std::string>> names = {
-      {m + "gate.weight", "blk.{l}.ffn_gate_inp.weight"},
+      {m + n.router + ".weight", "blk.{l}.ffn_gate_inp.weight"},
+      {m + n.router + ".bias", "blk.{l}.ffn_gate_inp.bias"},
       {m + "gate.e_score_correction_bias", "blk.{l}.exp_probs_b.bias"},
       {m + "shared_expert_gate.weight", "blk.{l}.ffn_gate_inp_shexp.weight"}};
   for (const auto& [proj, role] : {std::pair{n.gate, "gate"}, {n.up, "up"}, {n.down, "down"}}) {
     names.push_back({m + "experts.{e}." + proj + ".weight", std::string("blk.{l}.ffn_") + role + "_exps.weight"});
+    names.push_back({m + "experts." + proj + ".bias", std::string("blk.{l}.ffn_") + role + "_exps.bias"});  // [E, rows]
     names.push_back({m + n.shared_expert + proj + ".weight", std::string("blk.{l}.ffn_") + role + "_shexp.weight"});
     names.push_back({m + proj + ".weight", std::string("blk.{l}.ffn_") + role + ".weight"});
   }
@@ -191,7 +194,13 @@ std::vector<std::int64_t> role_shape(const std::string& role, const MoeConfig& c
     if (c.qk_norm == "head") return {D};
     return {role == "attn_q_norm.weight" ? Q : KV};
   }
+  if (role == "attn_sinks.weight") return c.attn_sinks ? std::vector<std::int64_t>{c.num_heads} : std::vector<std::int64_t>{};
   if (role == "ffn_gate_inp.weight") return moe ? std::vector<std::int64_t>{E, H} : std::vector<std::int64_t>{};
+  if (role == "ffn_gate_inp.bias")
+    return moe && c.router_logit_bias ? std::vector<std::int64_t>{E} : std::vector<std::int64_t>{};
+  if (role == "ffn_gate_exps.bias" || role == "ffn_up_exps.bias")
+    return moe && c.expert_bias ? std::vector<std::int64_t>{E, I} : std::vector<std::int64_t>{};
+  if (role == "ffn_down_exps.bias") return moe && c.expert_bias ? std::vector<std::int64_t>{E, H} : std::vector<std::int64_t>{};
   if (role == "exp_probs_b.bias") return moe && c.router_bias ? std::vector<std::int64_t>{E} : std::vector<std::int64_t>{};
   if (role == "ffn_gate_exps.weight" || role == "ffn_up_exps.weight")
     return moe ? std::vector<std::int64_t>{I, H} : std::vector<std::int64_t>{};
@@ -538,6 +547,16 @@ void gguf_set_expert_groups(const MoeConfig& c, const nlohmann::json& j, GgufKey
                   "n_group and topk_group in config.json");
   if (config_has(j, "n_group")) k.set_u32(k.arch("expert_group_count"), c.n_group);
   if (config_has(j, "topk_group")) k.set_u32(k.arch("expert_group_used_count"), c.topk_group);
+}
+
+void gguf_set_yarn(const MoeConfig& c, GgufKeys& k) {
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type != "yarn") return;
+  k.set_string(k.arch("rope.scaling.type"), "yarn");
+  k.set_f32(k.arch("rope.scaling.factor"), s.factor);
+  k.set_u32(k.arch("rope.scaling.original_context_length"), s.original_max_position_embeddings);
+  k.set_f32(k.arch("rope.scaling.yarn_beta_fast"), s.beta_fast);
+  k.set_f32(k.arch("rope.scaling.yarn_beta_slow"), s.beta_slow);
 }
 
 void gguf_refuse_rope_scaling(const MoeConfig& c, bool linear_written) {

@@ -147,6 +147,9 @@ std::vector<std::string> gguf_check_supported(const MoeConfig& config);
 // groups (> 1) come from a default is refused (InvalidArgument naming the key): the file would hold
 // a group count without its used count, which llama.cpp asserts, or no groups at all.
 void gguf_set_expert_groups(const MoeConfig& config, const nlohmann::json& hf_config, GgufKeys& keys);
+// For a family's gguf_metadata: YaRN's keys as the converter writes them (rope.scaling.type yarn,
+// factor, original_context_length, yarn_beta_fast, yarn_beta_slow) when config's rope_scaling is yarn.
+void gguf_set_yarn(const MoeConfig& config, GgufKeys& keys);
 // For a family's gguf_check: refuses rope scaling other than none (and linear when the family's
 // metadata writes it).
 void gguf_refuse_rope_scaling(const MoeConfig& config, bool linear_written);
@@ -187,6 +190,9 @@ class GgufArchReader {
   void take_expert_groups(nlohmann::json& hf);
   // Whether "<arch>.<name>" is in the file (without taking it).
   bool has(std::string_view name) const;
+  // YaRN's factor, original_context_length, yarn_beta_fast and yarn_beta_slow, when present, into
+  // the rope_scaling object `yarn` (gguf_set_yarn's inverse).
+  void take_yarn(nlohmann::json& yarn);
   // A string key, or `fallback` when absent.
   std::string take_string(std::string_view name, const std::string& fallback);
   // FormatError "GGUF 'PATH': key '<arch>.NAME' = VALUE is not implemented (WHY)".

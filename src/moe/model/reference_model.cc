@@ -44,17 +44,18 @@ const MoeConfig& ReferenceModel::config() const { return impl_->w.config; }
 namespace {
 
 // Rotary embedding, "rotate half" layout of Hugging Face Mixtral, over the first 2 x inv_freq
-// dims of each head (the others pass): x [B, h, T, D].
-torch::Tensor rope(const torch::Tensor& x, std::int64_t start, const torch::Tensor& inv_freq) {
+// dims of each head (the others pass): x [B, h, T, D]; cos and sin times `scale` (YaRN's
+// attention factor).
+torch::Tensor rope(const torch::Tensor& x, std::int64_t start, const torch::Tensor& inv_freq, double scale) {
   if (x.size(3) > 2 * inv_freq.size(0)) {
     const std::int64_t R = 2 * inv_freq.size(0);
-    return torch::cat({rope(x.slice(-1, 0, R), start, inv_freq), x.slice(-1, R, x.size(3))}, -1);
+    return torch::cat({rope(x.slice(-1, 0, R), start, inv_freq, scale), x.slice(-1, R, x.size(3))}, -1);
   }
   const std::int64_t T = x.size(2), D = x.size(3);
   auto t = torch::arange(start, start + T, torch::kFloat64);
   auto freqs = torch::outer(t, inv_freq);
   auto emb = torch::cat({freqs, freqs}, -1);
-  auto cos = emb.cos().to(torch::kFloat32), sin = emb.sin().to(torch::kFloat32);
+  auto cos = (emb.cos() * scale).to(torch::kFloat32), sin = (emb.sin() * scale).to(torch::kFloat32);
   auto x1 = x.slice(-1, 0, D / 2), x2 = x.slice(-1, D / 2, D);
   auto rotated = torch::cat({-x2, x1}, -1);
   return x * cos + rotated * sin;
@@ -93,8 +94,8 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
       q = torch::cat({in.q_nope, in.q_pe}, -1);
     } else {
       auto qkv = project_qkv(a, lw, c);
-      q = rope(qkv.q, impl_->pos, inv_freq);
-      k = rope(qkv.k, impl_->pos, inv_freq);
+      q = rope(qkv.q, impl_->pos, inv_freq, rope_attention_factor(c));
+      k = rope(qkv.k, impl_->pos, inv_freq, rope_attention_factor(c));
       v = qkv.v;
     }
     if (impl_->k_cache[l].defined()) {
@@ -112,7 +113,15 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
     auto hidden = kpos > qpos;
     if (c.windowed(l)) hidden = hidden.logical_or(kpos <= qpos - c.sliding_window);
     scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());
-    auto attn = torch::matmul(torch::softmax(scores, -1), vv).transpose(1, 2).reshape({B, T, nh * c.attn_value_width()});
+    torch::Tensor probs;
+    if (lw.sinks.defined()) {  // GptOss's eager_attention_forward: the sink a last column, dropped after the softmax
+      auto with_sink = torch::cat({scores, lw.sinks.view({1, nh, 1, 1}).expand({B, nh, T, 1})}, -1);
+      with_sink = with_sink - std::get<0>(with_sink.max(-1, true));
+      probs = torch::softmax(with_sink, -1).slice(-1, 0, S);
+    } else {
+      probs = torch::softmax(scores, -1);
+    }
+    auto attn = torch::matmul(probs, vv).transpose(1, 2).reshape({B, T, nh * c.attn_value_width()});
     x = x + project_out(attn, lw);
 
     auto m = rms_norm(x, lw.ffn_norm, c.rms_norm_eps).view({B * T, H});
@@ -126,7 +135,7 @@ std::vector<float> ReferenceModel::forward(const TokenBatch& tokens, bool all_po
         if (rows.numel() == 0) continue;
         auto gate = (topw * hit.to(torch::kFloat32)).sum(-1).index_select(0, rows).unsqueeze(1);
         const ExpertWeights& ew = impl_->experts[ml][e];
-        out.index_add_(0, rows, gated_mlp(m.index_select(0, rows), ew.w1, ew.w3, ew.w2, c.hidden_act) * gate);
+        out.index_add_(0, rows, gated_mlp(m.index_select(0, rows), ew.w1, ew.w3, ew.w2, c, expert_bias(lw, e)) * gate);
       }
     }
     if (auto always = always_active_mlp(m, lw, c); always.defined()) out = out + always;

@@ -13,6 +13,7 @@
 #include "core/metrics.h"
 #include "core/units.h"
 #include "moe/model/dtype.h"
+#include "moe/model/fused_experts.h"
 #include "moe/model/safetensors.h"
 
 namespace ferry::moe {
@@ -108,6 +109,7 @@ std::vector<RandomTensorSpec> random_tensor_specs(const MoeConfig& c) {
       gen(n.attn(l, 'v', "bias"), {c.num_kv_heads * D}, 0.02);
     }
     if (c.o_bias) gen(n.attn(l, 'o', "bias"), {H}, 0.02);
+    if (c.attn_sinks) gen(n.attn_sinks(l), {c.num_heads}, 1.0);  // of the scores' size: they matter
     if (!c.qk_norm.empty()) {
       const bool head = c.qk_norm == "head";
       gen(n.qk_norm(l, 'q'), {head ? D : c.num_heads * D}, 0.05, 1.0);
@@ -123,10 +125,16 @@ std::vector<RandomTensorSpec> random_tensor_specs(const MoeConfig& c) {
     }
     gen(n.router(l), {c.num_experts, H}, h_std);
     if (c.router_bias) gen(n.router_bias(l), {c.num_experts}, 0.1);  // steers the choice among near-equal sigmoids
+    if (c.router_logit_bias) gen(n.router(l, "bias"), {c.num_experts}, 0.1);
     for (int e = 0; e < c.num_experts; ++e) {
       gen(n.expert(l, e, 1), {I, H}, h_std);
       gen(n.expert(l, e, 2), {H, I}, 1.0 / std::sqrt(static_cast<double>(I)));
       gen(n.expert(l, e, 3), {I, H}, h_std);
+    }
+    if (c.expert_bias) {
+      gen(n.expert_bias(l, 1), {c.num_experts, I}, 0.1);
+      gen(n.expert_bias(l, 3), {c.num_experts, I}, 0.1);
+      gen(n.expert_bias(l, 2), {c.num_experts, H}, 0.1);
     }
     if (c.shared_expert_intermediate_size > 0) {
       const std::int64_t S = c.shared_expert_intermediate_size;
@@ -180,7 +188,7 @@ void make_tiny_model(const std::string& dir, const TinyModelOptions& options) {
   FERRY_REQUIRE(ec || file_bytes < static_cast<double>(space.available), "make-tiny: the model's ",
                 format_bytes(file_bytes), " of weights do not fit the ", format_bytes(static_cast<double>(space.available)),
                 " free on ", parent.string());
-  write_checkpoint(dir, c, random_tensors(c, options.seed), options.write);
+  write_checkpoint(dir, c, fuse_expert_tensors(c, random_tensors(c, options.seed)), options.write);
 }
 
 }  // namespace ferry::moe

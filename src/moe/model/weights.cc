@@ -148,6 +148,7 @@ DenseWeights load_dense_weights(const Checkpoint& ck, bool as_stored) {
       lw.bv = load_tensor_f32(ck, n.attn(l, 'v', "bias"), {c.num_kv_heads * D});
     }
     if (c.o_bias) lw.bo = load_tensor_f32(ck, n.attn(l, 'o', "bias"), {H});
+    if (c.attn_sinks) lw.sinks = load_tensor_f32(ck, n.attn_sinks(l), {c.num_heads});
     if (!c.qk_norm.empty()) {
       const bool head = c.qk_norm == "head";
       lw.q_norm = load_tensor_f32(ck, n.qk_norm(l, 'q'), {head ? D : c.num_heads * D});
@@ -163,6 +164,13 @@ DenseWeights load_dense_weights(const Checkpoint& ck, bool as_stored) {
     }
     lw.router = load_tensor_f32(ck, n.router(l), {c.num_experts, H});
     if (c.router_bias) lw.router_bias = load_tensor_f32(ck, n.router_bias(l), {c.num_experts});
+    if (c.router_logit_bias) lw.router_logit_bias = load_tensor_f32(ck, n.router(l, "bias"), {c.num_experts});
+    if (c.expert_bias) {
+      const std::int64_t E = c.num_experts, I = c.intermediate_size;
+      lw.expert_b1 = load_tensor_f32(ck, n.expert_bias(l, 1), {E, I});
+      lw.expert_b3 = load_tensor_f32(ck, n.expert_bias(l, 3), {E, I});
+      lw.expert_b2 = load_tensor_f32(ck, n.expert_bias(l, 2), {E, H});
+    }
     if (c.shared_expert_intermediate_size > 0) {
       const std::int64_t S = c.shared_expert_intermediate_size;
       lw.sw1 = load_weight(ck, n.shared_expert(l, 1), S, H, as_stored);

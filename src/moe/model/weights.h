@@ -45,6 +45,13 @@ struct LayerWeights {
                                       // (each head's key part transposed), [heads * v, kv_lora]
   torch::Tensor router;               // [E, H] (undefined in a dense layer)
   torch::Tensor router_bias;          // [E], the choice's bias (config.router_bias; else undefined)
+  torch::Tensor router_logit_bias;    // [E], added to the router's logits (config.router_logit_bias)
+  torch::Tensor sinks;                // [heads], the attention sinks' logits (config.attn_sinks)
+  // The routed experts' biases (config.expert_bias), one row per expert: [E, I], [E, I], [E, H].
+  // Resident with the dense weights, whatever tier an expert's weights are in: 0.3 % of an
+  // expert's bytes (gpt-oss-20b: 1.1 MB a layer), so a load or a host/disk read moves the
+  // projections only and every copy of an expert meets the same biases.
+  torch::Tensor expert_b1, expert_b3, expert_b2;
   Weight sw1, sw3, sw2;               // shared expert (undefined when the model has none)
   torch::Tensor sgate;                // [1, H] shared-expert gate (optional)
   Weight dw1, dw3, dw2;               // a dense layer's MLP (undefined in an MoE layer)

@@ -76,6 +76,8 @@ class NextGatePredictor : public Predictor {
       std::vector<float> score(E, 0.f);
       for (int t = 0; t < T; ++t) {
         std::copy_n(logits.data() + static_cast<std::size_t>(t) * E, E, row.data());
+        if (l < static_cast<int>(r_->logit_bias.size()) && r_->logit_bias[l])
+          for (int e = 0; e < E; ++e) row[e] += r_->logit_bias[l][e];
         if (l < static_cast<int>(r_->bias.size()) && r_->bias[l]) to_choice_scores(row, r_->bias[l], r_->sigmoid);
         std::iota(order.begin(), order.end(), 0);
         std::partial_sort(order.begin(), order.begin() + r_->top_k, order.end(),
@@ -99,13 +101,14 @@ std::unique_ptr<Predictor> make_next_gate_predictor(const RouterView* routers) {
 RouterView router_view(const DenseWeights& w) {
   const MoeConfig& c = w.config;
   RouterView rv{c.num_moe_layers(), c.num_experts, c.hidden_size, c.top_k, c.rms_norm_eps, {}, {}, {},
-                c.scoring_func == "sigmoid"};
+                c.scoring_func == "sigmoid", {}};
   for (const auto& lw : w.layers) {
     if (!lw.router.defined()) continue;  // a dense layer
     FERRY_CHECK(lw.router.is_contiguous() && lw.ffn_norm.is_contiguous(), "router views need contiguous tensors");
     rv.router.push_back(lw.router.data_ptr<float>());
     rv.ffn_norm.push_back(lw.ffn_norm.data_ptr<float>());
     rv.bias.push_back(lw.router_bias.defined() ? lw.router_bias.data_ptr<float>() : nullptr);
+    rv.logit_bias.push_back(lw.router_logit_bias.defined() ? lw.router_logit_bias.data_ptr<float>() : nullptr);
   }
   return rv;
 }

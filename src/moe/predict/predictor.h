@@ -27,6 +27,7 @@ struct RouterView {
   // modelled: a prediction, not the routing.
   std::vector<const float*> bias;
   bool sigmoid = false;
+  std::vector<const float*> logit_bias;  // [layer] -> [E], added to the logits (gpt-oss's router bias; nullptr: none)
 };
 
 struct PredictInput {
