@@ -9,7 +9,9 @@
 # experts of width 2048, top-8 in 4 of 8 groups, a shared expert, MLA with 128 heads, q_lora 1536,
 # kv_lora 512, vocabulary 129280; 8.1 GiB in Q4_K_M), written directly as GGUF (`make-tiny --gguf`:
 # its F32 checkpoint would be 48 GB); qwen3 = two layers of Qwen3-30B-A3B (hidden 2048, 128 experts
-# of width 768, top-8, 32 heads, 4 KV heads, vocabulary 151936); mix-H-I = a Mixtral-architecture
+# of width 768, top-8, 32 heads, 4 KV heads, vocabulary 151936); gptoss = two layers of gpt-oss-20b
+# (a sliding-window layer of 128 and a full one; hidden 2880, 32 experts of width 2880, top-4, 64
+# heads of 64, 8 KV heads, vocabulary 201088; its format is MXFP4_MOE); mix-H-I = a Mixtral-architecture
 # model of 2 layers, hidden H, 8 experts of width I, top-2, H/128 heads of 128, a quarter of them KV
 # heads; sweep = the nine mix shapes of hidden 1024, 2048, 4096 x width 1024, 4096, 14336 (the
 # kernels' shape sweep: nobody tuned for them). Every shape but a and b is written directly as GGUF.
@@ -23,6 +25,8 @@ shape_flags() {
     dsv3) echo "$DSV3_FLAGS --layers 1" ;;
     qwen3) echo "--family qwen3_moe --layers 2 --experts 128 --top-k 8 --hidden 2048 --intermediate 768 --heads 32
       --kv-heads 4 --head-dim 128 --vocab 151936" ;;
+    gptoss) echo "--family gpt_oss --layers 2 --experts 32 --top-k 4 --hidden 2880 --intermediate 2880 --heads 64
+      --kv-heads 8 --head-dim 64 --sliding-window 128 --vocab 201088" ;;
     mix-*-*)
       local h="${1#mix-}" i
       i="${h#*-}" h="${h%-*}"
@@ -31,7 +35,7 @@ shape_flags() {
       fi
       echo "--layers 2 --experts 8 --top-k 2 --hidden $h --intermediate $i --heads $((h / 128)) --kv-heads $((h / 512))
       --head-dim 128" ;;
-    *) echo "unknown shape '$1' (a, b, dsv3, qwen3, mix-H-I, sweep)" >&2; return 2 ;;
+    *) echo "unknown shape '$1' (a, b, dsv3, qwen3, gptoss, mix-H-I, sweep)" >&2; return 2 ;;
   esac
 }
 # llama.cpp's flags for a shape: on deepseek2 files its automatic flash attention stops on an

@@ -17,7 +17,8 @@
 #   TESTS=decode REPS=5 bench/peers/run.sh                   (only some tests: decode, prefill, batched)
 #   SHAPES=dsv3 FORMATS=Q4_K_M TOKENS=128 bench/peers/run.sh (DeepSeek-V3's one-layer slice)
 #   SHAPES=sweep,qwen3 FORMATS=Q8_0,Q4_K_M TOKENS=128 bench/peers/run.sh (shapes nobody tuned for)
-# Shapes a, b, dsv3, qwen3, mix-H-I and sweep: bench/peers/models.sh.
+#   SHAPES=gptoss FORMATS=MXFP4_MOE TOKENS=128 bench/peers/run.sh
+# Shapes a, b, dsv3, qwen3, gptoss, mix-H-I and sweep: bench/peers/models.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FERRY="$(realpath "${1:-build/default/apps/ferry}")"
