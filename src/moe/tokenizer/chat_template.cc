@@ -140,8 +140,8 @@ std::string render_gpt_oss(const std::vector<ChatMessage>& msgs) {
   std::tm local{};
   localtime_r(&now, &local);
   std::strftime(date, sizeof date, "%Y-%m-%d", &local);
-  std::string out = std::string("<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n") +
-                    "Knowledge cutoff: 2024-06\nCurrent date: " + date + "\n\nReasoning: medium\n\n" +
+  std::string out = "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+                    "Knowledge cutoff: 2024-06\nCurrent date: " + std::string(date) + "\n\nReasoning: medium\n\n"
                     "# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>";
   for (std::size_t i = 0; i < msgs.size(); ++i) {
     const ChatMessage& m = msgs[i];
@@ -174,7 +174,8 @@ void register_builtin_chat_templates() {
   r.add_if_absent({"deepseek3", "<｜User｜> ... <｜Assistant｜> (DeepSeek-V3/R1)", true, render_deepseek3});
   r.add_if_absent({"chatglm4", "[gMASK]<sop><|user|> ... <|assistant|> (GLM-4.5/4.6)", false, render_chatglm4});
   r.add_if_absent({"kimi-k2", "<|im_user|>user<|im_middle|> ... <|im_end|> (Kimi-K2-Instruct)", false, render_kimi_k2});
-  r.add_if_absent({"gpt-oss", "<|start|>user<|message|> ... <|end|><|start|>assistant (gpt-oss, harmony)", false, render_gpt_oss});
+  r.add_if_absent(
+      {"gpt-oss", "<|start|>user<|message|> ... <|end|><|start|>assistant (gpt-oss, harmony)", false, render_gpt_oss});
   r.add_if_absent({"none", "no chat template: /v1/chat/completions is refused", false, {}});
 }
 
