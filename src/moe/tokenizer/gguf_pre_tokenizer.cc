@@ -41,9 +41,10 @@ constexpr const char* kKimiK2Regex =
 // [\p{Ll}\p{Lm}\p{Lo}\p{M}]+, contractions under (?i:...)); llama.cpp rewrites the classes as "a letter
 // not a-z" and "a letter not A-Z" (its matcher sees every non-ASCII letter as one placeholder) and
 // spells the contractions' case out. So here a non-ASCII letter is upper- and lower-case at once and a
-// combining mark is no letter: "ÉCOLE" is "É" "COLE" (Hugging Face: one piece), "aÉb" one piece ("a"
-// "Éb"), "e" U+0301 "t" is "e" and U+0301 "t" (one piece). This entry cuts as llama.cpp does on the
-// same file; a tokenizer.json keeps its own regex, which cuts as Hugging Face does.
+// combining mark is no letter (it opens the next word as punctuation does): "ÉCOLE" is "É" "COLE"
+// (Hugging Face: one piece), "aÉb" one piece ("a" "Éb"), "e", U+0301, "t" is "e" and U+0301 "t" (one
+// piece). This entry cuts as llama.cpp does on the same file; a tokenizer.json keeps its own regex,
+// which cuts as Hugging Face does.
 constexpr const char* kGpt4oRegex =
     R"([^\r\n\p{L}\p{N}]?(?:(?=\p{L})[^a-z])*(?:(?=\p{L})[^A-Z])+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)"
     R"(|[^\r\n\p{L}\p{N}]?(?:(?=\p{L})[^a-z])+(?:(?=\p{L})[^A-Z])*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)"
