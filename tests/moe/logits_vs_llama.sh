@@ -2,8 +2,7 @@
 # ferry on a GGUF file computes what llama.cpp computes on the same file: teacher-forced logits of
 # one sequence (one prefill batch, KV cache in f32 on both sides), on files `ferry moe quantize`
 # writes from make-tiny models of each family (below). Needs llama.cpp: LLAMA_CPP_DIR (its source, for the
-# headers) and LLAMA_LIB_DIR (its prebuilt libraries: libllama, libggml*, one libggml-cpu-*.so per
-# instruction set, as bench/peers/run.sh fetches them); skipped (exit 77) without.
+# headers) and LLAMA_LIB_DIR (its prebuilt libraries: peers/llama_peer.sh); skipped (exit 77) without.
 #
 # Bounds, relative to the largest |logit|: F32 — both engines sum the same float32 products in
 # different orders (≤ 256 terms per dot: n·2⁻²⁴ ≈ 1.5e-5 each, through 4 layers of attention,
@@ -20,15 +19,9 @@
 # own mean |diff| between that file and the F32 one.
 set -u
 ferry="$1"
-if [ -z "${LLAMA_CPP_DIR:-}" ] || [ ! -f "${LLAMA_CPP_DIR}/include/llama.h" ] || [ -z "${LLAMA_LIB_DIR:-}" ] ||
-   ! compgen -G "${LLAMA_LIB_DIR}/libllama*.so" >/dev/null; then
-  echo "skipped: set LLAMA_CPP_DIR (llama.cpp's source) and LLAMA_LIB_DIR (its prebuilt libraries)"; exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-libs=$(ls "$LLAMA_LIB_DIR"/libllama*.so "$LLAMA_LIB_DIR"/libggml.*so "$LLAMA_LIB_DIR"/libggml-base.so 2>/dev/null | grep -v common)
-g++ -std=c++17 -O2 "$(dirname "$0")/peers/llama_logits.cc" -I"$LLAMA_CPP_DIR/include" -I"$LLAMA_CPP_DIR/ggml/include" \
-  $libs -Wl,-rpath,"$LLAMA_LIB_DIR" -o "$tmp/llama_logits" || { echo "FAIL: cannot build llama_logits"; exit 1; }
+# shellcheck source=peers/llama_peer.sh
+source "$(dirname "$0")/peers/llama_peer.sh"
+llama_peer_build llama_logits
 tokens=(72 101 108 108 111 44 32 119 111 114 108 100 33 10 100 101 102 32 109 97 105 110 40 41)
 echo "[[$(IFS=,; echo "${tokens[*]}")]]" >"$tmp/tokens.json"
 shape=(--layers 4 --hidden 256 --heads 4 --kv-heads 2 --experts 8 --intermediate 256)  # --head-dim 64 unless given

@@ -1,6 +1,8 @@
 // The server's pieces without a socket: OpenAI request checking (every bad field a 400 naming it),
 // incremental detokenization with stop strings and UTF-8 hold-back, the chat templates against
 // the families' published renderings, and the Prometheus histogram.
+#include <ctime>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -230,6 +232,50 @@ TEST(ChatTemplates, RenderAsTheFamiliesPublishThem) {
   EXPECT_FALSE(static_cast<bool>(chat_template("none").render));
   EXPECT_THROW(chat_template("mistral").render({{"tool", "x"}}), InvalidArgument);
   EXPECT_THROW(chat_template("nope"), InvalidArgument);
+}
+
+// gpt-oss's harmony format as its chat_template.jinja renders it (no tools, default identity and
+// reasoning effort; add_generation_prompt): the template's own system message with today's date, a
+// first system or developer message as the developer's instructions, earlier answers on the final
+// channel, and the reply opened without a channel.
+TEST(ChatTemplates, GptOssRendersTheHarmonyFormatAsItsJinja) {
+  const auto today = [] {
+    char date[16] = {};
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    std::strftime(date, sizeof date, "%Y-%m-%d", &local);
+    return std::string(date);
+  };
+  const ChatTemplateEntry& t = chat_template("gpt-oss");
+  const auto system = [](const std::string& date) {
+    return "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+           "Knowledge cutoff: 2024-06\nCurrent date: " + date + "\n\nReasoning: medium\n\n"
+           "# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>";
+  };
+  // Rendered, with the day before and after (a render across midnight takes either).
+  const auto expect_render = [&](const std::vector<ChatMessage>& conv, const std::string& rest) {
+    const std::string before = today();
+    const std::string out = t.render(conv);
+    const std::string after = today();
+    EXPECT_TRUE(out == system(before) + rest || out == system(after) + rest) << out;
+  };
+  expect_render({{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "2+2?"}},
+                "<|start|>developer<|message|># Instructions\n\nBe brief.\n\n<|end|>"
+                "<|start|>user<|message|>Hi<|end|>"
+                "<|start|>assistant<|channel|>final<|message|>Hello<|end|>"
+                "<|start|>user<|message|>2+2?<|end|><|start|>assistant");
+  expect_render({{"user", "Hi"}}, "<|start|>user<|message|>Hi<|end|><|start|>assistant");
+  expect_render({{"developer", "Use French."}, {"user", "Hi"}},
+                "<|start|>developer<|message|># Instructions\n\nUse French.\n\n<|end|>"
+                "<|start|>user<|message|>Hi<|end|><|start|>assistant");
+  expect_render({{"system", ""}, {"user", "Hi"}}, "<|start|>user<|message|>Hi<|end|><|start|>assistant");
+  EXPECT_FALSE(t.adds_bos);
+  // Where the jinja raises (or drops a message), an error.
+  EXPECT_THROW(t.render({{"user", "Hi"}, {"system", "late"}}), InvalidArgument);
+  EXPECT_THROW(t.render({{"tool", "42"}}), InvalidArgument);
+  EXPECT_THROW(t.render({{"user", "Hi"}, {"assistant", "<|channel|>final<|message|>Hello"}}), InvalidArgument);
+  EXPECT_THROW(t.render({{"user", "Hi"}, {"assistant", "<|channel|>analysis<|message|>hm"}}), InvalidArgument);
 }
 
 TEST(Prometheus, HistogramIsCumulativeWithSumAndCount) {

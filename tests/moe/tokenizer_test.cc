@@ -387,7 +387,7 @@ TEST(GgufPreTokenizer, EntriesSplitAsTheirRegexes) {
   EXPECT_EQ(split("kimi-k2", "\xe6\x97\xa5\xe6\x9c\xac\xe3\x83\x86\xe3\x82\xad (x)y\n\n z"),
             (V{"\xe6\x97\xa5\xe6\x9c\xac", "\xe3\x83\x86\xe3\x82\xad", " (", "x", ")y", "\n\n", " z"}));
   EXPECT_EQ(find_gguf_pre_tokenizer("deepseek-llm"), nullptr);
-  EXPECT_EQ(gguf_pre_tokenizer_names(), (V{"deepseek-v3", "default", "glm4", "gpt2", "kimi-k2", "olmo", "qwen2"}));
+  EXPECT_EQ(gguf_pre_tokenizer_names(), (V{"deepseek-v3", "default", "glm4", "gpt-4o", "gpt2", "kimi-k2", "olmo", "qwen2"}));
 }
 
 TEST(BpeTokenizer, MalformedFilesGiveOneFormatErrorNamingTheProblem) {

@@ -1,6 +1,7 @@
 #include "moe/tokenizer/chat_template.h"
 
 #include <algorithm>
+#include <ctime>
 
 #include "core/error.h"
 #include "core/registry.h"
@@ -116,6 +117,52 @@ std::string render_kimi_k2(const std::vector<ChatMessage>& msgs) {
   return out + "<|im_assistant|>assistant<|im_middle|>";
 }
 
+// gpt-oss (OpenAI's harmony format) as its chat_template.jinja renders it, with the template's
+// defaults (no tools, model_identity and reasoning_effort unset): a system message the template
+// writes itself,
+//   <|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n
+//   Knowledge cutoff: 2024-06\nCurrent date: YYYY-MM-DD\n\nReasoning: medium\n\n
+//   # Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>
+// then a first system (or developer) message as the developer's instructions,
+// "<|start|>developer<|message|># Instructions\n\n{content}\n\n<|end|>", "<|start|>user<|message|>
+// {content}<|end|>", an earlier answer on the final channel, "<|start|>assistant<|channel|>final
+// <|message|>{content}<|end|>", and "<|start|>assistant" to open the reply (the model writes its
+// channel). The date is today's, local time, as the template's strftime_now("%Y-%m-%d") gives it.
+// llama.cpp's server renders the same jinja from the file; its built-in fallback (llama-chat.cpp,
+// LLM_CHAT_TEMPLATE_OPENAI_MOE) writes neither the system preamble nor the channel and ends answers
+// with <|return|>, which the jinja keeps for training only, so it is not followed. Where the
+// jinja raises, this throws (an answer holding channel tags, a tool result without a tool call:
+// ChatMessage has no tool calls); a later system or developer message, which the jinja drops
+// silently, is refused too.
+std::string render_gpt_oss(const std::vector<ChatMessage>& msgs) {
+  char date[16] = {};
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  std::strftime(date, sizeof date, "%Y-%m-%d", &local);
+  std::string out = "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+                    "Knowledge cutoff: 2024-06\nCurrent date: " + std::string(date) + "\n\nReasoning: medium\n\n"
+                    "# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>";
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    const ChatMessage& m = msgs[i];
+    require_role(m, {"system", "developer", "user", "assistant"}, "gpt-oss");
+    if (m.role == "system" || m.role == "developer") {
+      if (i != 0)
+        FERRY_THROW(InvalidArgument, "chat template 'gpt-oss' has no place for a ", m.role, " message after the first");
+      if (!m.content.empty()) out += "<|start|>developer<|message|># Instructions\n\n" + m.content + "\n\n<|end|>";
+    } else if (m.role == "user") {
+      out += "<|start|>user<|message|>" + m.content + "<|end|>";
+    } else {
+      for (const char* tag : {"<|channel|>analysis<|message|>", "<|channel|>final<|message|>"})
+        if (m.content.find(tag) != std::string::npos)
+          FERRY_THROW(InvalidArgument, "chat template 'gpt-oss': an assistant message holds '", tag,
+                      "' (give the final answer's text only)");
+      out += "<|start|>assistant<|channel|>final<|message|>" + m.content + "<|end|>";
+    }
+  }
+  return out + "<|start|>assistant";
+}
+
 }  // namespace
 
 void register_builtin_chat_templates() {
@@ -127,6 +174,8 @@ void register_builtin_chat_templates() {
   r.add_if_absent({"deepseek3", "<｜User｜> ... <｜Assistant｜> (DeepSeek-V3/R1)", true, render_deepseek3});
   r.add_if_absent({"chatglm4", "[gMASK]<sop><|user|> ... <|assistant|> (GLM-4.5/4.6)", false, render_chatglm4});
   r.add_if_absent({"kimi-k2", "<|im_user|>user<|im_middle|> ... <|im_end|> (Kimi-K2-Instruct)", false, render_kimi_k2});
+  r.add_if_absent(
+      {"gpt-oss", "<|start|>user<|message|> ... <|end|><|start|>assistant (gpt-oss, harmony)", false, render_gpt_oss});
   r.add_if_absent({"none", "no chat template: /v1/chat/completions is refused", false, {}});
 }
 

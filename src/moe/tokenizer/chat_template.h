@@ -14,7 +14,7 @@
 namespace ferry::moe {
 
 struct ChatMessage {
-  std::string role;     // system, user or assistant
+  std::string role;     // system, user or assistant (and what a template names: tool, developer)
   std::string content;
 };
 
@@ -28,7 +28,7 @@ struct ChatTemplateEntry {
 };
 
 // mistral (Mixtral), chatml (Qwen2/3-MoE), tulu (OLMoE), deepseek, deepseek3 (DeepSeek-V3/R1), chatglm4
-// (GLM-4.5), kimi-k2, none. Idempotent.
+// (GLM-4.5), kimi-k2, gpt-oss, none. Idempotent.
 void register_builtin_chat_templates();
 // The entry of `name`; InvalidArgument listing the known ones for an unknown name.
 const ChatTemplateEntry& chat_template(const std::string& name);

@@ -36,6 +36,20 @@ constexpr const char* kKimiK2Regex =
     R"(|[^\r\n\p{L}\p{N}]?(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])+(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])*(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
     R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// llama.cpp's LLAMA_VOCAB_PRE_TYPE_GPT4O (tokenizer.ggml.pre "gpt-4o": GPT-4o's o200k, gpt-oss). The
+// regex of o200k's tokenizer.json tells case by Unicode class ([\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]* then
+// [\p{Ll}\p{Lm}\p{Lo}\p{M}]+, contractions under (?i:...)); llama.cpp rewrites the classes as "a letter
+// not a-z" and "a letter not A-Z" (its matcher sees every non-ASCII letter as one placeholder) and
+// spells the contractions' case out. So here a non-ASCII letter is upper- and lower-case at once and a
+// combining mark is no letter (it opens the next word as punctuation does): "ÉCOLE" is "É" "COLE"
+// (Hugging Face: one piece), "aÉb" one piece ("a" "Éb"), "e", U+0301, "t" is "e" and U+0301 "t" (one
+// piece). This entry cuts as llama.cpp does on the same file; a tokenizer.json keeps its own regex,
+// which cuts as Hugging Face does.
+constexpr const char* kGpt4oRegex =
+    R"([^\r\n\p{L}\p{N}]?(?:(?=\p{L})[^a-z])*(?:(?=\p{L})[^A-Z])+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)"
+    R"(|[^\r\n\p{L}\p{N}]?(?:(?=\p{L})[^a-z])+(?:(?=\p{L})[^A-Z])*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)"
+    R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 }  // namespace
 
 void register_builtin_gguf_pre_tokenizers() {
@@ -46,6 +60,7 @@ void register_builtin_gguf_pre_tokenizers() {
   r.add_if_absent({"qwen2", "Qwen2's regex (Qwen1.5/2/3-MoE)", {kQwen2Regex}});
   r.add_if_absent({"deepseek-v3", "DeepSeek-V3's three regexes in turn", kDeepSeek3Regexes});
   r.add_if_absent({"glm4", "GLM-4's regex (GLM-4.5/4.6)", {kGlm4Regex}});
+  r.add_if_absent({"gpt-4o", "GPT-4o's o200k regex as llama.cpp applies it (gpt-oss)", {kGpt4oRegex}});
   r.add_if_absent({"kimi-k2", "Kimi-K2's regex: Han runs apart, CamelCase words with their contractions", {kKimiK2Regex}});
 }
 

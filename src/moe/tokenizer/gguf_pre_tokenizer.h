@@ -21,7 +21,7 @@ struct GgufPreTokenizerEntry {
   std::vector<std::string> regexes = {};
 };
 
-// default, gpt2, olmo (GPT-2's regex), qwen2, deepseek-v3, glm4 and kimi-k2. Idempotent.
+// default, gpt2, olmo (GPT-2's regex), qwen2, deepseek-v3, glm4, gpt-4o and kimi-k2. Idempotent.
 void register_builtin_gguf_pre_tokenizers();
 // The entry of `name`; nullptr for a pre-tokenizer ferry does not build.
 const GgufPreTokenizerEntry* find_gguf_pre_tokenizer(const std::string& name);
