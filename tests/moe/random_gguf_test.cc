@@ -20,6 +20,7 @@
 #include "moe/model/random_gguf.h"
 #include "moe/model/tiny_model.h"
 #include "moe/quant/gguf_file.h"
+#include "moe/serve/server.h"
 #include "moe/tokenizer/gguf_tokenizer.h"
 #include "moe_test_util.h"
 
@@ -192,6 +193,20 @@ TEST(RandomGguf, SentencePieceVocabularyRoundTrips) {
   EXPECT_THROW(random_gguf_vocabulary(258), InvalidArgument);
   EXPECT_THROW(random_gguf_vocabulary(100), InvalidArgument);
   EXPECT_EQ(random_gguf_vocabulary(260).tokens.back(), "\xE2\x96\x81");
+}
+
+// A server on a GGUF file stops where llama.cpp does: at the tokenizer's end tokens in the file
+// (there is no generation_config.json beside it); an id outside the vocabulary is refused.
+TEST(RandomGguf, ServerStopsAtTheFilesEndTokens) {
+  const TempDir tmp;
+  MoeConfig c = random_config();
+  c.vocab_size = 300;  // a SentencePiece-style vocabulary, whose </s> the file names (ferry's bytes have none)
+  const std::string path = write_random(tmp, "m.gguf", c, LlamaFileType::kAllF32);
+  const GgufFile file = GgufFile::open(path);
+  ASSERT_NE(file.find("tokenizer.ggml.eos_token_id"), nullptr);
+  const auto eos = static_cast<std::int32_t>(file.get_int("tokenizer.ggml.eos_token_id"));
+  EXPECT_EQ(read_eos_ids(path, static_cast<int>(c.vocab_size)), std::vector<std::int32_t>{eos});
+  EXPECT_THROW(read_eos_ids(path, eos), FormatError);
 }
 
 }  // namespace

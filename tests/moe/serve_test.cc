@@ -224,6 +224,7 @@ TEST(ChatTemplates, RenderAsTheFamiliesPublishThem) {
   EXPECT_EQ(default_chat_template("deepseek_v2"), "deepseek3");
   EXPECT_EQ(default_chat_template("kimi_k2"), "kimi-k2");
   EXPECT_EQ(default_chat_template("glm4_moe"), "chatglm4");
+  EXPECT_EQ(default_chat_template("gpt_oss"), "gpt-oss");
   EXPECT_EQ(default_chat_template("mixtral"), "mistral");
   EXPECT_EQ(default_chat_template("qwen3_moe"), "chatml");
   EXPECT_EQ(default_chat_template("olmoe"), "tulu");

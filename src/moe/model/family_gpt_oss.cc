@@ -60,6 +60,7 @@ ModelFamily gpt_oss_family() {
   ModelFamily f;
   f.name = "gpt_oss";
   f.summary = "gpt-oss-20b / gpt-oss-120b (GptOssForCausalLM)";
+  f.chat_template = "gpt-oss";  // harmony, as its chat_template.jinja renders it
   f.hf_architecture = "GptOssForCausalLM";
   f.defaults = {.rms_norm_eps = 1e-5, .rope_theta = 150000, .max_position_embeddings = 131072, .norm_topk_prob = true};
   f.config_keys = {"num_local_experts", "experts_per_token", "head_dim",     "sliding_window",       "layer_types",

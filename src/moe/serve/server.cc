@@ -23,6 +23,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/path_checks.h"
+#include "moe/quant/gguf_file.h"
 #include "moe/serve/openai_api.h"
 #include "moe/serve/text_stream.h"
 #include "moe/tokenizer/chat_template.h"
@@ -32,6 +33,18 @@ namespace ferry::moe {
 using nlohmann::json;
 
 std::vector<std::int32_t> read_eos_ids(const std::string& model_dir, int vocab_size) {
+  if (std::filesystem::is_regular_file(model_dir)) {  // a GGUF file: its tokenizer's end tokens
+    const quant::GgufFile file = quant::GgufFile::open(model_dir);
+    std::vector<std::int32_t> ids;
+    for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+      if (file.find(key) == nullptr) continue;
+      const std::int64_t id = file.get_int(key);
+      if (id < 0 || id >= vocab_size)
+        FERRY_THROW(FormatError, model_dir, ": ", key, " ", id, " is outside the vocabulary of ", vocab_size, " tokens");
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(static_cast<std::int32_t>(id));
+    }
+    return ids;
+  }
   for (const char* name : {"generation_config.json", "config.json"}) {
     const auto path = std::filesystem::path(model_dir) / name;
     if (file_kind(path.string()).empty()) continue;

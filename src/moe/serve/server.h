@@ -54,8 +54,9 @@ class MoeServer {
 };
 
 // The end-of-sequence ids of a model directory: eos_token_id of generation_config.json, else of
-// config.json (a number or a list); none when neither says. FormatError naming the file and the
-// key for an id outside [0, vocab_size) (it would never be generated: no stop, silently).
+// config.json (a number or a list); none when neither says. Of a GGUF file: its tokenizer's
+// eos, eot and eom token ids (as llama.cpp stops at them). FormatError naming the file and the key
+// for an id outside [0, vocab_size) (it would never be generated: no stop, silently).
 std::vector<std::int32_t> read_eos_ids(const std::string& model_dir, int vocab_size);
 
 }  // namespace ferry::moe
