@@ -23,7 +23,7 @@ from collections import defaultdict
 
 # ggml type id -> (elements per block, bytes per block)
 GGML_TYPES = {0: (1, 4), 1: (1, 2), 2: (32, 18), 6: (32, 22), 7: (32, 24), 8: (32, 34), 12: (256, 144), 13: (256, 176),
-              14: (256, 210), 30: (1, 2)}
+              14: (256, 210), 30: (1, 2), 39: (32, 17)}
 
 
 def gguf_tensors(path):
