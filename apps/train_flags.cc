@@ -25,6 +25,7 @@ void add_algo_shorthand_flags(CLI::App& app, std::vector<train::SpecShorthand>& 
       {"--threshold", "threshold", "cdsgd: twobit threshold when no --codec is given (cdsgd:threshold=T; default 0.005)"},
       {"--sync-every", "sync_every", "localsgd: average the models every H iterations (localsgd:sync_every=H; default 4)"},
       {"--post-local", "post_local", "localsgd: S-SGD for the first K iterations (localsgd:post_local=K; default 0)"},
+      {"--warm-start-steps", "warm_start_steps", "diloco/streaming-diloco: S-SGD for the first N iterations, then DiLoCo from its weights (ALGO:warm_start_steps=N; default 0)"},
       {"--bucket-mb", "bucket_mb", "wfbp: fusion bucket size in MB (wfbp:bucket_mb=M; default 4)"},
   };
   shorthands.clear();
