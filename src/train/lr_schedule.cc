@@ -10,7 +10,7 @@
 namespace ferry::train {
 namespace {
 
-LrSchedule read(SpecReader& r) {
+LrSchedule read_schedule(SpecReader& r) {
   LrSchedule s;
   FERRY_REQUIRE(r.name() == "constant" || r.name() == "cosine", "unknown --lr-schedule '", r.name(),
                 "' (known: constant, cosine)");
@@ -33,7 +33,7 @@ LrSchedule read(SpecReader& r) {
 
 LrSchedule LrSchedule::of_spec(const std::string& spec) {
   SpecReader r(Spec::parse(spec, "--lr-schedule"), "--lr-schedule");
-  return read(r);
+  return read_schedule(r);
 }
 
 float LrSchedule::lr_at(float base, std::int64_t t) const {
@@ -47,13 +47,13 @@ float LrSchedule::lr_at(float base, std::int64_t t) const {
 std::string canonical_lr_schedule(const std::string& spec, std::int64_t max_steps) {
   Spec parsed = Spec::parse(spec, "--lr-schedule");
   SpecReader r(parsed, "--lr-schedule");
-  const LrSchedule s = read(r);
+  const LrSchedule s = read_schedule(r);
   if (s.kind != LrSchedule::Kind::kCosine || s.steps > 0) return r.canonical();
   FERRY_REQUIRE(max_steps > 0, "--lr-schedule cosine decays over --max-steps: give --max-steps or cosine:steps=N");
   std::erase_if(parsed.params, [](const auto& kv) { return kv.first == "steps"; });
   parsed.params.emplace_back("steps", std::to_string(max_steps));
   SpecReader resolved(parsed, "--lr-schedule");
-  read(resolved);
+  read_schedule(resolved);
   return resolved.canonical();
 }
 

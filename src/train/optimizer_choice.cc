@@ -6,7 +6,7 @@
 namespace ferry::train {
 namespace {
 
-OptimizerChoice read(SpecReader& r) {
+OptimizerChoice read_optimizer(SpecReader& r) {
   OptimizerChoice o;
   FERRY_REQUIRE(r.name() == "sgd" || r.name() == "adamw", "unknown --optimizer '", r.name(), "' (known: sgd, adamw)");
   if (r.name() == "adamw") {
@@ -26,7 +26,7 @@ OptimizerChoice read(SpecReader& r) {
 
 OptimizerChoice OptimizerChoice::of_spec(const std::string& spec) {
   SpecReader r(Spec::parse(spec, "--optimizer"), "--optimizer");
-  return read(r);
+  return read_optimizer(r);
 }
 
 float OptimizerChoice::default_lr() const { return kind == OptimizerKind::kAdamW ? 4e-4f : 0.05f; }
@@ -35,7 +35,7 @@ float OptimizerChoice::default_weight_decay() const { return kind == OptimizerKi
 
 std::string canonical_optimizer(const std::string& spec) {
   SpecReader r(Spec::parse(spec, "--optimizer"), "--optimizer");
-  read(r);
+  read_optimizer(r);
   return r.canonical();
 }
 

@@ -34,11 +34,6 @@ struct StrategyOptions {
   Topology topology = Topology::kAllreduce;
   WorldLayout world;
   ps::SgdOptions sgd;  // the global optimizer (server side with PS, worker side with allreduce)
-  // The optimizer a worker steps itself and its learning-rate schedule, canonical specs
-  // (optimizer_choice.h, lr_schedule.h); only a strategy whose entry lists the topology in
-  // worker_optimizer reads them (the others step SGD at the constant sgd.lr).
-  std::string optimizer = "sgd";
-  std::string lr_schedule = "constant";
   std::string codec = "none";  // gradient codec spec (compress/codec_registry.h); "none" = raw fp32
   std::string pull_codec = "";  // ps: codec of pull replies (pull_codec_spec); "" = fp32 pulls as in MXNet
   std::int64_t batch = 0;       // per-worker batch (codecs with thresholds in MXNet's units); 0 = unknown
@@ -48,6 +43,11 @@ struct StrategyOptions {
   // The caller steps the weights itself before step() (the Python package with a torch.optim
   // optimizer of the user's); only a strategy whose entry has external_optimizer accepts it.
   bool external_optimizer = false;
+  // The optimizer a worker steps itself and its learning-rate schedule, canonical specs
+  // (optimizer_choice.h, lr_schedule.h); only a strategy whose entry lists the topology in
+  // worker_optimizer reads them (the others step SGD at the constant sgd.lr).
+  std::string optimizer = "sgd";
+  std::string lr_schedule = "constant";
 };
 
 class Strategy {
