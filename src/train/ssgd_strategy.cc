@@ -15,8 +15,10 @@ SsgdStrategy::SsgdStrategy(const StrategyContext& context) : context_(context) {
 void SsgdStrategy::setup(FlatParams& params) {
   auto& comm = *context_.comm;
   const StrategyOptions& o = context_.options;
-  const bool sgd_update = OptimizerChoice::of_spec(o.optimizer).kind == OptimizerKind::kSgd;
-  const OptimizerSplit split = sgd_update ? split_optimizer(o.codec, o.sgd) : OptimizerSplit{o.sgd};
+  // AdamW keeps its moments and decoupled decay on the aggregate: nothing moves to the workers.
+  OptimizerSplit split;
+  split.aggregate = o.sgd;
+  if (OptimizerChoice::of_spec(o.optimizer).kind == OptimizerKind::kSgd) split = split_optimizer(o.codec, o.sgd);
   if (split.on_worker) momentum_ = std::make_unique<WorkerMomentum>(params.size(), split);
   if (o.topology == Topology::kAllreduce) {
     ps::SgdOptions sgd = split.aggregate;
