@@ -536,7 +536,8 @@ def test_diloco_steps_the_users_own_optimizer(tmp_path):
     run_alone(DILOCO_ADAMW, "diloco with adamw ok")
 
 
-DILOCO_ADAMW = r'''
+# Two copies of one small model and its data, for a ferry optimizer against torch's own.
+TWO_MODELS = r'''
 import torch, ferry, ferry.torch as ft
 ferry.init()
 torch.manual_seed(0)
@@ -545,15 +546,21 @@ def model():
 a, b = model(), model()
 b.load_state_dict(a.state_dict())
 x, y = torch.randn(30, 8), torch.randn(30, 4)
+def train(pairs, steps=3):
+    for i in range(steps):
+        for m, o in pairs:
+            o.zero_grad()
+            torch.nn.functional.mse_loss(m(x[i::3]), y[i::3]).backward()
+            o.step()
+'''
+
+
+DILOCO_ADAMW = TWO_MODELS + r'''
 inner = torch.optim.AdamW(a.parameters(), lr=0.01, weight_decay=0.1)
 opt = ft.DistributedOptimizer(inner, algo="diloco", inner_steps=3, outer_lr=1, outer_momentum=0)
 ref = torch.optim.AdamW(b.parameters(), lr=0.01, weight_decay=0.1)
 theta0 = [p.detach().clone() for p in a.parameters()]
-for i in range(3):
-    for m, o in ((a, opt), (b, ref)):
-        o.zero_grad()
-        torch.nn.functional.mse_loss(m(x[i::3]), y[i::3]).backward()
-        o.step()
+train(((a, opt), (b, ref)))
 opt.finish()
 u = 2.0 ** -24
 for p0, p, q in zip(theta0, a.parameters(), b.parameters()):
@@ -573,24 +580,12 @@ def test_adamw_and_lr_schedule_reach_ferrys_own_optimizer(tmp_path):
     run_alone(SSGD_ADAMW, "ssgd with adamw ok")
 
 
-SSGD_ADAMW = r'''
-import torch, ferry, ferry.torch as ft
-ferry.init()
-torch.manual_seed(0)
-def model():
-    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
-a, b = model(), model()
-b.load_state_dict(a.state_dict())
-x, y = torch.randn(30, 8), torch.randn(30, 4)
+SSGD_ADAMW = TWO_MODELS + r'''
 opt = ft.DistributedOptimizer(torch.optim.AdamW(a.parameters(), lr=0.01, betas=(0.8, 0.9), weight_decay=0.1),
                               algo="ssgd")
 assert opt.options["optimizer"] == "adamw:beta1=0.8,beta2=0.9,eps=1e-08", opt.options
 ref = torch.optim.AdamW(b.parameters(), lr=0.01, betas=(0.8, 0.9), weight_decay=0.1)
-for i in range(3):
-    for m, o in ((a, opt), (b, ref)):
-        o.zero_grad()
-        torch.nn.functional.mse_loss(m(x[i::3]), y[i::3]).backward()
-        o.step()
+train(((a, opt), (b, ref)))
 opt.finish()
 for p, q in zip(a.parameters(), b.parameters()):
     assert torch.allclose(p.detach(), q.detach(), rtol=1e-5, atol=1e-7), (p - q).abs().max()

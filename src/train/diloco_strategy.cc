@@ -5,7 +5,6 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/finite.h"
 #include "train/checkpoint.h"
 
 namespace ferry::train {
@@ -83,16 +82,7 @@ void DilocoStrategy::skip_step(FlatParams& params, std::int64_t iteration) {
 }
 
 void DilocoStrategy::warm_step(FlatParams& params, std::int64_t iteration) {
-  auto g = params.grads();
-  {
-    ScopedTimer wait(&comm_wait_s_);
-    context_.comm->allreduce_sum(g);
-  }
-  if (all_finite(g)) {
-    const float inv = 1.0f / static_cast<float>(context_.options.world.num_workers);
-    for (float& x : g) x *= inv;
-    inner_->step(params.weights(), g, iteration);
-  }
+  allreduce_mean_step(*context_.comm, params, *inner_, iteration, comm_wait_s_);
   if (iteration + 1 == options_.warm_start_steps)  // θ of the first outer step
     std::copy(params.weights().begin(), params.weights().end(), global_.begin());
 }

@@ -2,7 +2,6 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/finite.h"
 #include "train/checkpoint.h"
 
 namespace ferry::train {
@@ -30,21 +29,11 @@ void LocalSgdStrategy::skip_step(FlatParams& params, std::int64_t iteration) { u
 void LocalSgdStrategy::update(FlatParams& params, std::int64_t iteration, bool local_finite) {
   const LocalSgdOptions& d = options_;
   steps_ = iteration + 1;
-  auto g = params.grads();
   if (iteration < d.post_local) {
-    {
-      ScopedTimer wait(&comm_wait_s_);
-      context_.comm->allreduce_sum(g);
-    }
-    // NaN and Inf survive the sum: a bad gradient anywhere skips the step everywhere.
-    if (all_finite(g)) {
-      const float inv = 1.0f / static_cast<float>(context_.options.world.num_workers);
-      for (auto& x : g) x *= inv;
-      optimizer_->step(params.weights(), g, iteration);
-    }
+    allreduce_mean_step(*context_.comm, params, *optimizer_, iteration, comm_wait_s_);
     last_average_ = steps_;
   } else {
-    if (local_finite) optimizer_->step(params.weights(), g, iteration);  // a local step: skipped alone
+    if (local_finite) optimizer_->step(params.weights(), params.grads(), iteration);  // a local step: skipped alone
     if ((iteration - d.post_local + 1) % d.sync_every == 0) average_weights(params);
   }
 }

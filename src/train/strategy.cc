@@ -139,13 +139,10 @@ std::string default_codec(const std::string& algo_spec) {
   return info.default_codec ? info.default_codec(algo_spec) : "none";
 }
 
-bool steps_worker_optimizer(const StrategyInfo& info, Topology topology) {
-  return std::find(info.worker_optimizer.begin(), info.worker_optimizer.end(), topology) != info.worker_optimizer.end();
-}
-
 void validate_algorithm_optimizer(const StrategyInfo& info, Topology topology, const std::string& optimizer,
                                   const std::string& lr_schedule) {
-  if (steps_worker_optimizer(info, topology)) return;
+  const auto& takes = info.worker_optimizer;
+  if (std::find(takes.begin(), takes.end(), topology) != takes.end()) return;
   const bool sgd = OptimizerChoice::of_spec(optimizer).kind == OptimizerKind::kSgd;
   const bool varies = LrSchedule::of_spec(lr_schedule).varies();
   if (sgd && !varies) return;

@@ -172,8 +172,6 @@ const StrategyInfo& compute_floor_strategy();
 // The codec the strategy of `algo_spec` runs when the user gave none: its entry's default_codec
 // of the spec, else "none".
 std::string default_codec(const std::string& algo_spec);
-// Whether every worker of `info` steps the optimizer itself on `topology` (its worker_optimizer).
-bool steps_worker_optimizer(const StrategyInfo& info, Topology topology);
 // Throws InvalidArgument naming --optimizer or --lr-schedule when `optimizer` is not sgd, or the
 // schedule varies, and the strategy does not step its workers' optimizer on `topology`.
 void validate_algorithm_optimizer(const StrategyInfo& info, Topology topology, const std::string& optimizer,

@@ -1,7 +1,10 @@
 #include "train/worker_optimizer.h"
 
+#include "core/clock.h"
 #include "core/error.h"
+#include "core/finite.h"
 #include "train/checkpoint.h"
+#include "train/flat_params.h"
 
 namespace ferry::train {
 
@@ -50,6 +53,19 @@ void WorkerOptimizer::load_state(const StateReader& in, const std::string& veloc
     return;
   }
   adamw_->restore(in.floats("adamw_m"), in.floats("adamw_v"), static_cast<std::int64_t>(in.u64("adamw_steps")));
+}
+
+void allreduce_mean_step(comm::Communicator& comm, FlatParams& params, WorkerOptimizer& optimizer,
+                         std::int64_t iteration, double& comm_wait_s) {
+  auto g = params.grads();
+  {
+    ScopedTimer wait(&comm_wait_s);
+    comm.allreduce_sum(g);
+  }
+  if (!all_finite(g)) return;
+  const float inv = 1.0f / static_cast<float>(comm.size());
+  for (float& x : g) x *= inv;
+  optimizer.step(params.weights(), g, iteration);
 }
 
 }  // namespace ferry::train

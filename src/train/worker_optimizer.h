@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "comm/communicator.h"
 #include "ps/sgd_optimizer.h"
 #include "train/adamw_optimizer.h"
 #include "train/lr_schedule.h"
@@ -16,6 +17,7 @@
 
 namespace ferry::train {
 
+class FlatParams;
 class StateReader;
 class StateWriter;
 
@@ -44,5 +46,13 @@ class WorkerOptimizer {
   std::unique_ptr<ps::SgdOptimizer> sgd_;
   std::unique_ptr<AdamWOptimizer> adamw_;
 };
+
+// One S-SGD step on the allreduce, as local SGD's post-local phase and DiLoCo's warm start run it
+// with the workers' own optimizer: the gradients summed over `comm`'s workers, divided by their
+// number (a rescale of 1 left to `optimizer`), one step of it on every worker; NaN and Inf survive
+// the sum, so a bad gradient anywhere skips the step everywhere. The allreduce's time is added to
+// `comm_wait_s`.
+void allreduce_mean_step(comm::Communicator& comm, FlatParams& params, WorkerOptimizer& optimizer,
+                         std::int64_t iteration, double& comm_wait_s);
 
 }  // namespace ferry::train
