@@ -48,6 +48,13 @@ def load_run(d):
     return {"summary": summary, "sent": sent, "curve": curve}
 
 
+def bytes_after(seeds, warm):
+    """Mean over the seeds of the bytes rank 0 sent in iterations warm..end: its total less what it
+    had sent by iteration warm - 1 (summary.json's bytes per worker are the workers' mean)."""
+    return statistics.mean(r["summary"]["bytes_sent_per_worker"] - (r["sent"].get(warm - 1, 0) if warm else 0)
+                           for r in seeds.values())
+
+
 def warm_start_of(algo):
     for kv in algo.partition(":")[2].split(","):
         k, _, v = kv.partition("=")
@@ -95,13 +102,9 @@ def main():
         s = first["summary"]
         steps = s["iterations"]
         warm = warm_start_of(s["algo"])
-        total = statistics.mean(r["summary"]["bytes_sent_per_worker"] for r in seeds.values())
-        base_total = statistics.mean(r["summary"]["bytes_sent_per_worker"] for r in base.values())
-        # rank 0's bytes after the warm start: its total less what it had sent by iteration W - 1
-        after = statistics.mean(r["summary"]["bytes_sent_per_worker"] - (r["sent"].get(warm - 1, 0) if warm else 0)
-                                for r in seeds.values())
-        base_after = statistics.mean(r["summary"]["bytes_sent_per_worker"] - (r["sent"].get(warm - 1, 0) if warm else 0)
-                                     for r in base.values())
+        total = bytes_after(seeds, 0)
+        base_total = bytes_after(base, 0)
+        after, base_after = bytes_after(seeds, warm), bytes_after(base, warm)  # iterations W..T of both
         row = {
             "config": name, "recipe": recipe(s), "seeds": len(ppl), "iterations": steps, "warm_start": warm,
             "ppl_mean": statistics.mean(ppl), "ppl_min": min(ppl), "ppl_max": max(ppl),

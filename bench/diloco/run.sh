@@ -17,6 +17,10 @@
 #
 #   bench/diloco/run.sh [output dir]          # then bench/diloco/report.py OUT (run.sh calls it)
 #
+# Cost on a 2-core machine, idle (estimated from a timed 20-iteration S-SGD run, 1.55 s an
+# iteration without a link): quality ~5 h (12 runs of ~25 min), time ~0.5 h (S-SGD ~7.5 s an
+# iteration at 100 Mbps); a run whose summary.json exists is skipped, so it can be resumed.
+#
 # FERRY=path runs a copy of the binary (safe from rebuilds); RUNS= a comma list of configuration
 # names; PHASES= "quality time" (default both); LR= overrides the optimizer's lr for every run.
 set -euo pipefail
