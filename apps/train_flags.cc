@@ -61,6 +61,7 @@ TrainFlags::TrainFlags(CLI::App& app, train::TrainOptions& o, train::OptionPlace
       } else {
         CLI::Option* option = app.add_option(f.flag, v, help);
         if (f.form == train::FlagForm::kOptionalValue) option->expected(0, 1);
+        if (f.shown_default) option->default_str(f.shown_default);
       }
     });
   }

@@ -63,12 +63,13 @@ std::span<const OptionField> train_option_fields() {
        "(default betas 0.9, 0.95); default: the algorithm's, adamw for diloco and streaming-diloco, sgd for the "
        "others (docs/training.md, \"Optimizers and schedules\")",
        kCompared | P::kConfig | P::kJob | P::kSummary | P::kPython, &T::optimizer},
-      {"lr", "--lr", "learning rate (0: the optimizer's, 0.05 for sgd, 4e-4 for adamw; a given --lr wins)",
-       kCompared | P::kConfig | P::kJob | P::kSummary, &T::lr},
+      {"lr", "--lr", "learning rate (0 stands for the optimizer's; a given --lr wins)",
+       kCompared | P::kConfig | P::kJob | P::kSummary, &T::lr, FlagForm::kValue, nullptr, nullptr, nullptr,
+       "0.05 (sgd), 4e-4 (adamw)"},
       {"momentum", "--momentum", "SGD momentum (--optimizer sgd)", kCompared | P::kConfig | P::kJob, &T::momentum},
-      {"weight_decay", "--wd",
-       "weight decay: sgd's L2 term, adamw's decoupled decay (-1: the optimizer's, 0 for sgd, 0.1 for adamw)",
-       kCompared | P::kConfig | P::kJob | P::kSummary, &T::weight_decay},
+      {"weight_decay", "--wd", "weight decay: sgd's L2 term, adamw's decoupled decay (-1 stands for the optimizer's)",
+       kCompared | P::kConfig | P::kJob | P::kSummary, &T::weight_decay, FlagForm::kValue, nullptr, nullptr, nullptr,
+       "0 (sgd), 0.1 (adamw)"},
       {"lr_schedule", "--lr-schedule",
        "learning-rate schedule, constant[:warmup_steps=W] or cosine[:warmup_steps=W,min_ratio=R,steps=T]: linear "
        "warm-up over W iterations, then cosine decay to R times --lr at iteration T (default: --max-steps; "
