@@ -25,6 +25,7 @@ void add_algo_shorthand_flags(CLI::App& app, std::vector<train::SpecShorthand>& 
       {"--threshold", "threshold", "cdsgd: twobit threshold when no --codec is given (cdsgd:threshold=T; default 0.005)"},
       {"--sync-every", "sync_every", "localsgd: average the models every H iterations (localsgd:sync_every=H; default 4)"},
       {"--post-local", "post_local", "localsgd: S-SGD for the first K iterations (localsgd:post_local=K; default 0)"},
+      {"--warm-start-steps", "warm_start_steps", "diloco/streaming-diloco: S-SGD for the first N iterations, then DiLoCo from its weights (ALGO:warm_start_steps=N; default 0)"},
       {"--bucket-mb", "bucket_mb", "wfbp: fusion bucket size in MB (wfbp:bucket_mb=M; default 4)"},
   };
   shorthands.clear();
@@ -60,6 +61,7 @@ TrainFlags::TrainFlags(CLI::App& app, train::TrainOptions& o, train::OptionPlace
       } else {
         CLI::Option* option = app.add_option(f.flag, v, help);
         if (f.form == train::FlagForm::kOptionalValue) option->expected(0, 1);
+        if (f.shown_default) option->default_str(f.shown_default);
       }
     });
   }

@@ -247,7 +247,7 @@ def test_python_and_ferry_train_give_the_same_weights(tmp_path, algo, topology, 
     cmd = [FERRY_BIN, "train", "--model", "cnn", "--algo", algo, "--topology", topology, "--np", str(workers),
            "--servers", str(servers), "--batch", str(batch), "--train-limit", str(limit), "--test-limit", "64",
            "--epochs", "2", "--max-steps", str(steps), "--seed", str(seed), "--threads", "1", "--no-progress",
-           "--out", str(tmp_path / "cxx")] + extra
+           "--optimizer", "sgd", "--out", str(tmp_path / "cxx")] + extra  # the Python side's torch.optim.SGD
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     with open(tmp_path / "cxx" / "summary.json") as f:
@@ -536,7 +536,8 @@ def test_diloco_steps_the_users_own_optimizer(tmp_path):
     run_alone(DILOCO_ADAMW, "diloco with adamw ok")
 
 
-DILOCO_ADAMW = r'''
+# Two copies of one small model and its data, for a ferry optimizer against torch's own.
+TWO_MODELS = r'''
 import torch, ferry, ferry.torch as ft
 ferry.init()
 torch.manual_seed(0)
@@ -545,15 +546,21 @@ def model():
 a, b = model(), model()
 b.load_state_dict(a.state_dict())
 x, y = torch.randn(30, 8), torch.randn(30, 4)
+def train(pairs, steps=3):
+    for i in range(steps):
+        for m, o in pairs:
+            o.zero_grad()
+            torch.nn.functional.mse_loss(m(x[i::3]), y[i::3]).backward()
+            o.step()
+'''
+
+
+DILOCO_ADAMW = TWO_MODELS + r'''
 inner = torch.optim.AdamW(a.parameters(), lr=0.01, weight_decay=0.1)
 opt = ft.DistributedOptimizer(inner, algo="diloco", inner_steps=3, outer_lr=1, outer_momentum=0)
 ref = torch.optim.AdamW(b.parameters(), lr=0.01, weight_decay=0.1)
 theta0 = [p.detach().clone() for p in a.parameters()]
-for i in range(3):
-    for m, o in ((a, opt), (b, ref)):
-        o.zero_grad()
-        torch.nn.functional.mse_loss(m(x[i::3]), y[i::3]).backward()
-        o.step()
+train(((a, opt), (b, ref)))
 opt.finish()
 u = 2.0 ** -24
 for p0, p, q in zip(theta0, a.parameters(), b.parameters()):
@@ -562,6 +569,41 @@ for p0, p, q in zip(theta0, a.parameters(), b.parameters()):
     assert bool(((p.detach() - q.detach()).abs() <= bound).all()), (p - q).abs().max()
 assert all("exp_avg" in inner.state[p] for p in a.parameters())  # its state stays on the worker
 print("diloco with adamw ok")
+'''
+
+
+# A torch.optim.AdamW wrapped for an algorithm whose workers step their own optimizer runs as
+# ferry's AdamW (--optimizer adamw with its lr, betas, eps, weight_decay): S-SGD on one worker
+# follows torch's AdamW within float rounding; lr_schedule= reaches the job (canonical); an
+# algorithm that steps SGD by definition refuses AdamW by name.
+def test_adamw_and_lr_schedule_reach_ferrys_own_optimizer(tmp_path):
+    run_alone(SSGD_ADAMW, "ssgd with adamw ok")
+
+
+SSGD_ADAMW = TWO_MODELS + r'''
+opt = ft.DistributedOptimizer(torch.optim.AdamW(a.parameters(), lr=0.01, betas=(0.8, 0.9), weight_decay=0.1),
+                              algo="ssgd")
+assert opt.options["optimizer"] == "adamw:beta1=0.8,beta2=0.9,eps=1e-08", opt.options
+ref = torch.optim.AdamW(b.parameters(), lr=0.01, betas=(0.8, 0.9), weight_decay=0.1)
+train(((a, opt), (b, ref)))
+opt.finish()
+for p, q in zip(a.parameters(), b.parameters()):
+    assert torch.allclose(p.detach(), q.detach(), rtol=1e-5, atol=1e-7), (p - q).abs().max()
+m = torch.nn.Linear(2, 2)
+opt = ft.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.5), algo="localsgd",
+                              lr_schedule="cosine:warmup_steps=2,steps=10")
+assert opt.options["lr_schedule"] == "cosine:warmup_steps=2,min_ratio=0.1,steps=10", opt.options
+assert opt.options["optimizer"] == "sgd", opt.options
+opt.finish()
+for kwargs, want in [(dict(algo="wfbp"), "optimizer adamw:beta1=0.9,beta2=0.95,eps=1e-08: algo wfbp"),
+                     (dict(algo="ssgd", lr_schedule="cosine"), "lr_schedule cosine decays over max_steps")]:
+    try:
+        ft.DistributedOptimizer(torch.optim.AdamW(m.parameters(), betas=(0.9, 0.95)), **kwargs)
+    except ValueError as e:
+        assert want in str(e), (kwargs, str(e))
+    else:
+        raise SystemExit(f"accepted {kwargs}")
+print("ssgd with adamw ok")
 '''
 
 

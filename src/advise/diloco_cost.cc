@@ -38,11 +38,17 @@ IterationCost diloco_cost(const CostContext& x) {
   return {compute + wait / h, compute, allreduce_bytes_sent(x, x.sc().codec) / h};
 }
 
+// The warm start's iterations are S-SGD's (warm_start_steps).
+std::int64_t warm_start_steps(const Scenario& sc) {
+  return train::DilocoOptions::of_spec(sc.algo.empty() ? "diloco" : sc.algo).warm_start_steps;
+}
+
 }  // namespace
 
 void register_diloco_costs() {
-  register_algorithm_cost({"diloco", "T = c st + E(S)/H", diloco_cost, {}});
-  register_algorithm_cost({"streaming-diloco", "T = c st + sum_p max(0, s_p E(S) - tau c st)/H", diloco_cost, {}});
+  register_algorithm_cost({"diloco", "T = c st + E(S)/H", diloco_cost, warm_start_steps});
+  register_algorithm_cost({"streaming-diloco", "T = c st + sum_p max(0, s_p E(S) - tau c st)/H", diloco_cost,
+                           warm_start_steps});
 }
 
 }  // namespace ferry::advise

@@ -6,8 +6,8 @@
 //   v   = β2 · v + (1 − β2) · g²
 //   w   = w − (lr / (1 − β1^t)) · m / (√v / √(1 − β2^t) + ε)
 //
-// with t the number of steps taken, counting this one. DiLoCo's inner optimizer
-// (train/diloco_strategy.h).
+// with t the number of steps taken, counting this one. The --optimizer adamw of the algorithms whose
+// workers step their own optimizer (worker_optimizer.h).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,8 @@ class AdamWOptimizer {
   // InvalidArgument naming the option for lr < 0, betas outside [0, 1), eps <= 0, wd < 0.
   AdamWOptimizer(std::size_t numel, AdamWOptions options);
   void step(std::span<float> weights, std::span<const float> grad);
+  // The learning rate of the next steps (a schedule's, lr_schedule.h).
+  void set_lr(float lr) { options_.lr = lr; }
   const AdamWOptions& options() const { return options_; }
   std::int64_t steps() const { return steps_; }
   // The state, for checkpoints: first and second moments and the step count.

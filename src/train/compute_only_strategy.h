@@ -5,8 +5,8 @@
 
 #include <memory>
 
-#include "ps/sgd_optimizer.h"
 #include "train/strategy.h"
+#include "train/worker_optimizer.h"
 
 namespace ferry::train {
 
@@ -23,7 +23,7 @@ class ComputeOnlyStrategy final : public Strategy {
 
  private:
   StrategyContext context_;
-  std::unique_ptr<ps::SgdOptimizer> optimizer_;
+  std::unique_ptr<WorkerOptimizer> optimizer_;
 };
 
 }  // namespace ferry::train

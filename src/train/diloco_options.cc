@@ -14,15 +14,8 @@ DilocoOptions DilocoOptions::read(SpecReader& r, bool streaming) {
   o.outer_momentum = r.get_double("outer_momentum", o.outer_momentum);
   FERRY_REQUIRE_IN(o.outer_momentum, 0, 1, "[)", "--algo ", r.name(), ": outer_momentum");
   o.nesterov = r.get_bool("nesterov", o.nesterov);
-  o.inner = r.get_choice("inner", o.inner, {"sgd", "adamw"});
-  if (o.inner == "adamw") {
-    o.beta1 = r.get_double("beta1", o.beta1);
-    o.beta2 = r.get_double("beta2", o.beta2);
-    o.eps = r.get_double("eps", o.eps);
-    FERRY_REQUIRE_IN(o.beta1, 0, 1, "[)", "--algo ", r.name(), ": beta1");
-    FERRY_REQUIRE_IN(o.beta2, 0, 1, "[)", "--algo ", r.name(), ": beta2");
-    FERRY_REQUIRE_OP(o.eps, >, 0, "--algo ", r.name(), ": eps");
-  }
+  o.warm_start_steps = r.get_int("warm_start_steps", o.warm_start_steps);
+  FERRY_REQUIRE_OP(o.warm_start_steps, >=, 0, "--algo ", r.name(), ": warm_start_steps");
   if (streaming) {
     o.fragments = r.get_int("fragments", 4);
     o.overlap = r.get_int("overlap", 1);

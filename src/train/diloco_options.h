@@ -17,11 +17,12 @@ struct DilocoOptions {
   double outer_lr = 0.7;          // η_out (the paper's)
   double outer_momentum = 0.9;    // μ (the paper's)
   bool nesterov = true;
-  // The inner optimizer: sgd (--lr, --momentum, --wd, MXNet's update as every ferry algorithm) or
-  // adamw (--lr, --wd and beta1, beta2, eps); a caller with its own optimizer sets
-  // StrategyOptions::external_optimizer instead (the Python package).
-  std::string inner = "sgd";
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adamw
+  // The inner optimizer is the run's --optimizer (AdamW by default, the paper's; optimizer_choice.h)
+  // at its --lr-schedule; a caller with its own optimizer sets StrategyOptions::external_optimizer
+  // instead (the Python package).
+  // N: the first N iterations are S-SGD with the inner optimizer (a warm start, as the paper's
+  // runs start from a model pretrained with data parallelism); DiLoCo starts from their weights.
+  std::int64_t warm_start_steps = 0;
   std::int64_t fragments = 1;  // P (streaming)
   std::int64_t overlap = 0;    // τ inner steps (streaming)
   double alpha = 0;            // mixing factor α (streaming)

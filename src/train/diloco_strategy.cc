@@ -17,6 +17,8 @@ StrategyInfo diloco_entry(bool streaming) {
                      : "DiLoCo: H inner steps per worker, outer Nesterov step on the averaged weight change";
   info.topologies = {Topology::kAllreduce};
   info.external_optimizer = true;
+  info.worker_optimizer = {Topology::kAllreduce};
+  info.default_optimizer = "adamw";  // the paper's inner optimizer
   info.read_options = [streaming](SpecReader& r) { DilocoOptions::read(r, streaming); };
   info.make = [streaming](const StrategyContext& c) -> std::unique_ptr<Strategy> {
     return std::make_unique<DilocoStrategy>(c, streaming);
@@ -29,6 +31,9 @@ DilocoStrategy::DilocoStrategy(const StrategyContext& context, bool streaming)
   FERRY_REQUIRE(context.options.topology == Topology::kAllreduce, "--algo ", name(),
                 " needs --topology allreduce (it averages the outer gradients with an allreduce)");
   options_ = DilocoOptions::of_spec(strategy_spec(context.options, name()));
+  FERRY_REQUIRE(!context.options.external_optimizer || options_.warm_start_steps == 0, "--algo ", name(),
+                ": warm_start_steps needs ferry's own inner optimizer (its S-SGD steps the optimizer on the mean "
+                "gradient); an external one steps before ferry sees the gradients");
 }
 
 DilocoStrategy::~DilocoStrategy() { comm_thread_.stop(); }
@@ -37,15 +42,9 @@ void DilocoStrategy::setup(FlatParams& params) {
   const StrategyOptions& so = context_.options;
   const std::size_t n = params.size();
   if (!so.external_optimizer) {
-    if (options_.inner == "adamw") {
-      adamw_ = std::make_unique<AdamWOptimizer>(
-          n, AdamWOptions{so.sgd.lr, static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),
-                          static_cast<float>(options_.eps), so.sgd.weight_decay});
-    } else {
-      ps::SgdOptions sgd = so.sgd;
-      sgd.rescale = 1.0f;
-      sgd_ = std::make_unique<ps::SgdOptimizer>(n, sgd);
-    }
+    ps::SgdOptions sgd = so.sgd;
+    sgd.rescale = 1.0f;  // its own gradient; the warm start's S-SGD divides the sum by N itself
+    inner_ = std::make_unique<WorkerOptimizer>(n, so.optimizer, sgd, so.lr_schedule);
   }
   if (!is_uncompressed(so.codec))
     codecs_ = std::make_unique<TensorAllreduceCodecs>(so.codec, params, context_.comm->rank(), so.batch);
@@ -68,21 +67,28 @@ void DilocoStrategy::setup(FlatParams& params) {
   if (options_.overlap > 0) comm_thread_.start();
 }
 
-void DilocoStrategy::step(FlatParams& params, std::int64_t) {
-  inner_step(params, true);
+void DilocoStrategy::step(FlatParams& params, std::int64_t iteration) {
+  if (iteration < options_.warm_start_steps) return warm_step(params, iteration);
+  inner_step(params, iteration, true);
   after_step(params);
 }
 
-// A worker's non-finite gradient drops its inner step alone; the synchronisations go on.
-void DilocoStrategy::skip_step(FlatParams& params, std::int64_t) {
-  inner_step(params, false);
+// A worker's non-finite gradient drops its inner step alone; the synchronisations go on. In the
+// warm start the sum carries it to every worker, which all skip the step, as S-SGD does.
+void DilocoStrategy::skip_step(FlatParams& params, std::int64_t iteration) {
+  if (iteration < options_.warm_start_steps) return warm_step(params, iteration);
+  inner_step(params, iteration, false);
   after_step(params);
 }
 
-void DilocoStrategy::inner_step(FlatParams& params, bool finite) {
-  if (!finite) return;
-  if (sgd_) sgd_->step(params.weights(), params.grads());
-  if (adamw_) adamw_->step(params.weights(), params.grads());
+void DilocoStrategy::warm_step(FlatParams& params, std::int64_t iteration) {
+  allreduce_mean_step(*context_.comm, params, *inner_, iteration, comm_wait_s_);
+  if (iteration + 1 == options_.warm_start_steps)  // θ of the first outer step
+    std::copy(params.weights().begin(), params.weights().end(), global_.begin());
+}
+
+void DilocoStrategy::inner_step(FlatParams& params, std::int64_t iteration, bool finite) {
+  if (finite && inner_) inner_->step(params.weights(), params.grads(), iteration);
   // external optimizer: the caller has stepped the weights
 }
 
@@ -168,6 +174,8 @@ void DilocoStrategy::finish(FlatParams& params) {
   // their send; every fragment with inner steps since its last synchronisation is synchronised
   // once more; the model ends on the global weights.
   wait_all();
+  if (steps_ == 0)  // no inner step (a run within its warm start): the weights are θ
+    std::copy(params.weights().begin(), params.weights().end(), global_.begin());
   for (Fragment& f : fragments_) {
     if (f.pending) {
       f.ticket = comm::Ticket();
@@ -192,12 +200,7 @@ void DilocoStrategy::save_state(StateWriter& out, FlatParams& params, std::int64
   out.put("global", global_);
   out.put("delta", delta_);
   if (!velocity_.empty()) out.put("outer_velocity", velocity_);
-  if (sgd_ && !sgd_->velocity().empty()) out.put("inner_velocity", sgd_->velocity());
-  if (adamw_) {
-    out.put("adamw_m", adamw_->first_moment());
-    out.put("adamw_v", adamw_->second_moment());
-    out.put_u64("adamw_steps", static_cast<std::uint64_t>(adamw_->steps()));
-  }
+  if (inner_) inner_->save_state(out, "inner_velocity");
   out.put_u64("steps", static_cast<std::uint64_t>(steps_));
   for (std::size_t p = 0; p < fragments_.size(); ++p) {
     const std::string key = "fragment" + std::to_string(p);
@@ -212,9 +215,7 @@ void DilocoStrategy::load_state(const StateReader& in, FlatParams& params) {
   in.floats_into("global", global_);
   in.floats_into("delta", delta_);
   if (!velocity_.empty()) in.floats_into("outer_velocity", velocity_);
-  if (sgd_ && !sgd_->velocity().empty()) in.floats_into("inner_velocity", sgd_->mutable_velocity());
-  if (adamw_)
-    adamw_->restore(in.floats("adamw_m"), in.floats("adamw_v"), static_cast<std::int64_t>(in.u64("adamw_steps")));
+  if (inner_) inner_->load_state(in, "inner_velocity");
   steps_ = static_cast<std::int64_t>(in.u64("steps"));
   for (std::size_t p = 0; p < fragments_.size(); ++p) {
     const std::string key = "fragment" + std::to_string(p);

@@ -3,7 +3,7 @@
 // overlapping communication", arXiv 2501.18512).
 //
 // DiLoCo: every worker i starts an outer step from the global weights θ, runs H inner steps of
-// its own inner optimizer (SGD with momentum or AdamW; its state stays on the worker) to θ_i, and
+// its own inner optimizer (AdamW or SGD with momentum; its state stays on the worker) to θ_i, and
 // the outer gradient, the mean over workers of what they moved,
 //   Δ = (1/N) Σ_i (θ − θ_i),
 // is averaged by an allreduce (compressed by the --codec, with its error feedback, when one is
@@ -21,6 +21,15 @@
 // One fragment, τ = 0 and α = 0 is DiLoCo. finish() synchronises every fragment with local
 // steps since its last synchronisation and leaves the global weights in the model.
 //
+// Warm start (warm_start_steps = N): iterations 0..N−1 are S-SGD, every worker stepping the inner
+// optimizer on the mean gradient (an fp32 allreduce, the skip of a non-finite one as S-SGD's), so
+// that they equal an S-SGD run with that optimizer bit for bit; DiLoCo then starts from those
+// weights (θ = the weights after iteration N−1, the outer momentum zero) and its inner step counts
+// from there. The inner optimizer's state carries over, as the paper's runs continue a pretrained
+// model's training: every worker starts its inner steps with S-SGD's velocity or moments, and
+// the learning-rate schedule (lr_schedule.h) runs on over the whole run's iterations.
+//
+// The inner optimizer is the run's --optimizer (worker_optimizer.h; AdamW by default, the paper's).
 // Options are the keys of the --algo spec (canonical_algo): "diloco:inner_steps=50,outer_lr=0.7".
 #pragma once
 
@@ -29,15 +38,13 @@
 #include <string>
 #include <vector>
 
-#include "ps/sgd_optimizer.h"
-#include "train/adamw_optimizer.h"
 #include "train/comm_thread.h"
 #include "train/diloco_options.h"
 #include "train/gradient_codecs.h"
 #include "train/strategy.h"
+#include "train/worker_optimizer.h"
 
 namespace ferry::train {
-
 
 // The registry entries "diloco" and "streaming-diloco" (registered by register_builtin_strategies).
 StrategyInfo diloco_entry(bool streaming);
@@ -68,7 +75,8 @@ class DilocoStrategy final : public Strategy {
     comm::Ticket ticket;
   };
 
-  void inner_step(FlatParams& params, bool finite);
+  void warm_step(FlatParams& params, std::int64_t iteration);  // S-SGD (warm start)
+  void inner_step(FlatParams& params, std::int64_t iteration, bool finite);
   void after_step(FlatParams& params);
   void send(FlatParams& params, Fragment& f);
   void take_delta(FlatParams& params, Fragment& f);  // Δ_f = θ_f − θ_{i,f}; the fragment's sync is now
@@ -80,14 +88,13 @@ class DilocoStrategy final : public Strategy {
   StrategyContext context_;
   bool streaming_;
   DilocoOptions options_;
-  std::unique_ptr<ps::SgdOptimizer> sgd_;
-  std::unique_ptr<AdamWOptimizer> adamw_;
+  std::unique_ptr<WorkerOptimizer> inner_;  // none with an external optimizer
   std::unique_ptr<TensorAllreduceCodecs> codecs_;
   std::vector<float> global_;    // θ
   std::vector<float> velocity_;  // the outer optimizer's u
   std::vector<float> delta_;     // this worker's Δ, then the sum over workers
   std::vector<Fragment> fragments_;
-  std::int64_t steps_ = 0;  // inner steps done
+  std::int64_t steps_ = 0;  // inner steps done (after the warm start)
   CommThread comm_thread_;  // τ > 0
 };
 

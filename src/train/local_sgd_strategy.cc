@@ -2,7 +2,6 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/finite.h"
 #include "train/checkpoint.h"
 
 namespace ferry::train {
@@ -16,7 +15,8 @@ LocalSgdStrategy::LocalSgdStrategy(const StrategyContext& context)
 void LocalSgdStrategy::setup(FlatParams& params) {
   ps::SgdOptions sgd = context_.options.sgd;
   sgd.rescale = 1.0f;  // S-SGD iterations divide the gradient sum by N themselves
-  optimizer_ = std::make_unique<ps::SgdOptimizer>(params.size(), sgd);
+  optimizer_ = std::make_unique<WorkerOptimizer>(params.size(), context_.options.optimizer, sgd,
+                                                 context_.options.lr_schedule);
   context_.comm->broadcast(std::as_writable_bytes(params.weights()), 0);
 }
 
@@ -29,21 +29,11 @@ void LocalSgdStrategy::skip_step(FlatParams& params, std::int64_t iteration) { u
 void LocalSgdStrategy::update(FlatParams& params, std::int64_t iteration, bool local_finite) {
   const LocalSgdOptions& d = options_;
   steps_ = iteration + 1;
-  auto g = params.grads();
   if (iteration < d.post_local) {
-    {
-      ScopedTimer wait(&comm_wait_s_);
-      context_.comm->allreduce_sum(g);
-    }
-    // NaN and Inf survive the sum: a bad gradient anywhere skips the step everywhere.
-    if (all_finite(g)) {
-      const float inv = 1.0f / static_cast<float>(context_.options.world.num_workers);
-      for (auto& x : g) x *= inv;
-      optimizer_->step(params.weights(), g);
-    }
+    allreduce_mean_step(*context_.comm, params, *optimizer_, iteration, comm_wait_s_);
     last_average_ = steps_;
   } else {
-    if (local_finite) optimizer_->step(params.weights(), g);  // a local step: skipped alone
+    if (local_finite) optimizer_->step(params.weights(), params.grads(), iteration);  // a local step: skipped alone
     if ((iteration - d.post_local + 1) % d.sync_every == 0) average_weights(params);
   }
 }
@@ -61,14 +51,14 @@ void LocalSgdStrategy::average_weights(FlatParams& params) {
 
 void LocalSgdStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t) {
   out.put("weights", params.weights());  // this worker's own model between averagings
-  out.put("velocity", optimizer_->velocity());
+  optimizer_->save_state(out, "velocity");
   out.put_u64("steps", static_cast<std::uint64_t>(steps_));
   out.put_u64("last_average", static_cast<std::uint64_t>(last_average_));
 }
 
 void LocalSgdStrategy::load_state(const StateReader& in, FlatParams& params) {
   in.floats_into("weights", params.weights());
-  in.floats_into("velocity", optimizer_->mutable_velocity());
+  optimizer_->load_state(in, "velocity");
   steps_ = static_cast<std::int64_t>(in.u64("steps"));
   last_average_ = static_cast<std::int64_t>(in.u64("last_average"));
 }

@@ -12,9 +12,9 @@
 
 #include <memory>
 
-#include "ps/sgd_optimizer.h"
 #include "train/local_sgd_options.h"
 #include "train/strategy.h"
+#include "train/worker_optimizer.h"
 
 namespace ferry::train {
 
@@ -35,7 +35,7 @@ class LocalSgdStrategy final : public Strategy {
 
   StrategyContext context_;
   LocalSgdOptions options_;
-  std::unique_ptr<ps::SgdOptimizer> optimizer_;
+  std::unique_ptr<WorkerOptimizer> optimizer_;  // the run's --optimizer
   std::int64_t steps_ = 0;
   std::int64_t last_average_ = 0;  // steps_ at the last averaging
 };

@@ -15,12 +15,15 @@ SsgdStrategy::SsgdStrategy(const StrategyContext& context) : context_(context) {
 void SsgdStrategy::setup(FlatParams& params) {
   auto& comm = *context_.comm;
   const StrategyOptions& o = context_.options;
-  const OptimizerSplit split = split_optimizer(o.codec, o.sgd);
+  // AdamW keeps its moments and decoupled decay on the aggregate: nothing moves to the workers.
+  OptimizerSplit split;
+  split.aggregate = o.sgd;
+  if (OptimizerChoice::of_spec(o.optimizer).kind == OptimizerKind::kSgd) split = split_optimizer(o.codec, o.sgd);
   if (split.on_worker) momentum_ = std::make_unique<WorkerMomentum>(params.size(), split);
   if (o.topology == Topology::kAllreduce) {
     ps::SgdOptions sgd = split.aggregate;
     sgd.rescale = 1.0f / o.world.num_workers;
-    optimizer_ = std::make_unique<ps::SgdOptimizer>(params.size(), sgd);
+    optimizer_ = std::make_unique<WorkerOptimizer>(params.size(), o.optimizer, sgd, o.lr_schedule);
     if (!is_uncompressed(o.codec))
       allreduce_codecs_ = std::make_unique<TensorAllreduceCodecs>(o.codec, params, comm.rank(), o.batch);
     comm.broadcast(std::as_writable_bytes(params.weights()), 0);
@@ -56,7 +59,7 @@ void SsgdStrategy::exchange(FlatParams& params, std::int64_t iteration, bool fin
       context_.comm->allreduce_sum(params.grads());
       apply = all_finite(params.grads());
     }
-    if (apply) optimizer_->step(params.weights(), params.grads());
+    if (apply) optimizer_->step(params.weights(), params.grads(), iteration);
   } else {
     if (!finite)
       kv_->push_skip_all().wait();
@@ -76,7 +79,7 @@ void SsgdStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t
     kv_->checkpoint(static_cast<std::uint64_t>(iterations));  // the servers write the global state
   }
   out.put("weights", params.weights());
-  if (optimizer_) out.put("velocity", optimizer_->velocity());
+  if (optimizer_) optimizer_->save_state(out, "velocity");
   if (momentum_) out.put("worker_velocity", momentum_->velocity());
   if (allreduce_codecs_) allreduce_codecs_->save_state(out);
   if (push_codecs_) push_codecs_->save_state(out);
@@ -85,7 +88,7 @@ void SsgdStrategy::save_state(StateWriter& out, FlatParams& params, std::int64_t
 void SsgdStrategy::load_state(const StateReader& in, FlatParams& params) {
   // With a parameter server setup() pulled the restored global weights; they equal the saved ones.
   in.floats_into("weights", params.weights());
-  if (optimizer_) in.floats_into("velocity", optimizer_->mutable_velocity());
+  if (optimizer_) optimizer_->load_state(in, "velocity");
   if (momentum_) in.floats_into("worker_velocity", momentum_->mutable_velocity());
   if (allreduce_codecs_) allreduce_codecs_->load_state(in);
   if (push_codecs_) push_codecs_->load_state(in);

@@ -7,7 +7,9 @@
 // gradient_codecs.h); the mean is then the mean of the decoded gradients. With a codec with error
 // feedback the momentum and weight decay move to the workers by default (worker_momentum.h):
 // each worker compresses its velocity u_i <- m u_i + g_i + wd w and the optimizer applies
-// w <- w - lr (1/N) sum_i decode(C(u_i)) without momentum of its own.
+// w <- w - lr (1/N) sum_i decode(C(u_i)) without momentum of its own. On allreduce the optimizer is
+// the run's --optimizer at its --lr-schedule (worker_optimizer.h); AdamW keeps its moments and its
+// decoupled weight decay on the mean gradient, so nothing moves to the workers with it.
 #pragma once
 
 #include <memory>
@@ -17,6 +19,7 @@
 #include "train/gradient_codecs.h"
 #include "train/strategy.h"
 #include "train/worker_momentum.h"
+#include "train/worker_optimizer.h"
 
 namespace ferry::train {
 
@@ -35,7 +38,7 @@ class SsgdStrategy final : public Strategy {
   void exchange(FlatParams& params, std::int64_t iteration, bool finite);
 
   StrategyContext context_;
-  std::unique_ptr<ps::SgdOptimizer> optimizer_;  // allreduce: the worker-side optimizer
+  std::unique_ptr<WorkerOptimizer> optimizer_;   // allreduce: the worker-side optimizer (--optimizer)
   std::unique_ptr<ps::KeyLayout> layout_;        // ps
   std::unique_ptr<ps::KVWorker> kv_;             // ps
   std::unique_ptr<TensorAllreduceCodecs> allreduce_codecs_;  // allreduce with a codec

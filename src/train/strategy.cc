@@ -12,6 +12,8 @@
 #include "train/diloco_strategy.h"
 #include "train/local_sgd_options.h"
 #include "train/local_sgd_strategy.h"
+#include "train/lr_schedule.h"
+#include "train/optimizer_choice.h"
 #include "train/od_sgd_strategy.h"
 #include "train/ssd_sgd_strategy.h"
 #include "train/wfbp_options.h"
@@ -42,7 +44,7 @@ void register_builtin_strategies() {
   const std::vector<StrategyInfo> builtin = {
       {.name = "ssgd", .summary = "synchronous SGD: average every worker's gradient each step",
        .topologies = {T::kAllreduce, T::kParameterServer}, .speedup_baseline = true,
-       .make = factory<SsgdStrategy>()},
+       .worker_optimizer = {T::kAllreduce}, .make = factory<SsgdStrategy>()},
       {.name = "asgd", .summary = "asynchronous SGD: the server applies each push as it arrives",
        .topologies = {T::kParameterServer}, .server_mode = ps::ServerMode::kAsync, .deterministic = false,
        .make = factory<AsgdStrategy>()},
@@ -57,14 +59,14 @@ void register_builtin_strategies() {
        .default_codec = [](const std::string& spec) { return CdSgdOptions::of_spec(spec).default_codec(); },
        .read_options = [](SpecReader& r) { CdSgdOptions::read(r); }, .make = factory<CdSgdStrategy>()},
       {.name = "localsgd", .summary = "local SGD: own optimizer steps, model averaging every sync_every steps",
-       .topologies = {T::kAllreduce}, .takes_codec = false,
+       .topologies = {T::kAllreduce}, .takes_codec = false, .worker_optimizer = {T::kAllreduce},
        .read_options = [](SpecReader& r) { LocalSgdOptions::read(r); }, .make = factory<LocalSgdStrategy>()},
       {.name = "wfbp", .summary = "wait-free backprop: per-bucket communication started by autograd hooks",
        .topologies = {T::kAllreduce, T::kParameterServer}, .takes_codec = false,
        .read_options = [](SpecReader& r) { WfbpOptions::read(r); }, .make = factory<WfbpStrategy>()},
       {.name = "compute-only", .summary = "reference: no communication at all (the iteration-time floor)",
        .topologies = {T::kAllreduce}, .takes_codec = false, .compute_floor = true,
-       .make = factory<ComputeOnlyStrategy>()},
+       .worker_optimizer = {T::kAllreduce}, .make = factory<ComputeOnlyStrategy>()},
       diloco_entry(/*streaming=*/false),
       diloco_entry(/*streaming=*/true),
   };
@@ -135,6 +137,23 @@ const StrategyInfo& compute_floor_strategy() {
 std::string default_codec(const std::string& algo_spec) {
   const StrategyInfo& info = strategy_info(algo_spec);
   return info.default_codec ? info.default_codec(algo_spec) : "none";
+}
+
+void validate_algorithm_optimizer(const StrategyInfo& info, Topology topology, const std::string& optimizer,
+                                  const std::string& lr_schedule) {
+  const auto& takes = info.worker_optimizer;
+  if (std::find(takes.begin(), takes.end(), topology) != takes.end()) return;
+  const bool sgd = OptimizerChoice::of_spec(optimizer).kind == OptimizerKind::kSgd;
+  const bool varies = LrSchedule::of_spec(lr_schedule).varies();
+  if (sgd && !varies) return;
+  std::string takers;
+  for (const auto& n : registry().names())
+    for (Topology t : registry().at(n).worker_optimizer)
+      takers += (takers.empty() ? "" : ", ") + n + " (" + topology_name(t) + ")";
+  const std::string flag = sgd ? "--lr-schedule " + lr_schedule : "--optimizer " + optimizer;
+  FERRY_THROW(InvalidArgument, flag, ": --algo ", info.name, " on --topology ", topology_name(topology),
+              " steps SGD at a constant --lr (the parameter servers' update, MXNet's, or one its definition fixes); "
+              "--optimizer adamw and --lr-schedule are taken by ", takers);
 }
 
 void validate_algorithm_codec(const StrategyInfo& info, const std::string& codec) {

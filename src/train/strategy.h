@@ -43,6 +43,11 @@ struct StrategyOptions {
   // The caller steps the weights itself before step() (the Python package with a torch.optim
   // optimizer of the user's); only a strategy whose entry has external_optimizer accepts it.
   bool external_optimizer = false;
+  // The optimizer a worker steps itself and its learning-rate schedule, canonical specs
+  // (optimizer_choice.h, lr_schedule.h); only a strategy whose entry lists the topology in
+  // worker_optimizer reads them (the others step SGD at the constant sgd.lr).
+  std::string optimizer = "sgd";
+  std::string lr_schedule = "constant";
 };
 
 class Strategy {
@@ -112,6 +117,13 @@ struct StrategyInfo {
   bool speedup_baseline = false;
   // `ferry compare`: no communication at all, the iteration-time floor every comparison runs.
   bool compute_floor = false;
+  // The topologies on which every worker steps the optimizer itself (S-SGD on allreduce, local
+  // SGD, DiLoCo's inner optimizer): there --optimizer adamw and an --lr-schedule apply. Elsewhere
+  // the servers step SGD (MXNet's update) or the algorithm's definition fixes its update (SSD-SGD's
+  // local step), and only --optimizer sgd at a constant --lr is accepted. Empty: nowhere.
+  std::vector<Topology> worker_optimizer = {};
+  // The --optimizer of a run that gives none (optimizer_choice.h).
+  std::string default_optimizer = "sgd";
   // Runs with an optimizer the caller applies (StrategyOptions::external_optimizer): its own
   // update is local to each worker (DiLoCo's inner optimizer).
   bool external_optimizer = false;
@@ -160,6 +172,10 @@ const StrategyInfo& compute_floor_strategy();
 // The codec the strategy of `algo_spec` runs when the user gave none: its entry's default_codec
 // of the spec, else "none".
 std::string default_codec(const std::string& algo_spec);
+// Throws InvalidArgument naming --optimizer or --lr-schedule when `optimizer` is not sgd, or the
+// schedule varies, and the strategy does not step its workers' optimizer on `topology`.
+void validate_algorithm_optimizer(const StrategyInfo& info, Topology topology, const std::string& optimizer,
+                                  const std::string& lr_schedule);
 // Throws InvalidArgument when the strategy cannot use a codec other than the identity (its
 // takes_codec is false: it exchanges weights or fused buckets in fp32).
 void validate_algorithm_codec(const StrategyInfo& info, const std::string& codec_spec);

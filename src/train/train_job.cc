@@ -13,6 +13,8 @@ Topology TrainJob::topology() const { return parse_topology(options.topology); }
 StrategyOptions TrainJob::strategy_options(bool external_optimizer) const {
   StrategyOptions so{topology(), world(), sgd(), options.codec, options.pull_codec, options.batch};
   so.algo = options.algo;
+  so.optimizer = options.optimizer;
+  so.lr_schedule = options.lr_schedule;
   so.external_optimizer = external_optimizer;
   return so;
 }
@@ -61,8 +63,9 @@ nlohmann::json job_config(const TrainOptions& o) {
   return options_json(recorded, OptionPlace::kConfig);
 }
 
-TrainJob make_train_job(const TrainOptions& o) {
-  validate(o);
+TrainJob make_train_job(const TrainOptions& given) {
+  validate(given);
+  const TrainOptions o = with_optimizer_defaults(given);
   TrainJob t;
   t.options = o;
   t.options.algo = canonical_algo(o.algo);

@@ -57,9 +57,24 @@ std::span<const OptionField> train_option_fields() {
        &T::max_steps},
       {"batch", "--batch", "per-worker batch size",
        kCompared | P::kConfig | P::kJob | P::kSummary | P::kPython, &T::batch},
-      {"lr", "--lr", "learning rate", kCompared | P::kConfig | P::kJob | P::kSummary, &T::lr},
-      {"momentum", "--momentum", "SGD momentum", kCompared | P::kConfig | P::kJob, &T::momentum},
-      {"weight_decay", "--wd", "weight decay", kCompared | P::kConfig | P::kJob, &T::weight_decay},
+      {"optimizer", "--optimizer",
+       "the workers' optimizer where the update is theirs (ssgd on allreduce, localsgd, diloco's inner one, "
+       "streaming-diloco's, compute-only): sgd (MXNet's SGD with momentum) or adamw[:beta1=B1,beta2=B2,eps=E] "
+       "(default betas 0.9, 0.95); default: the algorithm's, adamw for diloco and streaming-diloco, sgd for the "
+       "others (docs/training.md, \"Optimizers and schedules\")",
+       kCompared | P::kConfig | P::kJob | P::kSummary | P::kPython, &T::optimizer},
+      {"lr", "--lr", "learning rate (0 stands for the optimizer's; a given --lr wins)",
+       kCompared | P::kConfig | P::kJob | P::kSummary, &T::lr, FlagForm::kValue, nullptr, nullptr, nullptr,
+       "0.05 (sgd), 4e-4 (adamw)"},
+      {"momentum", "--momentum", "SGD momentum (--optimizer sgd)", kCompared | P::kConfig | P::kJob, &T::momentum},
+      {"weight_decay", "--wd", "weight decay: sgd's L2 term, adamw's decoupled decay (-1 stands for the optimizer's)",
+       kCompared | P::kConfig | P::kJob | P::kSummary, &T::weight_decay, FlagForm::kValue, nullptr, nullptr, nullptr,
+       "0 (sgd), 0.1 (adamw)"},
+      {"lr_schedule", "--lr-schedule",
+       "learning-rate schedule, constant[:warmup_steps=W] or cosine[:warmup_steps=W,min_ratio=R,steps=T]: linear "
+       "warm-up over W iterations, then cosine decay to R times --lr at iteration T (default: --max-steps; "
+       "R default 0.1); for the optimizer the workers step (see --optimizer)",
+       kCompared | P::kConfig | P::kJob | P::kSummary | P::kPython, &T::lr_schedule},
       {"link", "--link", "emulated NIC per rank",
        kCompared | P::kConfig | P::kJob | P::kSummary | P::kPython, &T::link},
       {"codec", "--codec",

@@ -61,6 +61,9 @@ struct OptionField {
   void (*parse)(const std::string& text, TrainOptions& options) = nullptr;
   // How summary.json writes the field's empty value ("fp32" for pulls without a codec).
   const char* summary_empty = nullptr;
+  // The default --help shows when the field's own default stands for others ("0.05 (sgd), 4e-4
+  // (adamw)" for --lr, whose 0 means the optimizer's); nullptr: the field's value.
+  const char* shown_default = nullptr;
 
   bool in(OptionPlace place) const { return (places & unsigned(place)) != 0; }
   // The flag without its dashes, '-' as '_': the Python keyword.

@@ -6,16 +6,30 @@
 #include "core/error.h"
 #include "core/machine_limits.h"
 #include "train/gradient_codecs.h"
+#include "train/lr_schedule.h"
 #include "train/models/model.h"
+#include "train/optimizer_choice.h"
 #include "train/strategy.h"
 #include "train/worker_momentum.h"
 
 namespace ferry::train {
 
-void validate(const TrainOptions& o) {
+TrainOptions with_optimizer_defaults(const TrainOptions& given) {
   register_builtin_strategies();
-  const StrategyInfo& info = strategy_info(o.algo);
-  canonical_algo(o.algo);  // the strategy's own keys
+  TrainOptions o = given;
+  o.optimizer = canonical_optimizer(o.optimizer.empty() ? strategy_info(o.algo).default_optimizer : o.optimizer);
+  const OptimizerChoice choice = OptimizerChoice::of_spec(o.optimizer);
+  if (o.lr == 0.0f) o.lr = choice.default_lr();
+  if (o.weight_decay == -1.0f) o.weight_decay = choice.default_weight_decay();
+  o.lr_schedule = canonical_lr_schedule(o.lr_schedule, o.max_steps);
+  return o;
+}
+
+void validate(const TrainOptions& given) {
+  register_builtin_strategies();
+  const StrategyInfo& info = strategy_info(given.algo);
+  canonical_algo(given.algo);  // the strategy's own keys
+  const TrainOptions o = with_optimizer_defaults(given);
   Topology topology = resolve_topology(info, o.topology);
   bool supported = false;
   for (auto t : info.topologies) supported |= t == topology;
@@ -63,15 +77,22 @@ void validate(const TrainOptions& o) {
                   " is asynchronous and cannot be bit-reproducible");
   canonical_codec(o);
   validate_algorithm_codec(info, canonical_codec(o));
-  // A codec that keeps its own momentum (dgc) must not meet a different optimizer momentum.
+  validate_algorithm_optimizer(info, topology, o.optimizer, o.lr_schedule);
+  // A codec that keeps its own momentum (dgc) must not meet a different optimizer momentum. AdamW
+  // keeps its moments and decoupled decay on the aggregate (no momentum or decay to move).
+  const bool adamw = OptimizerChoice::of_spec(o.optimizer).kind == OptimizerKind::kAdamW;
   OptimizerSplit split;
   try {
-    split = split_optimizer(canonical_codec(o), ps::SgdOptions{o.lr, o.momentum, o.weight_decay, 1.0f});
+    split = split_optimizer(canonical_codec(o), adamw ? ps::SgdOptions{o.lr, 0.0f, 0.0f, 1.0f}
+                                                      : ps::SgdOptions{o.lr, o.momentum, o.weight_decay, 1.0f});
   } catch (const InvalidArgument& e) {
     FERRY_THROW(InvalidArgument, "invalid --codec '", o.codec, "': ", e.what());
   }
   // EF21's aggregate integrates one mean of all workers' increments per step; a server that
   // applies each push as it arrives would apply the sum of every worker's estimate each time.
+  FERRY_REQUIRE(!adamw || !split.increments, "invalid --codec '", o.codec,
+                "': ef21's aggregate integrates the workers' velocity increments, which --optimizer adamw does not "
+                "keep; drop ef21=1 or use --optimizer sgd");
   FERRY_REQUIRE(!split.increments || world_layout(o).num_servers == 0 || info.server_mode == ps::ServerMode::kSync,
                 "invalid --codec '", o.codec, "': ef21 needs a synchronous aggregate and --algo ", info.name,
                 " applies each push on arrival; drop ef21=1");

@@ -20,9 +20,13 @@ struct TrainOptions {
   int epochs = 1;                   // passes over the training set
   std::int64_t max_steps = 0;       // stop after this many iterations per worker; 0 = all epochs
   std::int64_t batch = 64;          // per-worker batch size
-  float lr = 0.05f;                 // global learning rate
+  // The optimizer the workers step where the algorithm's update is theirs (optimizer_choice.h):
+  // "sgd" or "adamw[:beta1=..,beta2=..,eps=..]"; "" = the algorithm's (adamw for DiLoCo, sgd else).
+  std::string optimizer = "";
+  float lr = 0.0f;                  // global learning rate; 0 = the optimizer's (0.05 sgd, 4e-4 adamw)
   float momentum = 0.9f;            // SGD momentum
-  float weight_decay = 0.0f;        // L2 coefficient
+  float weight_decay = -1.0f;       // sgd: L2 coefficient, adamw: decoupled; -1 = the optimizer's (0, 0.1)
+  std::string lr_schedule = "constant";  // learning-rate schedule spec (lr_schedule.h)
   comm::LinkOptions link = {};      // emulated NIC of every rank; disabled = raw transport
   std::string codec = "";           // gradient codec spec (docs/compression.md); "" = the algorithm's default
   std::string pull_codec = "";      // --compress-pull: codec of the servers' pull replies; "" = fp32
@@ -55,7 +59,12 @@ bool supports_determinism(const std::string& algo);
 // Parses --inject-nan-at STEP[,COUNT] into options (InvalidArgument naming the flag).
 void parse_inject_nan(const std::string& spec, TrainOptions& options);
 
-// Checks the combination of options; throws InvalidArgument naming the offending flag.
+// The options with the optimizer resolved: --optimizer the algorithm's when not given (canonical),
+// --lr and --wd the optimizer's when not given (0 and -1), --lr-schedule canonical with cosine's
+// length from --max-steps. InvalidArgument naming --algo, --optimizer or --lr-schedule.
+TrainOptions with_optimizer_defaults(const TrainOptions& options);
+// Checks the combination of options (with their optimizer defaults); throws InvalidArgument naming
+// the offending flag.
 void validate(const TrainOptions& options);
 // Workers and servers of the run (servers only with the parameter-server topology).
 WorldLayout world_layout(const TrainOptions& options);

@@ -28,6 +28,11 @@ expect_error "cdsgd does not run on --topology allreduce" --algo cdsgd --topolog
 expect_error "odsgd does not run on --topology allreduce" --algo odsgd --topology allreduce
 expect_error "--sync-every must be at least 1" --algo localsgd --sync-every 0
 expect_error "wfbp does not compress" --algo wfbp --codec twobit
+expect_error "--algo asgd on --topology ps steps SGD at a constant --lr" --algo asgd --servers 1 --optimizer adamw
+expect_error "--lr-schedule cosine:warmup_steps=0,min_ratio=0.1,steps=1: --algo ssdsgd" --algo ssdsgd --servers 1 --lr-schedule cosine
+expect_error "unknown --optimizer 'adam'" --optimizer adam
+expect_cli_error "--lr-schedule cosine decays over --max-steps" "$ferry" train --no-progress --lr-schedule cosine
+expect_error "--warm-start-steps must be at least 0" --algo diloco --warm-start-steps -1
 expect_error "--eval-every must be at least 0" --eval-every -5
 expect_cli_error "FERRY_MPI_WAIT must be auto, spin or sleep, got 'busy'" env FERRY_MPI_WAIT=busy "$ferry" train --max-steps 1 --no-progress
 expect_error "--lr must be finite and greater than 0" --lr inf

@@ -20,6 +20,7 @@
 #include "train/flat_params.h"
 #include "train/gradient_codecs.h"
 #include "train/models/model.h"
+#include "train/optimizer_choice.h"
 #include "train/ps_setup.h"
 #include "train/strategy.h"
 #include "train/train_job.h"
@@ -305,6 +306,7 @@ struct ResumeCase {
   int workers;
   int servers;
   std::string codec;
+  std::string optimizer = "sgd";  // --optimizer
 };
 
 class ResumeTest : public ::testing::TestWithParam<ResumeCase> {};
@@ -316,6 +318,7 @@ TEST_P(ResumeTest, ContinuesBitForBit) {
   so.world = WorldLayout{p.workers, p.servers};
   so.sgd = ps::SgdOptions{0.05f, 0.9f, 1e-4f, 1.0f};
   so.codec = p.codec;
+  so.optimizer = canonical_optimizer(p.optimizer);
   so.algo = testing::with_keys(p.algo, {{"warmup_steps", "3"}, {"delay_steps", "2"}, {"correction_steps", "3"}});
   if (algo_name(p.algo) == "localsgd") so.algo = "localsgd:sync_every=3";
   const int cut = 7;  // after warm-up, mid delay / correction / averaging period
@@ -379,7 +382,11 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ResumeTest,
                                            // DiLoCo: global weights, outer and inner (AdamW) state;
                                            // Streaming: a fragment's outer gradient in flight at the
                                            // cut (sent after step 6, applied after 8) and residuals.
-                                           ResumeCase{"diloco:inner_steps=3,inner=adamw", 2, 0, "none"},
+                                           ResumeCase{"diloco:inner_steps=3", 2, 0, "none", "adamw"},
+                                           // A warm start cut after it, and within it.
+                                           ResumeCase{"diloco:inner_steps=3,warm_start_steps=5", 2, 0, "none", "adamw"},
+                                           ResumeCase{"diloco:inner_steps=3,warm_start_steps=9", 2, 0, "none"},
+                                           ResumeCase{"ssgd", 2, 0, "none", "adamw"},
                                            ResumeCase{"streaming-diloco:inner_steps=4,fragments=2,overlap=2,alpha=0.5",
                                                       3, 0, "none"},
                                            ResumeCase{"streaming-diloco:inner_steps=4,fragments=2,overlap=1", 2, 0,
@@ -389,7 +396,8 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ResumeTest,
                          [](const auto& info) {
                            std::string n = info.param.algo + "_" + std::to_string(info.param.workers) + "w" +
                                            std::to_string(info.param.servers) + "s" +
-                                           (info.param.codec == "none" ? "" : "_" + info.param.codec);
+                                           (info.param.codec == "none" ? "" : "_" + info.param.codec) +
+                                           (info.param.optimizer == "sgd" ? "" : "_" + info.param.optimizer);
                            for (auto& ch : n)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return n;

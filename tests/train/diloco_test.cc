@@ -14,6 +14,7 @@
 #include "train/diloco_options.h"
 #include "train/diloco_strategy.h"
 #include "train/flat_params.h"
+#include "train/optimizer_choice.h"
 #include "train/strategy.h"
 #include "local_training.h"
 
@@ -30,12 +31,13 @@ struct Trajectory {
   std::uint64_t bytes_sent = 0;                     // worker 0's
 };
 
-// `sync_every`: localsgd's period (localsgd:sync_every).
+// `sync_every`: localsgd's period (localsgd:sync_every); `optimizer`: the workers' (--optimizer).
 Trajectory run(const std::string& algo, int workers, int steps, ps::SgdOptions sgd, const std::string& codec = "none",
-        int sync_every = 4) {
+        int sync_every = 4, const std::string& optimizer = "sgd") {
   StrategyOptions so{Topology::kAllreduce, WorldLayout{workers, 0}, sgd};
   so.algo = algo == "localsgd" ? "localsgd:sync_every=" + std::to_string(sync_every) : algo;
   so.codec = codec;
+  so.optimizer = canonical_optimizer(optimizer);
   Trajectory r;
   std::mutex mu;
   testing::run_strategy_locally(
@@ -58,10 +60,12 @@ Trajectory run(const std::string& algo, int workers, int steps, ps::SgdOptions s
 TEST(DilocoSpec, DefaultsAreThePapersAndUnknownKeysAreRefused) {
   register_builtin_strategies();
   const std::string d = canonical_algo("diloco");
-  for (const char* key : {"inner_steps=50", "outer_lr=0.7", "outer_momentum=0.9", "nesterov=", "inner=sgd"})
+  for (const char* key : {"inner_steps=50", "outer_lr=0.7", "outer_momentum=0.9", "nesterov=", "warm_start_steps=0"})
     EXPECT_NE(d.find(key), std::string::npos) << d;
   EXPECT_EQ(canonical_algo(d), d);  // canonical is a fixed point
-  EXPECT_NE(canonical_algo("DiLoCo:inner=AdamW").find("beta2="), std::string::npos);
+  // The inner optimizer is the run's --optimizer (AdamW unless another is given), no key of the spec.
+  EXPECT_EQ(strategy_info("diloco").default_optimizer, "adamw");
+  EXPECT_EQ(strategy_info("streaming-diloco").default_optimizer, "adamw");
   const std::string s = canonical_algo("streaming-diloco:inner_steps=8");
   for (const char* key : {"fragments=4", "overlap=1", "alpha=0.5"}) EXPECT_NE(s.find(key), std::string::npos) << s;
   EXPECT_EQ(canonical_algo("ssgd"), "ssgd");
@@ -79,7 +83,8 @@ TEST(DilocoSpec, DefaultsAreThePapersAndUnknownKeysAreRefused) {
   EXPECT_NE(message("ssgd:delay=4").find("unknown option 'delay'"), std::string::npos);
   EXPECT_NE(message("diloco:inner_steps=0").find("inner_steps"), std::string::npos);
   EXPECT_NE(message("diloco:outer_momentum=1").find("outer_momentum"), std::string::npos);
-  EXPECT_NE(message("diloco:inner=lion").find("inner"), std::string::npos);
+  EXPECT_NE(message("diloco:inner=adamw").find("unknown option 'inner'"), std::string::npos);
+  EXPECT_NE(message("diloco:warm_start_steps=-1").find("warm_start_steps"), std::string::npos);
   EXPECT_NE(message("streaming-diloco:inner_steps=4,overlap=4").find("overlap"), std::string::npos);
   EXPECT_NE(message("streaming-diloco:alpha=2").find("alpha"), std::string::npos);
   EXPECT_NE(message("dilocoo").find("unknown --algo 'dilocoo'"), std::string::npos);
@@ -140,9 +145,9 @@ TEST(Diloco, OneInnerStepWithOuterSgdOfLrOneIsSsgd) {
 TEST(Diloco, StreamingWithOneFragmentNoOverlapAndAlphaZeroIsDiloco) {
   const ps::SgdOptions sgd{0.05f, 0.9f, 1e-4f, 1.0f};
   for (const std::string inner : {"sgd", "adamw"}) {
-    const std::string keys = "inner_steps=3,inner=" + inner;
-    Trajectory d = run("diloco:" + keys, 4, 10, sgd);
-    Trajectory s = run("streaming-diloco:" + keys + ",fragments=1,overlap=0,alpha=0", 4, 10, sgd);
+    const std::string keys = "inner_steps=3";
+    Trajectory d = run("diloco:" + keys, 4, 10, sgd, "none", 4, inner);
+    Trajectory s = run("streaming-diloco:" + keys + ",fragments=1,overlap=0,alpha=0", 4, 10, sgd, "none", 4, inner);
     ASSERT_EQ(d.per_step.size(), 10u);
     EXPECT_EQ(d.per_step, s.per_step) << inner;
     EXPECT_EQ(d.final, s.final) << inner;
@@ -167,6 +172,77 @@ TEST(Diloco, UncompressedBytesAreLocalSgdsWithTheSamePeriod) {
   EXPECT_GT(d.bytes_sent, 0u);
   EXPECT_EQ(d.bytes_sent, local3.bytes_sent);
   EXPECT_NE(d.bytes_sent, local4.bytes_sent);  // another period moves other bytes: the check can fail
+}
+
+// Warm start: the first N iterations are S-SGD with the inner optimizer, bit for bit, for SGD and
+// AdamW (S-SGD rescales the gradient sum inside its optimizer, DiLoCo's warm start before it: the
+// same product of the same two floats).
+TEST(DilocoWarmStart, IsSsgdBitForBitForItsSteps) {
+  const ps::SgdOptions sgd{0.05f, 0.9f, 1e-4f, 1.0f};
+  for (const std::string optimizer : {"sgd", "adamw"}) {
+    for (const int workers : {1, 3, 4}) {
+      Trajectory s = run("ssgd", workers, 5, sgd, "none", 4, optimizer);
+      Trajectory d = run("diloco:inner_steps=2,warm_start_steps=5", workers, 9, sgd, "none", 4, optimizer);
+      ASSERT_EQ(d.per_step.size(), 9u);
+      for (int t = 0; t < 5; ++t) EXPECT_EQ(d.per_step[t], s.per_step[t]) << optimizer << " step " << t;
+      EXPECT_NE(d.per_step[8], s.per_step[4]) << optimizer;  // then DiLoCo moves on
+    }
+  }
+  // A run that ends within its warm start ends on S-SGD's weights.
+  Trajectory s = run("ssgd", 4, 3, sgd);
+  Trajectory d = run("diloco:inner_steps=2,warm_start_steps=5", 4, 3, sgd);
+  EXPECT_EQ(d.final, s.final);
+}
+
+// After the warm start, DiLoCo's definition, replayed here from each worker's own gradients: two
+// workers (so the allreduce's sum is the same float whatever its order), inner SGD with momentum
+// and weight decay continuing S-SGD's velocity, every H inner steps the outer Nesterov step on
+// Δ = (1/N) Σ_i (θ − θ_i) from θ = the weights after the warm start; every worker's weights equal
+// the replay's bit for bit at every step.
+TEST(DilocoWarmStart, ThenFollowsDilocosDefinition) {
+  const int n = 2, warm = 3, h = 2, steps = 10;
+  const float outer_lr = 0.7f, mu = 0.9f;
+  const ps::SgdOptions sgd{0.05f, 0.9f, 1e-4f, 1.0f};
+  StrategyOptions so{Topology::kAllreduce, WorldLayout{n, 0}, sgd};
+  so.algo = "diloco:inner_steps=" + std::to_string(h) + ",warm_start_steps=" + std::to_string(warm);
+  std::vector<std::vector<std::vector<float>>> w(n, std::vector<std::vector<float>>(steps));
+  std::vector<std::vector<std::vector<float>>> g = w;  // the gradient each worker stepped with
+  std::vector<float> initial;
+  std::mutex mu_lock;
+  testing::run_strategy_locally("diloco", so, testing::small_dataset(), kBatch, steps,
+                                [&](comm::Communicator& c, int step, FlatParams& params, Strategy&, Model&) {
+                                  std::lock_guard lock(mu_lock);
+                                  if (step == testing::kAfterSetup && c.rank() == 0)
+                                    initial.assign(params.weights().begin(), params.weights().end());
+                                  if (step < 0) return;
+                                  w[c.rank()][step].assign(params.weights().begin(), params.weights().end());
+                                  g[c.rank()][step].assign(params.grads().begin(), params.grads().end());
+                                });
+  const std::size_t size = initial.size();
+  ps::SgdOptimizer warm_opt(size, sgd);  // S-SGD's: the warm start's gradient is the mean (in place)
+  std::vector<float> theta = initial;
+  for (int t = 0; t < warm; ++t) {
+    ASSERT_EQ(g[0][t], g[1][t]) << "step " << t << ": every worker steps with the mean";
+    warm_opt.step(theta, g[0][t]);
+    ASSERT_EQ(w[0][t], theta) << "step " << t;
+    ASSERT_EQ(w[1][t], theta) << "step " << t;
+  }
+  std::vector<ps::SgdOptimizer> inner(n, warm_opt);  // the velocity carries over
+  std::vector<std::vector<float>> local(n, theta);
+  std::vector<float> velocity(size, 0.0f);
+  for (int t = warm; t < steps; ++t) {
+    for (int i = 0; i < n; ++i) inner[i].step(local[i], g[i][t]);
+    if ((t - warm + 1) % h == 0) {
+      for (std::size_t k = 0; k < size; ++k) {
+        const float delta = ((theta[k] - local[0][k]) + (theta[k] - local[1][k])) * (1.0f / n);
+        velocity[k] = mu * velocity[k] + delta;
+        theta[k] -= outer_lr * (delta + mu * velocity[k]);
+      }
+      local.assign(n, theta);
+    }
+    for (int i = 0; i < n; ++i) EXPECT_EQ(w[i][t], local[i]) << "worker " << i << " step " << t;
+  }
+  EXPECT_NE(theta, initial);
 }
 
 // The outer Nesterov step on numbers worked by hand (every value a dyadic fraction, so exact):

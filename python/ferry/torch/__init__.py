@@ -30,16 +30,20 @@ def option_keywords():
 
 
 class DistributedOptimizer:
-    """Wraps a torch.optim.SGD so that step() runs a ferry algorithm over every worker; DiLoCo and
-    Streaming DiLoCo wrap any torch.optim optimizer as their inner optimizer (an SGD runs as ferry's
-    own inner SGD, as `ferry train` does; any other, e.g. AdamW, steps first in step(), and its state
-    stays on the worker).
+    """Wraps a torch.optim.SGD (or a torch.optim.AdamW, see below) so that step() runs a ferry
+    algorithm over every worker; DiLoCo and Streaming DiLoCo wrap any torch.optim optimizer as their
+    inner optimizer (an SGD runs as ferry's own inner SGD, as `ferry train` does; any other, e.g.
+    AdamW, steps first in step(), and its state stays on the worker).
 
     The update itself is ferry's (MXNet's SGD with momentum and weight decay, the one every ferry
     algorithm is defined with), with the wrapped optimizer's lr, momentum and weight_decay: on the
     workers for allreduce algorithms, on the servers for ps ones, and for the delayed algorithms
     (odsgd, ssdsgd, cdsgd) the global update on the servers with a local one on the workers (lr_local,
-    default lr). The parameters are moved into one flat buffer; replace their values in place only
+    default lr). Where the workers step the optimizer themselves (ssgd on allreduce, localsgd,
+    compute-only: `ferry train --optimizer`), a torch.optim.AdamW runs as ferry's AdamW with its lr,
+    betas, eps and weight_decay; lr_schedule="cosine:warmup_steps=W,steps=T" (or "constant:
+    warmup_steps=W") schedules the lr of ferry's own optimizer as `ferry train --lr-schedule` does
+    (docs/training.md; T must be given here, there is no --max-steps). The parameters are moved into one flat buffer; replace their values in place only
     (p.copy_), never by p.data = ... (detected at step()).
 
     Keyword options: algo, and the options of `ferry train` that this API takes, named as its flags
@@ -87,20 +91,27 @@ class DistributedOptimizer:
             raise ValueError(_pythonic(str(e))) from None
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise ValueError(f"optimizer: expected a torch.optim optimizer, got {type(optimizer).__name__}")
-        if not external and not isinstance(optimizer, torch.optim.SGD):
-            raise ValueError(f"optimizer: ferry runs SGD with momentum (MXNet's update) for algo={algo!r}; got "
-                             f"{type(optimizer).__name__}, expected torch.optim.SGD (the algorithms that step with "
-                             f"any torch.optim optimizer: {', '.join(a for a in algorithms() if _C.takes_external_optimizer(a))})")
+        adamw = not external and isinstance(optimizer, torch.optim.AdamW)
+        if not external and not adamw and not isinstance(optimizer, torch.optim.SGD):
+            raise ValueError(f"optimizer: ferry runs SGD with momentum (MXNet's update) or AdamW for algo={algo!r}; "
+                             f"got {type(optimizer).__name__}, expected torch.optim.SGD or torch.optim.AdamW (the "
+                             f"algorithms that step with any torch.optim optimizer: "
+                             f"{', '.join(a for a in algorithms() if _C.takes_external_optimizer(a))})")
         groups = optimizer.param_groups
         g = groups[0]
         if not external:
             for other in groups[1:]:
-                for key in ("lr", "momentum", "weight_decay"):
+                for key in ("lr", "betas", "eps", "weight_decay") if adamw else ("lr", "momentum", "weight_decay"):
                     if other[key] != g[key]:
                         raise ValueError(f"optimizer: parameter groups with different {key} ({g[key]} and "
                                          f"{other[key]}) are not supported")
-            if g.get("nesterov") or g.get("dampening", 0) != 0:
+            if adamw and (g.get("amsgrad") or g.get("maximize")):
+                raise ValueError("optimizer: amsgrad and maximize are not part of ferry's AdamW update")
+            if not adamw and (g.get("nesterov") or g.get("dampening", 0) != 0):
                 raise ValueError("optimizer: nesterov and dampening are not part of ferry's SGD update")
+            # ferry steps it as its own --optimizer: torch's AdamW with its betas and eps, or SGD.
+            given["optimizer"] = (f"adamw:beta1={g['betas'][0]!r},beta2={g['betas'][1]!r},eps={g['eps']!r}"
+                                  if adamw else "sgd")
         if named_parameters is not None:
             named = list(named_parameters)
             params = [p for _, p in named]
@@ -118,7 +129,7 @@ class DistributedOptimizer:
             keywords_json = json.dumps(given, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise ValueError(f"options: {e}") from None
-        sgd = None if external else (float(g["lr"]), float(g["momentum"]), float(g["weight_decay"]))
+        sgd = None if external else (float(g["lr"]), 0.0 if adamw else float(g["momentum"]), float(g["weight_decay"]))
         gates = self._layer_gates(model, params) if model is not None else {}
         self._optimizer = optimizer
         self._external = external
@@ -195,7 +206,8 @@ class DistributedOptimizer:
         if closure is not None:
             raise ValueError("step(closure): closures are not supported")
         if not self._external and self._optimizer.param_groups[0]["lr"] != self._lr:
-            raise ValueError("lr changed after the optimizer was wrapped (an lr scheduler?): ferry reads it once")
+            raise ValueError("lr changed after the optimizer was wrapped (an lr scheduler?): ferry reads it once; "
+                             "give lr_schedule= for ferry's schedules")
         self._check_reached()
         if self._external and all(bool(torch.isfinite(p.grad).all()) for p in self._params if p.grad is not None):
             # The inner step is the user's optimizer's (its state stays on this worker); ferry then
