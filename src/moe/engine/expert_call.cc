@@ -39,23 +39,13 @@ torch::Tensor run_expert(const ExpertLayout& L, const std::byte* base, const tor
     auto w3 = torch::from_blob(p + L.w3_offset() / 4, {L.intermediate, L.hidden});
     auto w2 = torch::from_blob(p + L.w2_offset() / 4, {L.hidden, L.intermediate});
     // libtorch's matmul itself (gated_mlp streams small batches through ferry's kernel).
-    auto g = torch::matmul(x, w1.t()), u = torch::matmul(x, w3.t());
-    if (bias.gate.defined()) {
-      g = g + bias.gate;
-      u = u + bias.up;
-    }
-    auto y = torch::matmul(glu(c, g, u), w2.t());
-    return (bias.down.defined() ? y + bias.down : y) * gate;
+    auto h = glu(c, torch::matmul(x, w1.t()), torch::matmul(x, w3.t()), bias);
+    return with_down_bias(torch::matmul(h, w2.t()), bias) * gate;
   }
   auto gu = project_blocks(x, L.hidden, {{L.format, base + L.w1_offset(), L.intermediate},
                                          {L.format, base + L.w3_offset(), L.intermediate}});
-  if (bias.gate.defined()) {
-    gu[0] = gu[0] + bias.gate;
-    gu[1] = gu[1] + bias.up;
-  }
-  auto h = glu(c, gu[0], gu[1]).contiguous();
-  auto y = project_blocks(h, L.down_format, base + L.w2_offset(), L.hidden, L.intermediate);
-  return (bias.down.defined() ? y + bias.down : y) * gate;
+  auto h = glu(c, gu[0], gu[1], bias).contiguous();
+  return with_down_bias(project_blocks(h, L.down_format, base + L.w2_offset(), L.hidden, L.intermediate), bias) * gate;
 }
 
 double measure_expert_call_s(const ExpertLayout& layout, const MoeConfig& config) {

@@ -126,22 +126,21 @@ ExpertBias expert_bias(const LayerWeights& lw, int expert) {
   return {lw.expert_b1[expert], lw.expert_b3[expert], lw.expert_b2[expert]};
 }
 
-at::Tensor glu(const MoeConfig& c, const at::Tensor& gate, const at::Tensor& up) {
+at::Tensor glu(const MoeConfig& c, const at::Tensor& gate_in, const at::Tensor& up_in, const ExpertBias& b) {
+  const at::Tensor gate = b.gate.defined() ? gate_in + b.gate : gate_in;
+  const at::Tensor up = b.up.defined() ? up_in + b.up : up_in;
   if (c.swiglu_limit <= 0) return activation(c.hidden_act, gate) * up;
   // GptOssExperts._apply_gate
   const at::Tensor g = gate.clamp_max(c.swiglu_limit);
   return (up.clamp(-c.swiglu_limit, c.swiglu_limit) + 1) * g * torch::sigmoid(g * c.swiglu_alpha);
 }
 
+at::Tensor with_down_bias(const at::Tensor& y, const ExpertBias& b) { return b.down.defined() ? y + b.down : y; }
+
 at::Tensor gated_mlp(const at::Tensor& x, const Weight& w1, const Weight& w3, const Weight& w2, const MoeConfig& c,
                      const ExpertBias& b) {
   auto gu = project_many(x, {&w1, &w3});
-  if (b.gate.defined()) {
-    gu[0] = gu[0] + b.gate;
-    gu[1] = gu[1] + b.up;
-  }
-  auto y = project(glu(c, gu[0], gu[1]), w2);
-  return b.down.defined() ? y + b.down : y;
+  return with_down_bias(project(glu(c, gu[0], gu[1], b), w2), b);
 }
 
 Qkv project_qkv(const at::Tensor& a, const LayerWeights& lw, const MoeConfig& c) {

@@ -47,9 +47,12 @@ struct ExpertBias {
 };
 // Expert e's rows of a layer's expert biases (LayerWeights::expert_b*); empty without them.
 ExpertBias expert_bias(const LayerWeights& lw, int expert);
-// The gated unit on the gate and up projections (biases added): act(gate) * up with hidden_act, or
-// gpt-oss's clamped SwiGLU when swiglu_limit > 0 (MoeConfig::swiglu_limit).
-at::Tensor glu(const MoeConfig& c, const at::Tensor& gate, const at::Tensor& up);
+// The gated unit on the gate and up projections, `b`'s gate and up biases added when defined:
+// act(gate) * up with hidden_act, or gpt-oss's clamped SwiGLU when swiglu_limit > 0
+// (MoeConfig::swiglu_limit).
+at::Tensor glu(const MoeConfig& c, const at::Tensor& gate, const at::Tensor& up, const ExpertBias& b = {});
+// The down projection's output `y` plus `b`'s down bias when defined.
+at::Tensor with_down_bias(const at::Tensor& y, const ExpertBias& b);
 // down(glu(gate(x), up(x))): w1 = gate [I, H], w3 = up [I, H], w2 = down [H, I], each plus its bias
 // in `b` when defined.
 at::Tensor gated_mlp(const at::Tensor& x, const Weight& w1, const Weight& w3, const Weight& w2, const MoeConfig& c,
