@@ -14,6 +14,7 @@ struct NamedTensor {
   std::string name;                 // Mixtral tensor name
   std::vector<std::int64_t> shape;  // row-major
   std::vector<float> values;        // numel values
+  std::vector<std::uint8_t> bytes;  // or, for a U8 tensor (MXFP4's blocks and scales), numel bytes
 };
 
 struct CheckpointWriteOptions {
@@ -21,7 +22,8 @@ struct CheckpointWriteOptions {
   int shards = 1;             // >1: model-0000i-of-0000N.safetensors + model.safetensors.index.json
 };
 
-// Writes DIR/config.json and the safetensors file(s). Throws IoError.
+// Writes DIR/config.json and the safetensors file(s): `values` in options.dtype, `bytes` as U8.
+// Throws IoError.
 void write_checkpoint(const std::string& dir, const MoeConfig& config, const std::vector<NamedTensor>& tensors,
                       const CheckpointWriteOptions& options);
 
