@@ -189,7 +189,9 @@ TEST(GptOssMxfp4, QuantizeKeepsTheBlocksAsTheyAre) {
   EXPECT_EQ(file_bytes(dir / "mx.gguf"), file_bytes(dir / "float.gguf"));
   g.file_type = quant::LlamaFileType::kMostlyQ8_0;
   for (const GgufExportTensor& t : export_gguf(mx, dir / "q8.gguf", g).tensors) {
-    if (t.name.find("_exps.weight") != std::string::npos) EXPECT_EQ(t.type, quant::QuantType::kQ8_0) << t.name;
+    if (t.name.find("_exps.weight") != std::string::npos) {
+      EXPECT_EQ(t.type, quant::QuantType::kQ8_0) << t.name;
+    }
   }
 }
 

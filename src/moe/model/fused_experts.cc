@@ -73,9 +73,10 @@ std::int64_t mxfp4_source_row(const FusedPart& p, std::int64_t row) {
 void add_mxfp4_source(const FusedPart& p, std::vector<NamedTensor>& out) {
   std::int64_t blocks = 1;
   for (auto d : p.scales_shape()) blocks *= d;
-  out.push_back({p.blocks_name(), p.source_shape, {},
-                 std::vector<std::uint8_t>(static_cast<std::size_t>(blocks) * quant::kHfMxfp4BlockBytes)});
-  out.push_back({p.scales_name(), p.scales_shape(), {}, std::vector<std::uint8_t>(static_cast<std::size_t>(blocks))});
+  out.push_back(NamedTensor::of_bytes(p.blocks_name(), p.source_shape,
+                                      std::vector<std::uint8_t>(static_cast<std::size_t>(blocks) * quant::kHfMxfp4BlockBytes)));
+  out.push_back(NamedTensor::of_bytes(p.scales_name(), p.scales_shape(),
+                                      std::vector<std::uint8_t>(static_cast<std::size_t>(blocks))));
 }
 
 // Part `t`'s float rows quantized to MXFP4 into its source's blocks and scales.
@@ -130,7 +131,7 @@ std::vector<NamedTensor> fuse_expert_tensors(const MoeConfig& c, std::vector<Nam
       } else {
         std::int64_t numel = 1;
         for (auto d : p.source_shape) numel *= d;
-        out.push_back({p.source, p.source_shape, std::vector<float>(static_cast<std::size_t>(numel)), {}});
+        out.push_back({p.source, p.source_shape, std::vector<float>(static_cast<std::size_t>(numel))});
       }
     }
     const std::size_t at = fused[p.source];

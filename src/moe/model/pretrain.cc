@@ -98,7 +98,7 @@ std::vector<NamedTensor> export_tensors(const TrainModel& m, const std::vector<N
   std::vector<NamedTensor> out;
   for (const auto& t : like) {
     auto v = m.at(t.name).detach().contiguous();
-    out.push_back({t.name, t.shape, std::vector<float>(v.data_ptr<float>(), v.data_ptr<float>() + v.numel()), {}});
+    out.push_back({t.name, t.shape, std::vector<float>(v.data_ptr<float>(), v.data_ptr<float>() + v.numel())});
   }
   return out;
 }

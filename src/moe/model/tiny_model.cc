@@ -169,7 +169,7 @@ std::vector<NamedTensor> random_tensors(const MoeConfig& c, std::uint64_t seed) 
     std::int64_t numel = 1;
     for (auto d : spec.shape) numel *= d;
     std::normal_distribution<float> dist(static_cast<float>(spec.mean), static_cast<float>(spec.stddev));
-    NamedTensor t{std::move(spec.name), std::move(spec.shape), std::vector<float>(static_cast<std::size_t>(numel)), {}};
+    NamedTensor t{std::move(spec.name), std::move(spec.shape), std::vector<float>(static_cast<std::size_t>(numel))};
     for (auto& v : t.values) v = dist(rng);
     out.push_back(std::move(t));
   }

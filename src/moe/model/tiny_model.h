@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moe/model/config.h"
@@ -15,6 +16,16 @@ struct NamedTensor {
   std::vector<std::int64_t> shape;  // row-major
   std::vector<float> values;        // numel values
   std::vector<std::uint8_t> bytes;  // or, for a U8 tensor (MXFP4's blocks and scales), numel bytes
+
+  NamedTensor() = default;
+  NamedTensor(std::string n, std::vector<std::int64_t> s, std::vector<float> v)
+      : name(std::move(n)), shape(std::move(s)), values(std::move(v)) {}
+  // A U8 tensor.
+  static NamedTensor of_bytes(std::string n, std::vector<std::int64_t> s, std::vector<std::uint8_t> b) {
+    NamedTensor t(std::move(n), std::move(s), {});
+    t.bytes = std::move(b);
+    return t;
+  }
 };
 
 struct CheckpointWriteOptions {
