@@ -219,21 +219,21 @@ std::optional<quant::QuantType> Checkpoint::stored_blocks(const std::string& nam
 void Checkpoint::read_blocks(const std::string& name, std::byte* dst, const std::string& what) const {
   const std::optional<quant::QuantType> type = stored_blocks(name);
   FERRY_REQUIRE(type.has_value(), "tensor '", excerpt(name), "' of '", dir_, "' is stored in floats, not in blocks");
-  std::string stored;  // the file's tensor, for messages
+  std::string holder;  // the file's tensor holding it
   std::size_t bytes = 0;
   if (gguf_) {
     gguf_->read_blocks(name, dst);
-    stored = gguf_->gguf_name(name);
+    holder = gguf_->gguf_name(name);
     bytes = stored_bytes(*type, gguf_->shape(name));
   } else {
     const FusedPart& part = *part_of(name);
     const TensorRef blocks = fused_source(part);
     const TensorRef scales = find(part.scales_name());
     read_mxfp4_part(part, blocks.file->data(*blocks.info), scales.file->data(*scales.info), dst);
-    stored = part.scales_name();
+    holder = part.scales_name();
     bytes = stored_bytes(*type, part.shape);
   }
-  require_finite_blocks(*type, dst, bytes, stored, dir_, what);
+  require_finite_blocks(*type, dst, bytes, what.empty() ? name : holder, dir_, what);
 }
 
 void require_finite(const float* v, std::size_t n, const std::string& name, const std::string& where, std::size_t first) {

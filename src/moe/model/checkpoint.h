@@ -67,8 +67,9 @@ class Checkpoint {
   std::optional<quant::QuantType> stored_blocks(const std::string& name) const;
   // The tensor's blocks (quant_matrix_bytes of its shape) into `dst`, in HF's row order: a GGUF
   // file's as stored (q/k rows un-permuted), MXFP4 experts repacked from HF's packing to ggml's
-  // (fused_experts.h). FormatError naming the file's tensor (and `what`, e.g. "layer 1, expert
-  // 3") when a block's scale is not finite (finite_blocks.h); InvalidArgument without stored_blocks.
+  // (fused_experts.h). FormatError when a block's scale is not finite (finite_blocks.h), naming
+  // the tensor `name`, or, for an expert (`what`: "layer 1, expert 3"), the file's tensor that holds
+  // it (a GGUF file's stacked one, HF's *_scales) and `what`; InvalidArgument without stored_blocks.
   void read_blocks(const std::string& name, std::byte* dst, const std::string& what = "") const;
   const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
   // The file's tensors that `name` is read from: the fused tensor it is a part of (MXFP4: its
