@@ -1,6 +1,7 @@
 // `ferry moe make-tiny`: a random-weight model of a Hugging Face MoE family, in its layout and
 // tensor names, for tests and demos; with --gguf TYPE, written directly as a GGUF file of that
-// llama-quantize file type (moe/model/random_gguf.h), at any size.
+// llama-quantize file type (moe/model/random_gguf.h), at any size; with --mxfp4-experts, gpt-oss's
+// experts in MXFP4 as its released checkpoints store them.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -36,15 +37,17 @@ struct MakeTinyFlags {
   std::string gguf;  // --gguf TYPE; empty: a safetensors checkpoint
   bool pure = false;
   int threads = 0;
-  // --dtype and --shards, to ask whether they were given (refused with --gguf); owned by the
-  // subcommand's CLI::App, which lives as long as the program.
+  // --dtype, --shards and --mxfp4-experts, to ask whether they were given (refused with --gguf);
+  // owned by the subcommand's CLI::App, which lives as long as the program.
   const CLI::Option* dtype_option = nullptr;
   const CLI::Option* shards_option = nullptr;
+  const CLI::Option* mxfp4_option = nullptr;
 };
 
 int run_make_tiny_gguf(const MakeTinyFlags& f) {
-  FERRY_REQUIRE(f.dtype_option->count() == 0 && f.shards_option->count() == 0,
-                "--gguf writes one GGUF file: --dtype and --shards are for a safetensors checkpoint");
+  FERRY_REQUIRE(f.dtype_option->count() == 0 && f.shards_option->count() == 0 && f.mxfp4_option->count() == 0,
+                "--gguf writes one GGUF file: --dtype, --shards and --mxfp4-experts are for a safetensors checkpoint ",
+                "(--gguf MXFP4_MOE writes the experts in MXFP4)");
   FERRY_REQUIRE(f.threads >= 0, "--threads ", f.threads, ": expected 0 (one per core) or more");
   RandomGgufOptions o;
   o.config = f.tiny.config;
@@ -56,7 +59,7 @@ int run_make_tiny_gguf(const MakeTinyFlags& f) {
   const auto start = std::chrono::steady_clock::now();
   const GgufExportReport r = write_random_gguf(f.out, o);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  print_gguf_report(r, f.out, o.gguf.file_type, f.pure, /*table=*/false);
+  print_gguf_report(r, f.out, f.pure, /*table=*/false);
   std::printf("written in %.1f s (%s/s)\n", seconds,
               format_bytes(static_cast<double>(r.file_bytes) / std::max(seconds, 1e-9)).c_str());
   return 0;
@@ -64,6 +67,9 @@ int run_make_tiny_gguf(const MakeTinyFlags& f) {
 
 int run_make_tiny(TinyModelOptions& o, const std::string& out, const std::string& dtype) {
   o.write.dtype = dtype_flag(dtype);
+  FERRY_REQUIRE(!o.config.mxfp4_experts || family_of(o.config.model_type).tensors.fused_experts,
+                "--mxfp4-experts writes the experts as gpt-oss's checkpoints store them (fused, in MXFP4): not for "
+                "--family ", o.config.model_type);
   prepare_tiny_config(o.config);
   make_tiny_model(out, o);
   auto w = load_config(out);
@@ -115,6 +121,10 @@ MoeSubcommand add_make_tiny_command(CLI::App& moe) {
                  "the dense layers' MLP width (default 2 x --intermediate)");
   f.dtype_option = mk->add_option("--dtype", f.dtype, "f32, bf16 or f16")->capture_default_str();
   f.shards_option = mk->add_option("--shards", f.tiny.write.shards, "safetensors shards")->capture_default_str();
+  f.mxfp4_option = mk->add_flag("--mxfp4-experts", c.mxfp4_experts,
+                                "gpt_oss: the experts in MXFP4 as the released checkpoints store them (*_blocks and "
+                                "*_scales, quantization_config mxfp4), quantized from the random weights; the rest "
+                                "in --dtype. --hidden and --intermediate multiples of 32");
   mk->add_option("--seed", f.tiny.seed, "weight seed")->capture_default_str();
   mk->add_option("--gguf", f.gguf,
                  std::string("write one GGUF file of this llama-quantize file type instead of a checkpoint: ") +

@@ -34,7 +34,7 @@ int run_quantize(const QuantizeFlags& f) {
   o.pure = f.pure;
   o.threads = f.threads;
   o.name = f.name;
-  print_gguf_report(export_gguf(f.model, f.out, o), f.out, file_type, f.pure, /*table=*/true);
+  print_gguf_report(export_gguf(f.model, f.out, o), f.out, f.pure, /*table=*/true);
   return 0;
 }
 
@@ -48,7 +48,10 @@ MoeSubcommand add_quantize_command(CLI::App& moe) {
   q->add_option("--out", f.out, "GGUF file to write")->required();
   q->add_option("--type", f.type, std::string("file type, as llama-quantize names it: ") + quant::llama_file_type_names() +
                                       " (Q4_K is llama-quantize's alias of Q4_K_M; MXFP4_MOE: experts in MXFP4, "
-                                      "the rest Q8_0; MXFP4 is ferry's alias of it)")
+                                      "the rest Q8_0; MXFP4 is ferry's alias of it). MXFP4 experts (gpt-oss's "
+                                      "quantization_config mxfp4) are copied block for block where the type keeps "
+                                      "them in MXFP4: MXFP4_MOE, and F32, F16, BF16 as llama.cpp's converter "
+                                      "(the file is then MXFP4_MOE)")
       ->capture_default_str();
   q->add_flag("--pure", f.pure, "every quantized tensor in the type itself, without llama.cpp's mix (llama-quantize --pure)");
   q->add_option("--threads", f.threads, "quantizing threads (0 = one per core)")->capture_default_str();

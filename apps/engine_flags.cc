@@ -36,7 +36,8 @@ constexpr const char* kDeviceMemHelp =
     "a budget that cannot fit is refused before loading";
 constexpr const char* kWeightsHelp =
     "the routed experts' weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K or MXFP4 (quantized at load); default: as "
-    "the model stores them (F32 for a checkpoint directory, the file's types for a GGUF file)";
+    "the model stores them (F32 for a checkpoint directory, MXFP4 for gpt-oss's MXFP4 experts, the file's types for a GGUF "
+    "file)";
 std::string sweep(const std::string& help) { return help + "; comma-separated, one run each"; }
 
 void add_hardware_flags(CLI::App& app, std::string& link, std::string& compute, std::string& weights) {

@@ -25,8 +25,7 @@ moe::quant::LlamaFileType file_type_flag(const std::string& flag, const std::str
   return *file_type;
 }
 
-void print_gguf_report(const moe::GgufExportReport& r, const std::string& path, moe::quant::LlamaFileType file_type,
-                       bool pure, bool table) {
+void print_gguf_report(const moe::GgufExportReport& r, const std::string& path, bool pure, bool table) {
   using namespace ferry::moe;
   for (const std::string& note : r.notes) std::printf("note: %s\n", note.c_str());
   std::map<std::string, std::pair<int, std::uint64_t>> by_type;  // type -> (tensors, bytes)
@@ -43,7 +42,7 @@ void print_gguf_report(const moe::GgufExportReport& r, const std::string& path, 
     mix += (mix.empty() ? "" : ", ") + std::to_string(cb.first) + " " + type + " (" +
            format_bytes(static_cast<double>(cb.second)) + ")";
   std::printf("wrote %s: GGUF %s, %s%s, %zu tensors: %s; %llu metadata keys, %s\n", path.c_str(), r.architecture.c_str(),
-              quant::llama_file_type_name(file_type), pure ? " (pure)" : "", r.tensors.size(), mix.c_str(),
+              quant::llama_file_type_name(r.file_type), pure ? " (pure)" : "", r.tensors.size(), mix.c_str(),
               static_cast<unsigned long long>(r.metadata_keys), format_bytes(static_cast<double>(r.file_bytes)).c_str());
 }
 

@@ -14,8 +14,8 @@ namespace ferry::apps {
 moe::quant::LlamaFileType file_type_flag(const std::string& flag, const std::string& text);
 
 // The notes, then (with `table`) one line per tensor (name, type, dims, bytes), then
-// "wrote PATH: GGUF ARCH, TYPE, N tensors: <count type (bytes)>, ...; K metadata keys, SIZE".
-void print_gguf_report(const moe::GgufExportReport& report, const std::string& path,
-                       moe::quant::LlamaFileType file_type, bool pure, bool table);
+// "wrote PATH: GGUF ARCH, TYPE, N tensors: <count type (bytes)>, ...; K metadata keys, SIZE" (TYPE
+// the file type written, report.file_type).
+void print_gguf_report(const moe::GgufExportReport& report, const std::string& path, bool pure, bool table);
 
 }  // namespace ferry::apps

@@ -98,7 +98,8 @@ TEST_F(DiskTierTest, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
 // DeepSeek-V3 (latent attention with the q bottleneck, two groups of experts chosen through a
 // bias, a shared expert, a dense first layer) and GLM-4.5 (partial rotary, q/k/v biases, the
 // same routing, a shared expert and a dense first layer), and gpt-oss (expert biases, resident
-// while the experts' weights stream; sinks, sliding layers).
+// while the experts' weights stream; sinks, sliding layers), gpt-oss also in MXFP4_MOE and as
+// llama.cpp's converter writes its MXFP4 checkpoints (the experts' blocks as they are, the rest F32).
 TEST(DiskTierFamilies, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
   torch::set_num_threads(1);
   for (const std::string family : {"deepseek_v3", "glm4_moe", "gpt_oss"}) {
@@ -123,11 +124,21 @@ TEST(DiskTierFamilies, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
     t.seed = 5;
     make_tiny_model(tmp / "m", t);
     GgufExportOptions g;
-    g.file_type = quant::LlamaFileType::kMostlyQ8_0;
     g.threads = 1;
-    export_gguf(tmp / "m", tmp / "m.gguf", g);
-    expect_every_policy_equals_the_in_memory_engine(
-        tmp / "m.gguf", testing::random_tokens(2, testing::kPrompt + testing::kDecode, 17), family, true);
+    std::vector<std::pair<std::string, quant::LlamaFileType>> files = {{"m", quant::LlamaFileType::kMostlyQ8_0}};
+    if (!grouped) {
+      files.push_back({"m", quant::LlamaFileType::kMostlyMXFP4_MOE});
+      t.config.mxfp4_experts = true;
+      make_tiny_model(tmp / "mx", t);
+      files.push_back({"mx", quant::LlamaFileType::kAllF32});
+    }
+    for (const auto& [model, type] : files) {
+      g.file_type = type;
+      const std::string path = tmp / (model + "-" + quant::llama_file_type_name(type) + ".gguf");
+      export_gguf(tmp / model, path, g);
+      expect_every_policy_equals_the_in_memory_engine(
+          path, testing::random_tokens(2, testing::kPrompt + testing::kDecode, 17), family + " " + path, true);
+    }
   }
 }
 

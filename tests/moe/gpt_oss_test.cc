@@ -61,9 +61,12 @@ std::string error_of(const nlohmann::json& j) {
 
 TEST(GptOss, ReleasedConfigIsReadKeyByKey) {
   nlohmann::json j = gpt_oss_20b_released();
-  EXPECT_NE(error_of(j).find("MXFP4 experts: not yet"), std::string::npos) << error_of(j);
+  const MoeConfig mx = config_from_json(j, "20b");  // MXFP4 experts (gpt_oss_mxfp4_test.cc)
+  EXPECT_TRUE(mx.mxfp4_experts);
+  EXPECT_TRUE(config_from_json(config_to_json(mx), "again").mxfp4_experts);
   j.erase("quantization_config");  // a dequantized (bf16) checkpoint
   const MoeConfig c = config_from_json(j, "20b");
+  EXPECT_FALSE(c.mxfp4_experts);
   EXPECT_EQ(c.model_type, "gpt_oss");
   EXPECT_EQ(c.num_layers, 24);
   EXPECT_EQ(c.num_experts, 32);
@@ -114,13 +117,24 @@ TEST(GptOss, ValuesFerryDoesNotImplementAreRefusedByName) {
       {"sliding_window", 0, "sliding_window"},
       {"swiglu_limit", -1.0, "swiglu_limit"},
       {"swiglu_alpha", 0.0, "swiglu_alpha"},
-      {"quantization_config", {{"quant_method", "fp8"}}, "quantization_config"},
+      {"quantization_config", {{"quant_method", "fp8"}}, "quant_method 'fp8' is not one ferry reads"},
+      // A module list that keeps the experts out of MXFP4 (HF matches each entry at the name's start).
+      {"quantization_config",
+       {{"quant_method", "mxfp4"}, {"modules_to_not_convert", {"lm_head", "model.layers.*.mlp.experts"}}},
+       "modules_to_not_convert 'model.layers.*.mlp.experts' keeps the experts (model.layers.0.mlp.experts)"},
+      {"quantization_config", {{"quant_method", "mxfp4"}, {"modules_to_not_convert", {"model.layers.3"}}},
+       "'model.layers.3' keeps the experts (model.layers.3.mlp.experts)"},
+      {"quantization_config", {{"quant_method", "mxfp4"}, {"modules_to_not_convert", "lm_head"}}, "list of module names"},
+      {"quantization_config", {{"quant_method", "mxfp4"}, {"modules_to_not_convert", {"(lm_head"}}},
+       "'(lm_head' is not a pattern"},
+      {"hidden_size", 2896, "MXFP4 experts (quantization_config mxfp4) need hidden_size and intermediate_size multiples "
+                            "of 32, got 2896 and 2880"},
       {"rope_scaling", {{"rope_type", "yarn"}, {"factor", 32.0}, {"truncate", "no"}}, "truncate"},
       {"n_shared_experts", 1, "key 'n_shared_experts' is not implemented for model_type 'gpt_oss'"},
   };
   for (const Case& k : cases) {
     nlohmann::json j = gpt_oss_20b_released();
-    j.erase("quantization_config");
+    if (std::string(k.key) != "hidden_size") j.erase("quantization_config");
     if (k.value.is_null()) j.erase(k.key);
     else j[k.key] = k.value;
     if (std::string(k.key) == "layer_types") {
@@ -144,7 +158,8 @@ MoeConfig tiny_gpt_oss() {
 
 // HF's fused layout on disk, read apart as llama.cpp's converter splits it: expert e's gate is
 // gate_up_proj[e][:, 0::2] transposed, its up the odd columns, its down down_proj[e] transposed;
-// the biases' even and odd columns. MXFP4 experts (*_blocks) are refused by name.
+// the biases' even and odd columns. MXFP4 experts (*_blocks) without the quantization_config that
+// announces them are refused by name.
 TEST(GptOss, FusedExpertsAreReadApart) {
   TempDir dir;
   TinyModelOptions o;
@@ -187,7 +202,7 @@ TEST(GptOss, FusedExpertsAreReadApart) {
     EXPECT_NE(std::string(e.what()).find("part of the fused"), std::string::npos) << e.what();
   }
 
-  // MXFP4 experts, as the released checkpoints store them.
+  // MXFP4 experts without config.json's quantization_config.
   std::vector<NamedTensor> tensors = fuse_expert_tensors(c, random_tensors(c, 1));
   for (NamedTensor& t : tensors)
     if (t.name == "model.layers.0.mlp.experts.gate_up_proj") t.name += "_blocks";
@@ -196,7 +211,8 @@ TEST(GptOss, FusedExpertsAreReadApart) {
     ReferenceModel::load(*Checkpoint::open(dir / "mxfp4"));
     ADD_FAILURE() << "MXFP4 experts loaded";
   } catch (const FormatError& e) {
-    EXPECT_NE(std::string(e.what()).find("MXFP4 experts: not yet"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("holds MXFP4 experts, but config.json has no quantization_config"),
+              std::string::npos) << e.what();
   }
 }
 

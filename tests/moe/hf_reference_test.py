@@ -7,8 +7,9 @@ from HF's modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py, mod
 DeepSeek-MoE's modeling_deepseek.py (deepseek-ai/deepseek-moe-16b), modeling_glm4_moe.py and
 DeepSeek-V2/V3's modeling_deepseek.py (multi-head latent attention, expanded per head as HF
 computes it, where ferry attends on the latents) and modeling_gpt_oss.py (fused experts with
-biases and the clamped SwiGLU, attention sinks, sliding layers, YaRN without truncation), computed
-in float64. ferry computes in
+biases and the clamped SwiGLU, attention sinks, sliding layers, YaRN without truncation; its MXFP4
+experts as the released checkpoints store them, dequantized as transformers' integrations/mxfp4.py
+does), computed in float64. ferry computes in
 float32; with logits of magnitude O(1) and a few hundred float32 operations per path its error is
 far below 1e-4 (rounding ~6e-8 per operation), while any difference in the math (a wrong RoPE, a
 missing bias, a wrong normalisation) moves logits by more than 1e-2: the reference's own check
@@ -89,6 +90,10 @@ FAMILIES = {
                     rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
                                   "original_max_position_embeddings": 4096, "truncate": False}),
 }
+# gpt-oss with its experts in MXFP4 (*_blocks, *_scales) as released: widths of whole 32-weight blocks
+FAMILIES["gpt_oss_mxfp4"] = dict(FAMILIES["gpt_oss"], intermediate_size=64, quantization_config={
+    "quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                        "model.embed_tokens", "lm_head"]})
 MLA = ("deepseek_v3", "deepseek_v2")
 
 
@@ -130,12 +135,46 @@ def traits(cfg):
     return t
 
 
+def mxfp4(cfg):
+    return (cfg.get("quantization_config") or {}).get("quant_method") == "mxfp4"
+
+
+# transformers' integrations/mxfp4.py
+FP4_VALUES = [+0.0, +0.5, +1.0, +1.5, +2.0, +3.0, +4.0, +6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def convert_moe_packed_tensors(blocks, scales):
+    """transformers' convert_moe_packed_tensors, in float64: blocks [E, R, G, 16] and scales [E, R, G] (u8)
+    to [E, C, R] (C = 32 G): byte j of a block holds element 2j in its low nibble and 2j + 1 in its high
+    one, each FP4_VALUES[code] times 2^(scale - 127); rows and columns swapped at the end (x . W)."""
+    lut = torch.tensor(FP4_VALUES, dtype=torch.float64)
+    *prefix, G, B = blocks.shape
+    out = torch.empty(*prefix, G, B * 2, dtype=torch.float64)
+    out[..., 0::2] = lut[(blocks & 0x0F).long()]
+    out[..., 1::2] = lut[(blocks >> 4).long()]
+    out = out * torch.pow(2.0, scales.double() - 127)[..., None]
+    return out.reshape(*prefix, G * B * 2).transpose(1, 2).contiguous()
+
+
+def dequantized(w):
+    """The checkpoint's tensors with every MXFP4 pair (NAME_blocks, NAME_scales) as NAME, as HF's model
+    holds them after dequantizing."""
+    out = {k: v for k, v in w.items() if not k.endswith(("_blocks", "_scales"))}
+    for k in w:
+        if k.endswith("_blocks"):
+            name = k[:-len("_blocks")]
+            out[name] = convert_moe_packed_tensors(w[k], w[name + "_scales"])
+    return out
+
+
 def write_safetensors(path, tensors):
     """The safetensors format: u64 header length, JSON header (8-byte aligned), raw little-endian data."""
     header, offset, blobs = {"__metadata__": {"format": "pt"}}, 0, []
     for name, t in tensors.items():
-        data = t.contiguous().float().numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        u8 = t.dtype == torch.uint8
+        data = (t.contiguous() if u8 else t.contiguous().float()).numpy().tobytes()
+        header[name] = {"dtype": "U8" if u8 else "F32", "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
         offset += len(data)
         blobs.append(data)
     text = json.dumps(header).encode()
@@ -203,9 +242,16 @@ def random_checkpoint(cfg, seed):
         if tr["family"] == "gpt_oss":  # GptOssTopKRouter, GptOssExperts (x · W layout, gate/up interleaved);
             # gate/up 4x wider than 1/fan_in so that the SwiGLU's clamp at 7 acts
             t[moe + "router.weight"], t[moe + "router.bias"] = lin(E, H), 0.1 * torch.randn(E, generator=g)
-            t[moe + "experts.gate_up_proj"] = 4 * torch.randn(E, H, 2 * I, generator=g) / math.sqrt(H)
+            if mxfp4(cfg):  # random codes; scales of the float weights' size (|FP4 value| averages 2.25)
+                for proj, rows, cols, exps in (("gate_up_proj", 2 * I, H, (124, 127)), ("down_proj", H, I, (122, 124))):
+                    t[moe + f"experts.{proj}_blocks"] = torch.randint(0, 256, (E, rows, cols // 32, 16), generator=g,
+                                                                      dtype=torch.uint8)
+                    t[moe + f"experts.{proj}_scales"] = torch.randint(*exps, (E, rows, cols // 32), generator=g,
+                                                                      dtype=torch.uint8)
+            else:
+                t[moe + "experts.gate_up_proj"] = 4 * torch.randn(E, H, 2 * I, generator=g) / math.sqrt(H)
+                t[moe + "experts.down_proj"] = torch.randn(E, I, H, generator=g) / math.sqrt(I)
             t[moe + "experts.gate_up_proj_bias"] = 0.1 * torch.randn(E, 2 * I, generator=g)
-            t[moe + "experts.down_proj"] = torch.randn(E, I, H, generator=g) / math.sqrt(I)
             t[moe + "experts.down_proj_bias"] = 0.1 * torch.randn(E, H, generator=g)
             continue
         t[moe + "gate.weight"] = lin(E, H)
@@ -336,7 +382,7 @@ def reference_logits(cfg, w, tokens, interleaved_rope=False):
     RMSNorm of each q/k head; OLMoE an RMSNorm of the whole q/k projections and clip_qkv;
     DeepSeek-MoE ungated shared experts, dense first layers, and renormalises only when top_k > 1;
     Qwen and DeepSeek have dense MLP layers among the MoE ones; a tied model's head is its embedding."""
-    w = {k: v.double() for k, v in w.items()}
+    w = {k: v.double() for k, v in dequantized(w).items()}
     tr = traits(cfg)
     f = tr["family"]
     H, D = cfg["hidden_size"], tr["head_dim"]
@@ -462,13 +508,14 @@ def tokens_for(seed, vocab=256):
     return torch.randint(0, vocab, (2, PROMPT + DECODE), generator=g)
 
 
-def ferry_logits(tmp_path, model, tokens, policy="ondemand", budget="100%", link="none"):
+def ferry_logits(tmp_path, model, tokens, policy="ondemand", budget="100%", link="none", weights=""):
+    """`weights`: --weights (F32: the experts dequantized at load, MXFP4 ones included)."""
     tok = tmp_path / "tokens.json"
     tok.write_text(json.dumps(tokens.tolist()))
     out = tmp_path / f"logits-{policy}-{budget.replace('%', 'pct')}.npy"
     r = subprocess.run([FERRY, "moe", "logits", "--model", str(model), "--tokens", str(tok), "--prompt", str(PROMPT),
-                        "--policy", policy, "--device-mem", budget, "--link", link, "--out", str(out)],
-                       capture_output=True, text=True, timeout=120)
+                        "--policy", policy, "--device-mem", budget, "--link", link, "--out", str(out)] +
+                       (["--weights", weights] if weights else []), capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     import numpy as np
     return torch.from_numpy(np.load(out)).double()
@@ -489,15 +536,34 @@ def test_every_family_equals_the_reference(tmp_path, family_model, policy, budge
     cfg, w, path = family_model
     tokens = tokens_for(3)
     ref = reference_logits(cfg, w, tokens)
-    got = ferry_logits(tmp_path, path, tokens, policy, budget, link="pcie4")
+    # MXFP4 experts dequantized at load: the unpacking, exactly (as stored: test_mxfp4_experts_as_stored)
+    got = ferry_logits(tmp_path, path, tokens, policy, budget, link="pcie4", weights="F32" if mxfp4(cfg) else "")
     assert got.shape == ref.shape
     assert (got - ref).abs().max().item() < TOL
+
+
+# ferry computes on MXFP4 experts as stored, as llama.cpp does, with each activation row quantized to
+# Q8_0 (steps of max|x|/127 per 32): within that rounding of the reference (median 1.4e-2 of the largest
+# |logit| at a position), except where it swaps two near-equal experts of a top-2, which changes that
+# position wholesale (1 of 38 here; --weights Q8_0 does the same): logits_vs_llama.sh's rule, 3e-2 with
+# the same argmax at 80 % of the positions. A wrong layout or scale fails it everywhere.
+@pytest.mark.parametrize("policy", ["ondemand", "lru", "fiddler", "prescope"])
+def test_mxfp4_experts_as_stored(tmp_path, policy):
+    cfg = FAMILIES["gpt_oss_mxfp4"]
+    w = random_checkpoint(cfg, seed=11)
+    write_model(tmp_path / "model", cfg, w)
+    tokens = tokens_for(3)
+    ref = reference_logits(cfg, w, tokens)
+    got = ferry_logits(tmp_path, tmp_path / "model", tokens, policy, "50%", link="pcie4")
+    rel = (got - ref).abs().amax(-1) / ref.abs().max()  # per position
+    within = (rel < 3e-2) & (got.argmax(-1) == ref.argmax(-1))
+    assert within.double().mean().item() >= 0.8, rel
 
 
 def test_the_reference_detects_a_wrong_rope(tmp_path, family_model):
     cfg, w, path = family_model
     tokens = tokens_for(4)
-    got = ferry_logits(tmp_path, path, tokens)
+    got = ferry_logits(tmp_path, path, tokens, weights="F32" if mxfp4(cfg) else "")
     assert (got - reference_logits(cfg, w, tokens)).abs().max().item() < TOL
     assert (got - reference_logits(cfg, w, tokens, interleaved_rope=True)).abs().max().item() > 1e-2
 

@@ -32,17 +32,24 @@ shape=(--layers 4 --hidden 256 --heads 4 --kv-heads 2 --experts 8 --intermediate
 # Q8_0; DeepSeek-V3 with YaRN (its frequencies and its softmax scale) in F32; and with V3's
 # proportions (q/k heads wider than the values, a third of each rotary, 4 groups of which 2 are used,
 # top-3) in F32 and Q8_0; gpt-oss (attention sinks, a window of 8 positions in every other layer —
-# a third of the prompt —, q/k/v/o, router and expert biases, the clamped SwiGLU, YaRN) in F32 and Q8_0.
-# name:family:types:make-tiny flags
+# a third of the prompt —, q/k/v/o, router and expert biases, the clamped SwiGLU, YaRN) in F32, Q8_0 and
+# MXFP4_MOE; and gpt-oss's MXFP4 checkpoint (make-tiny --mxfp4-experts: the same weights, its experts
+# quantized to MXFP4 and packed as the released checkpoints) written as llama.cpp's converter writes it
+# (--type F32: the experts' blocks as they are, the rest F32), judged by the quantized rule against
+# the float model's F32 logits.
+# name:family:types:make-tiny flags[:the entry whose F32 logits judge every type by the quantized rule]
 models=("mixtral:mixtral:F32 Q8_0 Q4_0 Q4_K_M MXFP4_MOE:" "glm4_moe:glm4_moe:F32 Q8_0:--shared-expert 256 --dense-layers 0"
         "deepseek_v3:deepseek_v3:F32 Q8_0 MXFP4_MOE:--dense-layers 0 --q-lora-rank 128"
         "deepseek_v2_lite:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 0"
         "deepseek_v3_yarn:deepseek_v3:F32:--dense-layers 0 --q-lora-rank 128"
         "deepseek_v3_shape:deepseek_v3:F32 Q8_0:--dense-layers 0 --q-lora-rank 96 --head-dim 96 --rope-dim 32 --v-head-dim 64 --expert-groups 4 --groups-used 2 --top-k 3"
-        "gpt_oss:gpt_oss:F32 Q8_0:--sliding-window 8")
+        "gpt_oss:gpt_oss:F32 Q8_0 MXFP4_MOE:--sliding-window 8"
+        "gpt_oss_mxfp4:gpt_oss:F32:--sliding-window 8 --mxfp4-experts:gpt_oss")
 failures=0
 for entry in "${models[@]}"; do
-  IFS=: read -r name family types extra <<<"$entry"
+  IFS=: read -r name family types extra float <<<"$entry"
+  rule=quantized
+  [ -n "$float" ] || { float=$name; rule=by-type; }
   [[ $extra == *--head-dim* ]] || extra+=" --head-dim 64"
   # shellcheck disable=SC2086  # $extra holds flags
   "$ferry" moe make-tiny --out "$tmp/$name" --family "$family" "${shape[@]}" $extra >/dev/null \
@@ -62,14 +69,15 @@ PY
       >/dev/null 2>"$tmp/err" || { echo "FAIL: ferry logits $name $t: $(cat "$tmp/err")"; failures=$((failures + 1)); continue; }
     "$tmp/llama_logits" "$LLAMA_LIB_DIR" "$tmp/$name-$t.gguf" "$tmp/$name-$t.f32" "${tokens[@]}" >"$tmp/log" 2>&1 \
       || { echo "FAIL: llama.cpp $name $t:"; tail -3 "$tmp/log"; failures=$((failures + 1)); continue; }
-    /usr/bin/python3 - "$tmp/$name-$t.npy" "$tmp/$name-$t.f32" "$name $t" "$tmp/$name-F32.f32" <<'PY' || failures=$((failures + 1))
+    /usr/bin/python3 - "$tmp/$name-$t.npy" "$tmp/$name-$t.f32" "$name $t" "$tmp/$float-F32.f32" "$rule" <<'PY' || failures=$((failures + 1))
 import os, sys
 import numpy as np
 ferry = np.load(sys.argv[1])[0]
 llama = np.fromfile(sys.argv[2], dtype=np.float32).reshape(ferry.shape)
 t = sys.argv[3]
+f32 = t.endswith("F32") and sys.argv[5] == "by-type"  # else a file with quantized experts
 rel = np.abs(ferry - llama).max(-1) / np.abs(llama).max()  # per position
-bound, share = (1e-3, 1.0) if t.endswith("F32") else (3e-2, 0.8)
+bound, share = (1e-3, 1.0) if f32 else (3e-2, 0.8)
 within = (rel <= bound) & (ferry.argmax(-1) == llama.argmax(-1))
 ok = within.mean() >= share
 print("%s: %s |ferry - llama.cpp| / max |logit| within %.0e with the same argmax at %d of %d positions "
@@ -77,17 +85,17 @@ print("%s: %s |ferry - llama.cpp| / max |logit| within %.0e with the same argmax
                                                  100 * share, np.median(rel), rel.max()))
 # And in F32 every logit within 2e-2 of llama.cpp's (issue 52's bound, absolute).
 absmax = np.abs(ferry - llama).max()
-print("%s: %s max |ferry - llama.cpp| %.1e" % ("ok" if absmax <= 2e-2 or not t.endswith("F32") else "FAIL", t, absmax))
-ok = ok and (absmax <= 2e-2 or not t.endswith("F32"))
+print("%s: %s max |ferry - llama.cpp| %.1e" % ("ok" if absmax <= 2e-2 or not f32 else "FAIL", t, absmax))
+ok = ok and (absmax <= 2e-2 or not f32)
 # A quantized file: ferry's mean deviation from llama.cpp on it within 1.5x llama.cpp's own deviation
 # from its F32 logits (the quantization's error, which both engines carry; their difference is
 # rounding on top of it).
-if not t.endswith("F32") and os.path.exists(sys.argv[4]):
+if not f32 and os.path.exists(sys.argv[4]):
     own = np.abs(llama - np.fromfile(sys.argv[4], dtype=np.float32).reshape(ferry.shape)).mean()
     dev = np.abs(ferry - llama).mean()
     q_ok = dev <= 1.5 * own
-    print("%s: %s mean |ferry - llama.cpp| %.2e, llama.cpp's own mean |%s - F32| %.2e (need <= 1.5x: %.2fx)"
-          % ("ok" if q_ok else "FAIL", t, dev, t.split()[-1], own, dev / own))
+    print("%s: %s mean |ferry - llama.cpp| %.2e, llama.cpp's own mean |%s - float F32| %.2e (need <= 1.5x: %.2fx)"
+          % ("ok" if q_ok else "FAIL", t, dev, t, own, dev / own))
     ok = ok and q_ok
 sys.exit(0 if ok else 1)
 PY

@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "moe/model/tiny_model.h"
 
@@ -27,6 +30,12 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// A file's bytes (empty when it cannot be read).
+inline std::vector<char> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
 
 // A small Mixtral-shaped config: 3 layers, 8 experts, top-2, byte vocabulary.
 inline MoeConfig tiny_config() {

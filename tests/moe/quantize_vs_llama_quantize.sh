@@ -22,12 +22,18 @@ make deepseek --family deepseek --layers 4 --hidden 256 --heads 4 --kv-heads 4 -
   --intermediate 96 --shared-expert 192 --dense-layers 0
 make glm4 --family glm4_moe "${base[@]}" --intermediate 256 --shared-expert 256 --dense-layers 0
 make deepseek_v3 --family deepseek_v3 "${base[@]}" --intermediate 256 --dense-layers 0 --q-lora-rank 128
-for m in mixtral mixtral128 mixtral96 qwen3 olmoe deepseek glm4 deepseek_v3; do
+# gpt-oss's MXFP4 checkpoint: its F32 file is the converter's (the experts' blocks as they are, the rest
+# F32); from it llama-quantize keeps MXFP4_MOE's experts as they are and requantizes them to Q8_0
+# (--allow-requantize), as ferry writes both from the checkpoint.
+make gpt_oss_mxfp4 --family gpt_oss "${base[@]}" --intermediate 256 --mxfp4-experts
+for m in mixtral mixtral128 mixtral96 qwen3 olmoe deepseek glm4 deepseek_v3 gpt_oss_mxfp4; do
   "$ferry" moe quantize --model "$tmp/$m" --out "$tmp/$m-F32.gguf" --type F32 >/dev/null || { echo "FAIL: $m F32"; failures=$((failures + 1)); continue; }
-  for t in F16 BF16 Q8_0 Q4_0 Q6_K Q4_K_M MXFP4_MOE; do
+  types="F16 BF16 Q8_0 Q4_0 Q6_K Q4_K_M MXFP4_MOE" requantize=()
+  [ "$m" != gpt_oss_mxfp4 ] || { types="MXFP4_MOE Q8_0"; requantize=(--allow-requantize); }
+  for t in $types; do
     "$ferry" moe quantize --model "$tmp/$m" --out "$tmp/$m-$t.gguf" --type $t >/dev/null 2>"$tmp/err" \
       || { echo "FAIL: ferry $m $t: $(cat "$tmp/err")"; failures=$((failures + 1)); continue; }
-    "$LLAMA_QUANTIZE" "$tmp/$m-F32.gguf" "$tmp/$m-$t-llama.gguf" $t 1 >"$tmp/log" 2>&1 \
+    "$LLAMA_QUANTIZE" "${requantize[@]}" "$tmp/$m-F32.gguf" "$tmp/$m-$t-llama.gguf" $t 1 >"$tmp/log" 2>&1 \
       || { echo "FAIL: llama-quantize $m $t:"; tail -3 "$tmp/log"; failures=$((failures + 1)); continue; }
     if cmp -s "$tmp/$m-$t.gguf" "$tmp/$m-$t-llama.gguf"; then
       echo "ok: $m $t identical"

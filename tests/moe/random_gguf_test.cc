@@ -30,6 +30,7 @@ namespace {
 using quant::GgufFile;
 using quant::LlamaFileType;
 using quant::QuantType;
+using testing::file_bytes;
 using testing::TempDir;
 
 // Rows of 256 (hidden) and 512 (expert width), whole K-quant super-blocks, so that Q4_K_M's mix
@@ -50,11 +51,6 @@ std::string write_random(const TempDir& tmp, const std::string& name, const MoeC
   const std::string path = tmp / name;
   write_random_gguf(path, o);
   return path;
-}
-
-std::vector<char> file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 std::set<std::string> metadata_keys(const GgufFile& f) {

@@ -14,10 +14,23 @@
 #include "core/error.h"
 #include "core/excerpt.h"
 #include "core/path_checks.h"
+#include "moe/model/finite_blocks.h"
+#include "moe/quant/dequantize.h"
 
 namespace ferry::moe {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Bytes of a tensor of `shape` (rows of its last dim) in `type`.
+std::size_t stored_bytes(quant::QuantType type, const std::vector<std::int64_t>& shape) {
+  std::size_t rows = 1;
+  for (std::size_t d = 0; d + 1 < shape.size(); ++d) rows *= static_cast<std::size_t>(shape[d]);
+  return rows * quant::quant_row_bytes(type, shape.empty() ? 1 : static_cast<std::size_t>(shape.back()));
+}
+
+}  // namespace
 
 std::vector<std::pair<std::string, std::string>> parse_safetensors_index(const std::string& text,
                                                                          const std::string& origin) {
@@ -99,6 +112,18 @@ TensorRef Checkpoint::find(const std::string& name) const {
   return {f, f->find(name)};
 }
 
+const FusedPart* Checkpoint::part_of(const std::string& name) const {
+  const auto it = fused_.find(name);
+  return it == fused_.end() || find(name).file ? nullptr : &it->second;
+}
+
+std::vector<std::string> Checkpoint::stored_names(const std::string& name) const {
+  const FusedPart* part = part_of(name);
+  if (part == nullptr) return {name};
+  if (part->mxfp4) return {part->blocks_name(), part->scales_name()};
+  return {part->source};
+}
+
 TensorRef Checkpoint::at(const std::string& name) const {
   if (gguf_) {
     gguf_->shape(name);  // throws when absent
@@ -106,25 +131,39 @@ TensorRef Checkpoint::at(const std::string& name) const {
   }
   TensorRef r = find(name);
   if (r.file) return r;
-  if (auto it = fused_.find(name); it != fused_.end()) {
-    fused_source(it->second);
+  if (const FusedPart* part = part_of(name)) {
+    fused_source(*part);
     FERRY_THROW(FormatError, "tensor '", excerpt(name), "' of checkpoint '", dir_, "' is a part of the fused '",
-                it->second.source, "' and cannot be read in place (--link file streams experts stored apart: ",
+                part->source, "' and cannot be read in place (--link file streams experts stored apart: ",
                 "convert the checkpoint with `ferry moe quantize`, or use a link that keeps a host copy)");
   }
   FERRY_THROW(FormatError, "tensor '", excerpt(name), "' missing from checkpoint '", dir_, "'");
 }
 
 TensorRef Checkpoint::fused_source(const FusedPart& part) const {
-  TensorRef r = find(part.source);
-  if (!r.file) {
-    if (find(part.source + "_blocks").file) refuse_mxfp4_experts(part.source + "_blocks", dir_);
-    FERRY_THROW(FormatError, "tensor '", excerpt(part.source), "' missing from checkpoint '", dir_, "'");
-  }
-  if (r.info->shape != part.source_shape)
-    FERRY_THROW(FormatError, "tensor '", excerpt(part.source), "' in '", r.file->path(), "' has shape ",
-                shape_string(r.info->shape), ", expected ", shape_string(part.source_shape), " from config.json");
-  return r;
+  // `name` present with `shape`, of bytes (U8) or of floats as `bytes` says.
+  auto check = [&](const std::string& name, const std::vector<std::int64_t>& shape, bool bytes) {
+    const TensorRef r = find(name);
+    if (!r.file) {
+      if (!part.mxfp4 && find(part.blocks_name()).file)
+        FERRY_THROW(FormatError, "tensor '", part.blocks_name(), "' in '", dir_, "' holds MXFP4 experts, but ",
+                    "config.json has no quantization_config {\"quant_method\": \"mxfp4\"} announcing them");
+      FERRY_THROW(FormatError, "tensor '", excerpt(name), "' missing from checkpoint '", dir_, "'",
+                  part.mxfp4 && find(part.source).file ? " (config.json's quantization_config mxfp4 announces MXFP4 "
+                                                         "experts, but '" + part.source + "' holds floats)"
+                                                       : "");
+    }
+    if (r.info->shape != shape)
+      FERRY_THROW(FormatError, "tensor '", excerpt(name), "' in '", r.file->path(), "' has shape ",
+                  shape_string(r.info->shape), ", expected ", shape_string(shape), " from config.json");
+    if ((r.info->dtype == DType::kU8) != bytes)
+      FERRY_THROW(FormatError, "tensor '", excerpt(name), "' in '", r.file->path(), "' is ", dtype_name(r.info->dtype),
+                  ", expected ", bytes ? "U8 (MXFP4 blocks and scales)" : "F32, F16 or BF16 weights");
+    return r;
+  };
+  if (!part.mxfp4) return check(part.source, part.source_shape, false);
+  check(part.scales_name(), part.scales_shape(), true);
+  return check(part.blocks_name(), part.source_shape, true);
 }
 
 TensorRef Checkpoint::expect(const std::string& name, const std::vector<std::int64_t>& expected_shape) const {
@@ -134,17 +173,19 @@ TensorRef Checkpoint::expect(const std::string& name, const std::vector<std::int
                   ", expected ", shape_string(expected_shape), " from its metadata");
     return {nullptr, nullptr};
   }
-  if (auto it = fused_.find(name); it != fused_.end() && !find(name).file) {
-    fused_source(it->second);
-    if (it->second.shape != expected_shape)
-      FERRY_THROW(FormatError, "tensor '", excerpt(name), "' (a part of '", it->second.source, "') has shape ",
-                  shape_string(it->second.shape), ", expected ", shape_string(expected_shape));
+  if (const FusedPart* part = part_of(name)) {
+    fused_source(*part);
+    if (part->shape != expected_shape)
+      FERRY_THROW(FormatError, "tensor '", excerpt(name), "' (a part of '", part->source, "') has shape ",
+                  shape_string(part->shape), ", expected ", shape_string(expected_shape));
     return {nullptr, nullptr};
   }
   TensorRef r = at(name);
   if (r.info->shape != expected_shape)
     FERRY_THROW(FormatError, "tensor '", excerpt(name), "' in '", r.file->path(), "' has shape ", shape_string(r.info->shape),
                 ", expected ", shape_string(expected_shape), " from config.json");
+  if (r.info->dtype == DType::kU8)
+    FERRY_THROW(FormatError, "tensor '", excerpt(name), "' in '", r.file->path(), "' is U8, expected F32, F16 or BF16 weights");
   return r;
 }
 
@@ -152,16 +193,47 @@ void Checkpoint::read_f32(const std::string& name, const std::vector<std::int64_
   TensorRef r = expect(name, expected_shape);
   std::size_t n = 1;
   for (auto d : expected_shape) n *= static_cast<std::size_t>(d);
+  const FusedPart* part = gguf_ ? nullptr : part_of(name);
   if (gguf_) {
     gguf_->read_f32(name, dst);
-  } else if (!r.file) {  // a part of fused experts
-    const FusedPart& part = fused_.at(name);
-    const TensorRef src = fused_source(part);
-    read_fused_part(part, src.info->dtype, src.file->data(*src.info), dst);
+  } else if (part != nullptr && part->mxfp4) {
+    std::vector<std::byte> blocks(stored_bytes(quant::QuantType::kMXFP4, expected_shape));
+    read_blocks(name, blocks.data());
+    quant::dequantize_row(quant::QuantType::kMXFP4, blocks.data(), dst, n);
+  } else if (part != nullptr) {
+    const TensorRef src = fused_source(*part);
+    read_fused_part(*part, src.info->dtype, src.file->data(*src.info), dst);
   } else {
     convert_to_f32(r.info->dtype, r.file->data(*r.info), dst, n);
   }
   require_finite(dst, n, name, gguf_ || !r.file ? dir_ : r.file->path());
+}
+
+std::optional<quant::QuantType> Checkpoint::stored_blocks(const std::string& name) const {
+  if (gguf_) return gguf_->stored_type(name);
+  const FusedPart* part = part_of(name);
+  if (part != nullptr && part->mxfp4) return quant::QuantType::kMXFP4;
+  return std::nullopt;
+}
+
+void Checkpoint::read_blocks(const std::string& name, std::byte* dst, const std::string& what) const {
+  const std::optional<quant::QuantType> type = stored_blocks(name);
+  FERRY_REQUIRE(type.has_value(), "tensor '", excerpt(name), "' of '", dir_, "' is stored in floats, not in blocks");
+  std::string holder;  // the file's tensor holding it
+  std::size_t bytes = 0;
+  if (gguf_) {
+    gguf_->read_blocks(name, dst);
+    holder = gguf_->gguf_name(name);
+    bytes = stored_bytes(*type, gguf_->shape(name));
+  } else {
+    const FusedPart& part = *part_of(name);
+    const TensorRef blocks = fused_source(part);
+    const TensorRef scales = find(part.scales_name());
+    read_mxfp4_part(part, blocks.file->data(*blocks.info), scales.file->data(*scales.info), dst);
+    holder = part.scales_name();
+    bytes = stored_bytes(*type, part.shape);
+  }
+  require_finite_blocks(*type, dst, bytes, what.empty() ? name : holder, dir_, what);
 }
 
 void require_finite(const float* v, std::size_t n, const std::string& name, const std::string& where, std::size_t first) {

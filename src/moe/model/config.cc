@@ -186,6 +186,11 @@ void MoeConfig::validate(const std::string& origin) const {
   need(std::isfinite(routed_scaling_factor) && routed_scaling_factor > 0,
        "routed_scaling_factor must be finite and greater than 0");
   need(nextn_layers >= 0, "num_nextn_predict_layers must be at least 0");
+  need(!mxfp4_experts || family_of(model_type).tensors.fused_experts,
+       "MXFP4 experts (quantization_config mxfp4) are read from fused experts, as gpt-oss stores them");
+  need(!mxfp4_experts || (hidden_size % 32 == 0 && intermediate_size % 32 == 0),
+       "MXFP4 experts (quantization_config mxfp4) need hidden_size and intermediate_size multiples of 32, got " +
+           std::to_string(hidden_size) + " and " + std::to_string(intermediate_size));
   if (mla()) {
     need(kv_lora_rank > 0 && q_lora_rank >= 0 && v_head_dim > 0, "kv_lora_rank, q_lora_rank and v_head_dim must be "
                                                                  "at least 1, 0 and 1");

@@ -56,6 +56,8 @@ struct MoeConfig {
                                        // (e_score_correction_bias); the weights stay unbiased
   bool router_logit_bias = false;      // the router's linear layer has a bias, added to its logits (gpt-oss)
   bool expert_bias = false;            // each routed expert's gate, up and down projections have biases (gpt-oss)
+  bool mxfp4_experts = false;          // the checkpoint stores the routed experts' weights in MXFP4 (gpt-oss's
+                                       // quantization_config mxfp4: *_blocks and *_scales, fused_experts.h)
   // > 0: the experts' unit is gpt-oss's clamped SwiGLU instead of act(gate) * up:
   // (clamp(up, -limit, limit) + 1) * g * sigmoid(swiglu_alpha * g), g = min(gate, limit).
   double swiglu_limit = 0;

@@ -14,6 +14,7 @@ std::size_t dtype_size(DType dtype) {
     case DType::kF32: return 4;
     case DType::kF16: return 2;
     case DType::kBF16: return 2;
+    case DType::kU8: return 1;
   }
   return 0;
 }
@@ -23,6 +24,7 @@ const char* dtype_name(DType dtype) {
     case DType::kF32: return "F32";
     case DType::kF16: return "F16";
     case DType::kBF16: return "BF16";
+    case DType::kU8: return "U8";
   }
   return "?";
 }
@@ -42,6 +44,7 @@ quant::QuantType as_quant(DType dtype) {
     case DType::kF32: return quant::QuantType::kF32;
     case DType::kF16: return quant::QuantType::kF16;
     case DType::kBF16: return quant::QuantType::kBF16;
+    case DType::kU8: break;
   }
   FERRY_THROW(InternalError, "dtype ", static_cast<int>(dtype), " has no weight format");
 }
@@ -49,6 +52,11 @@ quant::QuantType as_quant(DType dtype) {
 
 // The element types are the one-element "blocks" of moe/quant, converted there.
 void convert_to_f32(DType dtype, const void* src, float* dst, std::size_t n) {
+  if (dtype == DType::kU8) {
+    const auto* b = static_cast<const std::uint8_t*>(src);
+    for (std::size_t i = 0; i < n; ++i) dst[i] = b[i];
+    return;
+  }
   quant::dequantize_row(as_quant(dtype), src, dst, n);
 }
 

@@ -7,14 +7,16 @@
 // sliding_attention (the last sliding_window positions) and full_attention; YaRN without
 // truncation (rope_scaling truncate false). HF stores each layer's experts fused
 // (mlp.experts.gate_up_proj [E, H, 2I], gate and up interleaved; down_proj [E, I, H]; biases
-// likewise): ferry reads them apart (fused_experts.h). MXFP4 experts (*_blocks / *_scales,
-// quantization_config mxfp4) are refused by name for now.
+// likewise): ferry reads them apart (fused_experts.h), and the released checkpoints' MXFP4 experts
+// (quantization_config mxfp4: *_blocks / *_scales) as MXFP4 blocks, without dequantizing them.
 #include <algorithm>
 #include <cmath>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "moe/model/config_json.h"
 #include "moe/model/family.h"
 #include "moe/model/gguf_layout.h"
@@ -54,6 +56,42 @@ void read_layer_types(const nlohmann::json& j, MoeConfig& c, const std::string& 
   }
 }
 
+// quantization_config as transformers' MXFP4 quantizer reads it: quant_method mxfp4 stores every
+// expert module (GptOssExperts, model.layers.N.mlp.experts) in MXFP4 unless an entry of
+// modules_to_not_convert matches its name (should_convert_module: a regular expression matched at
+// the name's start); the released checkpoints list the attention, the router, the embedding and the
+// head, which it never converts anyway. Whether the experts are MXFP4; another quant_method, or a
+// list that keeps the experts in floats, is refused by name.
+bool read_mxfp4_experts(const nlohmann::json& j, int num_layers, const std::string& origin) {
+  if (!config_has(j, "quantization_config")) return false;
+  const nlohmann::json& q = j["quantization_config"];
+  auto refuse = [&](const std::string& why) { config_refuse(j, "quantization_config", why, origin); };
+  const std::string method = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string()
+                                 ? q["quant_method"].get<std::string>()
+                                 : "?";
+  if (method != "mxfp4") refuse("quant_method '" + excerpt(method) + "' is not one ferry reads (mxfp4)");
+  if (!q.contains("modules_to_not_convert") || q["modules_to_not_convert"].is_null()) return true;
+  const nlohmann::json& keep = q["modules_to_not_convert"];
+  if (!keep.is_array()) refuse("modules_to_not_convert must be a list of module names");
+  for (const nlohmann::json& entry : keep) {
+    if (!entry.is_string()) refuse("modules_to_not_convert must be a list of module names");
+    const std::string pattern = entry.get<std::string>();
+    std::regex re;
+    try {
+      re = std::regex(pattern);
+    } catch (const std::regex_error&) {
+      refuse("modules_to_not_convert '" + excerpt(pattern) + "' is not a pattern ferry reads");
+    }
+    for (int l = 0; l < num_layers; ++l) {
+      const std::string experts = "model.layers." + std::to_string(l) + ".mlp.experts";
+      if (std::regex_search(experts, re, std::regex_constants::match_continuous))
+        refuse("modules_to_not_convert '" + excerpt(pattern) + "' keeps the experts (" + experts +
+               ") out of MXFP4: ferry reads MXFP4 experts, or float ones without a quantization_config");
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 ModelFamily gpt_oss_family() {
@@ -71,20 +109,9 @@ ModelFamily gpt_oss_family() {
   f.has_sliding_layers = true;
   f.yarn_attention = true;
   f.read = [](const nlohmann::json& j, MoeConfig& c, const std::string& origin) {
-    if (config_has(j, "quantization_config")) {
-      const nlohmann::json& q = j["quantization_config"];
-      const std::string method = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string()
-                                     ? q["quant_method"].get<std::string>()
-                                     : "?";
-      // The hook for MXFP4 experts: read here as their format once ferry computes on it.
-      config_refuse(j, "quantization_config",
-                    method == "mxfp4" ? "MXFP4 experts: not yet implemented; a dequantized checkpoint (bf16 "
-                                        "gate_up_proj / down_proj) or a GGUF file of another type loads"
-                                      : "quant_method '" + method + "' is not one ferry reads",
-                    origin);
-    }
     c.num_experts = config_require_int(j, "num_local_experts", origin);
     c.intermediate_size = config_require_int(j, "intermediate_size", origin);
+    c.mxfp4_experts = read_mxfp4_experts(j, c.num_layers, origin);
     // OpenAI's own name of num_experts_per_tok (HF reads the latter): they must agree.
     if (config_has(j, "experts_per_token") && config_checked_int(j["experts_per_token"], "experts_per_token", origin) != c.top_k)
       config_refuse(j, "experts_per_token", "must equal num_experts_per_tok", origin);
@@ -122,6 +149,10 @@ ModelFamily gpt_oss_family() {
     if (c.sliding_window == 0) j["sliding_window"] = nullptr;
     j["swiglu_limit"] = c.swiglu_limit;
     if (c.swiglu_alpha != kSwigluAlpha) j["swiglu_alpha"] = c.swiglu_alpha;
+    if (c.mxfp4_experts)  // as the released checkpoints write it
+      j["quantization_config"] = {{"modules_to_not_convert", {"model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                              "model.embed_tokens", "lm_head"}},
+                                  {"quant_method", "mxfp4"}};
   };
   f.check_tiny = [](MoeConfig& c) {
     // As the released models: every bias, sinks, the clamped SwiGLU, YaRN without truncation;

@@ -1,5 +1,6 @@
 #include "moe/model/gguf_export.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -49,9 +50,16 @@ bool dropped_by_converter(const std::string& name) {
 }
 
 // One planned tensor read from the checkpoint as float32 (experts stacked, q/k permuted) and
-// quantized on `threads` threads.
+// quantized on `threads` threads; or, stored in `type` (MXFP4 experts), its blocks as they are.
 void quantize_from_checkpoint(const Checkpoint& checkpoint, int threads, const GgufTensorPlan& t, quant::QuantType type,
                               std::span<std::byte> out) {
+  if (t.split_from.empty() && t.permute_heads == 0 &&
+      std::all_of(t.hf_names.begin(), t.hf_names.end(),
+                  [&](const std::string& hf) { return checkpoint.stored_blocks(hf) == type; })) {
+    const std::size_t per = out.size() / t.hf_names.size();
+    for (std::size_t e = 0; e < t.hf_names.size(); ++e) checkpoint.read_blocks(t.hf_names[e], out.data() + e * per);
+    return;
+  }
   std::int64_t per = 1;
   for (auto d : t.hf_shape) per *= d;
   std::vector<float> values(static_cast<std::size_t>(per) * t.hf_names.size());
@@ -99,7 +107,7 @@ GgufExportReport export_gguf(const std::string& dir, const std::string& out_path
     }
     for (const std::string& hf : t.hf_names) {
       ckpt->expect(hf, t.hf_shape);
-      used.insert(ckpt->stored_name(hf));
+      for (const std::string& stored : ckpt->stored_names(hf)) used.insert(stored);
     }
   }
   for (const auto& file : ckpt->files())
@@ -126,13 +134,20 @@ GgufExportReport write_gguf_model(const GgufModelSource& source, const nlohmann:
   const std::vector<GgufTensorPlan> plan = gguf_tensor_plan(c);
   std::vector<quant::MixTensor> mix;
   for (const GgufTensorPlan& t : plan) mix.push_back({t.name, t.dims});
-  const std::vector<quant::QuantType> types =
-      quant::choose_tensor_types(mix, {o.file_type, o.pure, c.num_layers, c.num_experts});
+  std::vector<quant::QuantType> types = quant::choose_tensor_types(mix, {o.file_type, o.pure, c.num_layers, c.num_experts});
+  report.file_type = o.file_type;
+  const quant::QuantType base = quant::llama_file_type_base(o.file_type);
+  if (c.mxfp4_experts &&
+      (base == quant::QuantType::kF32 || base == quant::QuantType::kF16 || base == quant::QuantType::kBF16)) {
+    for (std::size_t k = 0; k < plan.size(); ++k)  // the converter's file (gguf_export.h)
+      if (plan[k].stacked) types[k] = quant::QuantType::kMXFP4;
+    report.file_type = quant::LlamaFileType::kMostlyMXFP4_MOE;
+  }
 
   GgufKeys keys = gguf_model_metadata(c, hf_config, source.name);
   report.architecture = family_of(c.model_type).gguf_architecture;
   gguf_tokenizer_metadata(keys, source.vocab, c, source.tokenizer_dir, hf_config);
-  gguf_file_type_metadata(keys, o.file_type);
+  gguf_file_type_metadata(keys, report.file_type);
 
   quant::GgufWriter writer;
   for (const auto& [key, value] : keys.entries()) writer.add(key, value);

@@ -4,6 +4,12 @@
 // quantized with ferry's reference quantizers (quantize.h, byte for byte llama.cpp's without an
 // importance matrix), in llama-quantize's tensor order and key order.
 //
+// MXFP4 experts (gpt-oss's quantization_config mxfp4, MoeConfig::mxfp4_experts) are copied block
+// for block, repacked as the converter repacks them (fused_experts.h), where the file keeps them in
+// MXFP4: MXFP4_MOE, and F32, F16 and BF16, whose experts the converter writes in MXFP4 whatever its
+// --outtype (GptOssModel), labelling the file MXFP4_MOE; any other type quantizes them from their
+// values, as llama-quantize does from the converter's file.
+//
 // The file is streamed (GgufWriter with fills): one GGUF tensor is in memory at a time, in float32
 // and in its type, so a Mixtral-8x7B (one layer's stacked experts: 8 x 14336 x 4096 weights) needs
 // 1.9 GB plus the quantized copy (1.9 GB more in F32), not the model's 90 GB. Rows are quantized on
@@ -45,6 +51,7 @@ struct GgufExportTensor {
 
 struct GgufExportReport {
   std::string architecture;              // general.architecture
+  quant::LlamaFileType file_type = quant::LlamaFileType::kAllF32;  // general.file_type (gguf_export.h)
   std::vector<GgufExportTensor> tensors;  // in file order
   std::uint64_t file_bytes = 0;
   std::uint64_t metadata_keys = 0;

@@ -72,6 +72,7 @@ void GgufModel::read_f32(const std::string& hf_name, float* dst) const {
 }
 
 quant::QuantType GgufModel::stored_type(const std::string& hf_name) const { return entry(hf_name).tensor->type; }
+const std::string& GgufModel::gguf_name(const std::string& hf_name) const { return entry(hf_name).tensor->name; }
 
 void GgufModel::read_blocks(const std::string& hf_name, std::byte* dst) const {
   const Entry& e = entry(hf_name);

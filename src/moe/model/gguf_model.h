@@ -44,8 +44,9 @@ class GgufModel {
   void read_f32(const std::string& hf_name, float* dst) const;
   // The tensor's blocks as stored. InvalidArgument for a permuted tensor (its rows are not HF's).
   StoredTensor stored(const std::string& hf_name) const;
-  // The tensor's block format.
+  // The tensor's block format, and the GGUF tensor it is (a slice of).
   quant::QuantType stored_type(const std::string& hf_name) const;
+  const std::string& gguf_name(const std::string& hf_name) const;
   // The tensor's blocks in HF's row order (q/k rows un-permuted), all its bytes to `dst`.
   void read_blocks(const std::string& hf_name, std::byte* dst) const;
 

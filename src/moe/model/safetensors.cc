@@ -79,8 +79,12 @@ SafetensorsHeader parse_safetensors_header(const std::byte* data, std::uint64_t 
     TensorInfo info;
     info.name = name;
     const std::string dt = v["dtype"].get<std::string>();
-    auto dtype = (dt == "F32" || dt == "F16" || dt == "BF16") ? parse_dtype(dt) : std::nullopt;
-    if (!dtype) fail("unknown dtype '" + dt + "' (supported: F32, F16, BF16)");
+    std::optional<DType> dtype;
+    if (dt == "F32" || dt == "F16" || dt == "BF16")
+      dtype = parse_dtype(dt);
+    else if (dt == "U8")
+      dtype = DType::kU8;
+    if (!dtype) fail("unknown dtype '" + dt + "' (supported: F32, F16, BF16, U8)");
     info.dtype = *dtype;
     // The element count is accumulated with overflow checks: a shape whose product wraps
     // around could otherwise match a small span and later be read far past it.

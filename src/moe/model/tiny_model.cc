@@ -20,6 +20,19 @@ namespace ferry::moe {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+void add_tensor(SafetensorsWriter& w, const NamedTensor& t, DType dtype) {
+  if (t.bytes.empty())
+    w.add_f32(t.name, dtype, t.shape, t.values.data());
+  else
+    w.add(t.name, DType::kU8, t.shape, t.bytes.data(), t.bytes.size());
+}
+
+std::uint64_t element_count(const NamedTensor& t) { return t.values.size() + t.bytes.size(); }
+
+}  // namespace
+
 void write_checkpoint(const std::string& dir, const MoeConfig& config, const std::vector<NamedTensor>& tensors,
                       const CheckpointWriteOptions& options) {
   FERRY_REQUIRE_GE(options.shards, 1, "--shards");
@@ -29,14 +42,14 @@ void write_checkpoint(const std::string& dir, const MoeConfig& config, const std
   if (shards <= 1) {
     SafetensorsWriter w;
     w.set_metadata("format", "pt");
-    for (const auto& t : tensors) w.add_f32(t.name, options.dtype, t.shape, t.values.data());
+    for (const auto& t : tensors) add_tensor(w, t, options.dtype);
     fs::remove(fs::path(dir) / "model.safetensors.index.json");
     w.write((fs::path(dir) / "model.safetensors").string());
     return;
   }
   // Contiguous runs of tensors per shard, balanced by bytes.
   std::uint64_t total = 0;
-  for (const auto& t : tensors) total += t.values.size();
+  for (const auto& t : tensors) total += element_count(t);
   nlohmann::json weight_map = nlohmann::json::object();
   std::size_t i = 0;
   for (int s = 0; s < shards; ++s) {
@@ -46,12 +59,12 @@ void write_checkpoint(const std::string& dir, const MoeConfig& config, const std
     w.set_metadata("format", "pt");
     const std::uint64_t target = total * static_cast<std::uint64_t>(s + 1) / static_cast<std::uint64_t>(shards);
     std::uint64_t done = 0;
-    for (std::size_t k = 0; k < i; ++k) done += tensors[k].values.size();
+    for (std::size_t k = 0; k < i; ++k) done += element_count(tensors[k]);
     while (i < tensors.size() && (done < target || s == shards - 1)) {
       const auto& t = tensors[i++];
-      w.add_f32(t.name, options.dtype, t.shape, t.values.data());
+      add_tensor(w, t, options.dtype);
       weight_map[t.name] = name;
-      done += t.values.size();
+      done += element_count(t);
     }
     w.write((fs::path(dir) / name).string());
   }

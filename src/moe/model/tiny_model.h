@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moe/model/config.h"
@@ -14,6 +15,17 @@ struct NamedTensor {
   std::string name;                 // Mixtral tensor name
   std::vector<std::int64_t> shape;  // row-major
   std::vector<float> values;        // numel values
+  std::vector<std::uint8_t> bytes;  // or, for a U8 tensor (MXFP4's blocks and scales), numel bytes
+
+  NamedTensor() = default;
+  NamedTensor(std::string n, std::vector<std::int64_t> s, std::vector<float> v)
+      : name(std::move(n)), shape(std::move(s)), values(std::move(v)) {}
+  // A U8 tensor.
+  static NamedTensor of_bytes(std::string n, std::vector<std::int64_t> s, std::vector<std::uint8_t> b) {
+    NamedTensor t(std::move(n), std::move(s), {});
+    t.bytes = std::move(b);
+    return t;
+  }
 };
 
 struct CheckpointWriteOptions {
@@ -21,7 +33,8 @@ struct CheckpointWriteOptions {
   int shards = 1;             // >1: model-0000i-of-0000N.safetensors + model.safetensors.index.json
 };
 
-// Writes DIR/config.json and the safetensors file(s). Throws IoError.
+// Writes DIR/config.json and the safetensors file(s): `values` in options.dtype, `bytes` as U8.
+// Throws IoError.
 void write_checkpoint(const std::string& dir, const MoeConfig& config, const std::vector<NamedTensor>& tensors,
                       const CheckpointWriteOptions& options);
 

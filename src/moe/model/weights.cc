@@ -6,9 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "moe/model/finite_blocks.h"
 #include "moe/model/gguf_layout.h"
-#include "moe/model/gguf_model.h"
 #include "moe/quant/dequantize.h"
 #include "moe/quant/row_groups.h"
 
@@ -51,8 +49,8 @@ torch::Tensor Weight::select_rows(const torch::Tensor& ids) const {
 
 Weight load_weight(const Checkpoint& ck, const std::string& name, std::int64_t rows, std::int64_t cols,
                    bool as_stored) {
-  if (as_stored && ck.gguf() != nullptr) {
-    const quant::QuantType type = ck.gguf()->stored_type(name);
+  if (as_stored && ck.stored_blocks(name)) {
+    const quant::QuantType type = *ck.stored_blocks(name);
     if (quant::quant_type_computed(type) && type != quant::QuantType::kF32 && type != quant::QuantType::kF16 &&
         type != quant::QuantType::kBF16) {
       ck.expect(name, {rows, cols});
@@ -63,11 +61,9 @@ Weight load_weight(const Checkpoint& ck, const std::string& name, std::int64_t r
       w.values = torch::empty({static_cast<std::int64_t>(quant::quant_matrix_bytes(
                                   type, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)))},
                               torch::kUInt8);
-      ck.gguf()->read_blocks(name, reinterpret_cast<std::byte*>(w.values.data_ptr<std::uint8_t>()));
       // NaN/Inf refused as for any tensor, from the blocks' scales (finite_blocks.h: the rule the
       // experts are checked by), without a float copy.
-      require_finite_blocks(type, reinterpret_cast<const std::byte*>(w.values.data_ptr<std::uint8_t>()),
-                            static_cast<std::size_t>(w.values.numel()), name, ck.dir());
+      ck.read_blocks(name, reinterpret_cast<std::byte*>(w.values.data_ptr<std::uint8_t>()));
       quant::to_row_groups(type, w.values.data_ptr<std::uint8_t>(), static_cast<std::size_t>(rows),
                            static_cast<std::size_t>(cols));
       return w;

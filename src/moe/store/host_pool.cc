@@ -1,10 +1,7 @@
 #include "moe/store/host_pool.h"
 
-#include <cstring>
-
 #include <ATen/Parallel.h>
 
-#include "moe/model/finite_blocks.h"
 #include "moe/quant/quantize.h"
 
 namespace ferry::moe {
@@ -13,7 +10,7 @@ ExpertLayout expert_layout_as_stored(const Checkpoint& ck) {
   const MoeConfig& c = ck.config();
   const std::int64_t H = c.hidden_size, I = c.intermediate_size;
   const GgufModel* g = ck.gguf();
-  if (g == nullptr) return {H, I, quant::QuantType::kF32};
+  if (g == nullptr) return {H, I, c.mxfp4_experts ? quant::QuantType::kMXFP4 : quant::QuantType::kF32};
   TensorNames n(c);
   StoredTensor up;                  // the first layer's gate, which every gate and up must match
   std::vector<StoredTensor> downs;  // each layer's down
@@ -94,16 +91,11 @@ std::unique_ptr<HostPool> HostPool::load(const Checkpoint& ck, bool with_data, s
                     {2, H, I, L.w2_offset(), L.down_format}};
       for (const auto& p : parts) {
         const std::string name = n.expert(d, e, p.which);
-        if (ck.gguf()) {  // stored in the pool's format: the blocks as they are
-          const StoredTensor t = ck.gguf()->stored(name);
-          if (t.type == p.format) {
-            // NaN/Inf refused as for any tensor, from the blocks' scales (no float copy): the
-            // file link checks each expert it reads the same way.
-            require_finite_blocks(t.type, t.bytes.data(), t.bytes.size(), t.gguf_name, ck.dir(),
-                                  "layer " + std::to_string(d) + ", expert " + std::to_string(e));
-            std::memcpy(dst + p.offset, t.bytes.data(), t.bytes.size());
-            continue;
-          }
+        if (ck.stored_blocks(name) == p.format) {  // stored in the pool's format: the blocks as they are
+          // NaN/Inf refused as for any tensor, from the blocks' scales (no float copy): the file
+          // link checks each expert it reads the same way.
+          ck.read_blocks(name, dst + p.offset, "layer " + std::to_string(d) + ", expert " + std::to_string(e));
+          continue;
         }
         if (p.format == quant::QuantType::kF32) {
           ck.read_f32(name, {p.rows, p.cols}, reinterpret_cast<float*>(dst + p.offset));

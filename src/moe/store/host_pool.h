@@ -18,7 +18,8 @@
 
 namespace ferry::moe {
 
-// The layout the experts of `ck` are stored in: float32 for a safetensors checkpoint; for a GGUF
+// The layout the experts of `ck` are stored in: float32 for a safetensors checkpoint (MXFP4 for
+// gpt-oss's MXFP4 experts, config.mxfp4_experts); for a GGUF
 // file the types of its ffn_{gate,up,down}_exps tensors: one type for gate and up in every layer,
 // and down's type per layer (ExpertLayout::layer_down when it changes, as in Q4_K_M files), each
 // a type the engine computes on (quant_type_computed) — else InvalidArgument naming the tensors
@@ -31,8 +32,9 @@ class HostPool {
   // quantized row by row with the reference quantizers, moe/quant/quantize.h). Checks shapes
   // (FormatError naming a tensor) and that rows are whole blocks of `format` (InvalidArgument).
   // with_data false: the shapes are checked, nothing is read or allocated.
-  // No format: as stored (expert_layout_as_stored). A projection that a GGUF file stores in the
-  // pool's format is copied block for block; any other is dequantized and quantized again.
+  // No format: as stored (expert_layout_as_stored). A projection that the checkpoint stores in the
+  // pool's format (Checkpoint::stored_blocks) is copied block for block; any other is dequantized
+  // and quantized again.
   static std::unique_ptr<HostPool> load(const Checkpoint& ck, bool with_data = true,
                                         std::optional<quant::QuantType> format = std::nullopt);
 
