@@ -120,7 +120,8 @@ TEST(NextGate, PredictsTheRoutersTopKOfTheNormalisedState) {
     for (float& v : routers[l]) v = normal(rng);
     for (float& v : norms[l]) v = 1.f + 0.2f * normal(rng);
   }
-  RouterView rv{L, E, H, K, 1e-5, {}, {}, {}, false};
+  RouterView rv;
+  rv.num_layers = L, rv.num_experts = E, rv.hidden_size = H, rv.top_k = K, rv.rms_norm_eps = 1e-5;
   for (int l = 0; l < L; ++l) {
     rv.router.push_back(routers[l].data());
     rv.ffn_norm.push_back(norms[l].data());
