@@ -22,7 +22,9 @@
 # iteration at 100 Mbps); a run whose summary.json exists is skipped, so it can be resumed.
 #
 # FERRY=path runs a copy of the binary (safe from rebuilds); RUNS= a comma list of configuration
-# names; PHASES= "quality time" (default both); LR= overrides the optimizer's lr for every run.
+# names; PHASES= "quality time" (default both); LR= overrides the optimizer's lr for every run;
+# EXTRA= more flags for every run (e.g. "--stall-timeout 0" for quality runs that may be paused
+# with SIGSTOP while something else is timed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${1:-runs/diloco}"
@@ -42,6 +44,8 @@ mkdir -p "$OUT"
 common=(--model gpt --np 4 --batch 8 --threads 1 --no-progress --optimizer adamw
         --lr-schedule "cosine:warmup_steps=$WARMUP")
 [ -n "${LR:-}" ] && common+=(--lr "$LR")
+# shellcheck disable=SC2206
+[ -n "${EXTRA:-}" ] && common+=($EXTRA)
 stream="fragments=4,overlap=1,alpha=0.5"
 # name | --algo spec (WS stands for the warm start) | other flags
 configs=(
