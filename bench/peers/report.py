@@ -91,6 +91,33 @@ def bytes_per_token(path):
     return llama, ferry
 
 
+def breakdown_table(path):
+    """Where ferry's time per token goes (run.sh's breakdown.csv, medians over the repetitions):
+    microseconds per token of the phase, each part's share of the forward in parentheses."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return []
+    parts = [k[:-3] for k in rows[0] if k.endswith("_us")]
+    runs = defaultdict(list)
+    for r in rows:
+        runs[(r["shape"], r["format"], r["test"], int(r["batch"]))].append(r)
+    lines = ["", "Where ferry's time goes, microseconds per token of the phase (share of the forward): "
+             "`experts` = the expert calls, `moe_other` = the MoE blocks' norm, router, dispatch and shared "
+             "experts, `head` = final norm and output projection, `other` = embedding and joins.", "",
+             "| shape | format | test | batch | " + " | ".join(parts) + " |",
+             "|---|---|---|---|" + "---|" * len(parts)]
+    for key in sorted(runs):
+        med = {p: statistics.median(float(r[p + "_us"]) for r in runs[key]) for p in parts}
+        total = med.get("forward") or 0
+        cells = ["%.0f" % med[p] + ("" if p == "forward" or not total else " (%.0f%%)" % (100 * med[p] / total))
+                 for p in parts]
+        lines.append("| %s | %s | %s | %d | " % key + " | ".join(cells) + " |")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -145,6 +172,7 @@ def main():
         lines.append("")
         lines.append("Read bandwidth (roofline): " + ", ".join("%d thread%s %.1f GB/s" % (t, "s" if t > 1 else "", v / 1e9)
                                                             for t, v in sorted(roof.items())))
+    lines += breakdown_table(os.path.join(a.dir, "breakdown.csv"))
     with open(os.path.join(a.dir, "peers.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

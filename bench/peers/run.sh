@@ -11,7 +11,8 @@
 # Both engines with their defaults (ferry: --policies auto, --device-mem auto, which keep every
 # expert resident where the model fits; llama.cpp: its mapping), THREADS threads; KV cache f16 in
 # llama.cpp (its default; llama-bench takes no f32), f32 in ferry. Writes OUT/peers.csv
-# (one row per measurement), OUT/peers.json, OUT/peers.md (medians and ratios) and OUT/peers.png.
+# (one row per measurement), OUT/peers.json, OUT/peers.md (medians and ratios), OUT/peers.png and
+# OUT/breakdown.csv (where ferry's time per token goes; peers.md's second table).
 #   bench/peers/run.sh [ferry binary] [output dir]
 #   SHAPES=a FORMATS=Q4_0 REPS=1 bench/peers/run.sh        (a shorter run)
 #   TESTS=decode REPS=5 bench/peers/run.sh                   (only some tests: decode, prefill, batched)
@@ -57,15 +58,31 @@ fi
 # --- both engines, alternating -----------------------------------------------------------------
 csv="$OUT/peers.csv"
 echo "shape,format,engine,test,batch,rep,tokens_per_s" >"$csv"
+rm -f "$OUT/breakdown.csv"
 # ferry reads the same GGUF file: experts and dense projections computed on their blocks as stored
 # (a Q4_K_M file's ffn_down in Q6_K or Q4_K layer by layer).
+# Also appends where ferry's time went, per token of each phase (prefill, and decode when more than
+# 2 tokens are generated), to OUT/breakdown.csv (bench.h, TokenBreakdown); `rep` is the caller's.
 ferry_run() {  # shape format batch prompt_tokens new_tokens -> "decode_tok_s prefill_tok_s"
   local d="$OUT/ferry_tmp"
   rm -rf "$d"
   "$FERRY" moe bench --model "$PEERS/models/$1/$2.gguf" --policies auto --warmup --threads "$THREADS" --batch "$3" \
     --prompt-tokens "$4" --tokens "$5" --corpus '' --out "$d" >/dev/null
-  "$PY" -c 'import csv,sys; r=next(csv.DictReader(open(sys.argv[1]))); b,p=int(sys.argv[2]),int(sys.argv[3]);
-print(r["tokens_per_s"], b*p/(float(r["ttft_ms"])/1e3))' "$d/bench.csv" "$3" "$4"
+  "$PY" - "$d/bench.csv" "$@" "$rep" "$OUT/breakdown.csv" <<'EOF'
+import csv, os, sys
+r = next(csv.DictReader(open(sys.argv[1])))
+shape, fmt, b, p, n, rep, out = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], sys.argv[8]
+parts = [k[len("decode_"):-len("_us")] for k in r if k.startswith("decode_") and k.endswith("_us")]
+new = not os.path.exists(out)
+with open(out, "a") as f:
+    if new:
+        f.write(",".join(["shape", "format", "test", "batch", "rep"] + [x + "_us" for x in parts]) + "\n")
+    for phase, test in (("prefill", "prefill%d" % p), ("decode", "decode")):
+        if phase == "decode" and n <= 2:
+            continue
+        f.write(",".join([shape, fmt, test, str(b), rep] + [r["%s_%s_us" % (phase, x)] for x in parts]) + "\n")
+print(r["tokens_per_s"], b * p / (float(r["ttft_ms"]) / 1e3))
+EOF
 }
 for rep in $(seq "$REPS"); do
   for shape in ${SHAPES//,/ }; do

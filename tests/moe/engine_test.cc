@@ -7,6 +7,7 @@
 #include <torch/utils.h>
 
 #include "core/error.h"
+#include "moe/engine/bench.h"
 #include "moe/engine/engine.h"
 #include "moe/model/checkpoint.h"
 #include "moe/model/reference_model.h"
@@ -128,6 +129,45 @@ TEST_F(EngineTest, OnDemandMovesEveryAccessAndAllResidentMovesNothing) {
   max_diff_vs(*all, seqs, reference_logits(dir_->path(), seqs));
   EXPECT_EQ(all->stats().store.bytes_moved, 0u);
   EXPECT_EQ(all->stats().hits, all->stats().expert_accesses);
+}
+
+// The forward's time splits into attention, MoE blocks and head, each part within its parent: an
+// expert call paced to at least 2 ms (device profile) makes the experts' share known from below,
+// and every timer sits inside forward_s, so the parts can only sum to less than the whole.
+TEST_F(EngineTest, ForwardTimeSplitsIntoAttentionMoeAndHead) {
+  auto seqs = random_tokens(2, kPrompt + kDecode, 9);
+  EngineOptions o;
+  o.policy = "lru";
+  o.device_mem = "100%";
+  o.link = "none";
+  o.compute = "paced:device_expert=2ms,host_token=2ms";
+  o.preload = true;
+  auto eng = MoeEngine::open(dir_->path(), o);
+  max_diff_vs(*eng, seqs, reference_logits(dir_->path(), seqs));
+  const EngineStats s = eng->stats();
+  const double experts = s.host_compute_s + s.device_compute_s;
+  EXPECT_GE(experts, 2e-3 * static_cast<double>(s.expert_accesses));
+  EXPECT_GE(s.moe_s, experts);
+  EXPECT_GT(s.attention_s, 0.0);
+  EXPECT_GT(s.head_s, 0.0);
+  EXPECT_LE(s.attention_s + s.moe_s + s.head_s, s.forward_s);
+
+  // The breakdown per token is the stats' difference divided out, its remainders what is left.
+  EngineStats before, after;
+  before.forward_s = 1, before.attention_s = 0.25, before.moe_s = 0.5, before.head_s = 0.125;
+  before.host_compute_s = 0.25, before.store.io_wait_s = 0.0625;
+  after = before;
+  after.forward_s += 4, after.attention_s += 1, after.moe_s += 2, after.head_s += 0.5;
+  after.host_compute_s += 1, after.device_compute_s += 0.5, after.store.io_wait_s += 0.25;
+  const TokenBreakdown b = token_breakdown(after, before, 1e6);  // 1e6 tokens: seconds read as microseconds
+  EXPECT_DOUBLE_EQ(b.forward_us, 4);
+  EXPECT_DOUBLE_EQ(b.attention_us, 1);
+  EXPECT_DOUBLE_EQ(b.experts_us, 1.5);
+  EXPECT_DOUBLE_EQ(b.io_wait_us, 0.25);
+  EXPECT_DOUBLE_EQ(b.moe_other_us, 2 - 1.5 - 0.25);
+  EXPECT_DOUBLE_EQ(b.head_us, 0.5);
+  EXPECT_DOUBLE_EQ(b.other_us, 4 - 1 - 2 - 0.5);
+  EXPECT_EQ(b.values().size(), TokenBreakdown::parts().size());
 }
 
 TEST(EngineVariants, SharedExpertQwenNamesBf16ShardsAndFileLink) {

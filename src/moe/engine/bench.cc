@@ -166,7 +166,9 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         }
         const std::uint64_t read_before = process_storage_read_bytes();
         reset_peak_rss();
-        auto g = generate(*eng, prompts, so);
+        const EngineStats start = eng->stats();
+        EngineStats prefilled;
+        auto g = generate(*eng, prompts, so, [&] { prefilled = eng->stats(); });
         auto s = eng->stats();
         BenchRow r;
         r.policy = policy == "auto" ? policy : policy_label(policy);
@@ -189,11 +191,39 @@ std::vector<BenchRow> run_bench(const BenchOptions& o, const BenchProgress& prog
         const double generated = static_cast<double>(batch) * o.new_tokens;
         r.predictor_us_per_token = s.predictor_s / generated * 1e6;
         r.scheduler_us_per_token = std::max(0.0, s.policy_s - s.predictor_s) / generated * 1e6;
+        r.prefill = token_breakdown(prefilled, start, static_cast<double>(batch) * o.prompt_tokens);
+        r.decode = token_breakdown(s, prefilled, static_cast<double>(batch) * g.decode_steps);
         rows.push_back(r);
         if (progress) progress(r, static_cast<int>(rows.size()), total);
       }
     }
   return rows;
+}
+
+const std::vector<std::string>& TokenBreakdown::parts() {
+  static const std::vector<std::string> names = {"forward", "attention", "experts", "io_wait",
+                                                 "moe_other", "head",    "other"};
+  return names;
+}
+
+std::vector<double> TokenBreakdown::values() const {
+  return {forward_us, attention_us, experts_us, io_wait_us, moe_other_us, head_us, other_us};
+}
+
+TokenBreakdown token_breakdown(const EngineStats& after, const EngineStats& before, double tokens) {
+  TokenBreakdown b;
+  if (tokens <= 0) return b;
+  const double us = 1e6 / tokens;
+  auto delta = [us](double a, double z) { return std::max(0.0, a - z) * us; };
+  const double moe = delta(after.moe_s, before.moe_s);
+  b.forward_us = delta(after.forward_s, before.forward_s);
+  b.attention_us = delta(after.attention_s, before.attention_s);
+  b.experts_us = delta(after.host_compute_s + after.device_compute_s, before.host_compute_s + before.device_compute_s);
+  b.io_wait_us = delta(after.store.io_wait_s, before.store.io_wait_s);
+  b.moe_other_us = std::max(0.0, moe - b.experts_us - b.io_wait_us);
+  b.head_us = delta(after.head_s, before.head_s);
+  b.other_us = std::max(0.0, b.forward_us - b.attention_us - moe - b.head_us);
+  return b;
 }
 
 std::string bench_markdown(const std::vector<BenchRow>& rows) {
@@ -224,19 +254,27 @@ std::vector<PlotScript> write_bench_outputs(const std::vector<BenchRow>& rows, c
                                             const std::string& header) {
   make_dirs(out_dir);
   const fs::path dir(out_dir);
-  ReportTable csv = ReportTable::of({"policy", "batch", "budget", "tokens_per_s", "tpot_ms", "ttft_ms", "hit_rate",
-                                     "bytes_moved", "io_wait_fraction", "device_mem_peak_bytes",
-                                     "device_mem_budget_bytes", "host_execs", "expert_accesses", "prefetch_accuracy",
-                                     "predictor_us_per_token", "scheduler_us_per_token", "storage_read_bytes",
-                                     "link_busy_s", "rss_peak_bytes"});
-  for (const auto& r : rows)
-    csv.add_row({r.policy, stream_cell(r.batch), r.budget, stream_cell(r.tokens_per_s), stream_cell(r.tpot_ms),
-                 stream_cell(r.ttft_ms), stream_cell(r.hit_rate), stream_cell(r.bytes_moved),
-                 stream_cell(r.io_wait_fraction), stream_cell(r.device_mem_peak_bytes),
-                 stream_cell(r.device_mem_budget_bytes), stream_cell(r.host_execs), stream_cell(r.expert_accesses),
-                 stream_cell(r.prefetch_accuracy), stream_cell(r.predictor_us_per_token),
-                 stream_cell(r.scheduler_us_per_token), stream_cell(r.storage_read_bytes), stream_cell(r.link_busy_s),
-                 stream_cell(r.rss_peak_bytes)});
+  std::vector<std::string> head = {"policy", "batch", "budget", "tokens_per_s", "tpot_ms", "ttft_ms", "hit_rate",
+                                   "bytes_moved", "io_wait_fraction", "device_mem_peak_bytes",
+                                   "device_mem_budget_bytes", "host_execs", "expert_accesses", "prefetch_accuracy",
+                                   "predictor_us_per_token", "scheduler_us_per_token", "storage_read_bytes",
+                                   "link_busy_s", "rss_peak_bytes"};
+  for (const char* phase : {"prefill", "decode"})  // TokenBreakdown's parts, per phase
+    for (const auto& part : TokenBreakdown::parts()) head.push_back(std::string(phase) + "_" + part + "_us");
+  ReportTable csv = ReportTable::of(head);
+  for (const auto& r : rows) {
+    std::vector<std::string> row = {
+        r.policy, stream_cell(r.batch), r.budget, stream_cell(r.tokens_per_s), stream_cell(r.tpot_ms),
+        stream_cell(r.ttft_ms), stream_cell(r.hit_rate), stream_cell(r.bytes_moved),
+        stream_cell(r.io_wait_fraction), stream_cell(r.device_mem_peak_bytes),
+        stream_cell(r.device_mem_budget_bytes), stream_cell(r.host_execs), stream_cell(r.expert_accesses),
+        stream_cell(r.prefetch_accuracy), stream_cell(r.predictor_us_per_token),
+        stream_cell(r.scheduler_us_per_token), stream_cell(r.storage_read_bytes), stream_cell(r.link_busy_s),
+        stream_cell(r.rss_peak_bytes)};
+    for (const TokenBreakdown* b : {&r.prefill, &r.decode})
+      for (double v : b->values()) row.push_back(stream_cell(v));
+    csv.add_row(row);
+  }
   write_report_file((dir / "bench.csv").string(), csv.csv());
   write_report_file((dir / "bench.md").string(), header + "\n\n" + bench_markdown(rows));
   // One panel per budget: tokens/s against batch, a line per policy.

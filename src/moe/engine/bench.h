@@ -39,6 +39,19 @@ struct BenchOptions {
   std::string routing_trace;
 };
 
+// Where a token's time goes (engine.h, EngineStats): microseconds per token of one phase (prefill:
+// per prompt position; decode: per token after the first), wall time. `moe_other` is the MoE
+// blocks' time outside the expert calls and the waits for loads (norm, router, dispatch, shared
+// experts); `other` is the forward's time outside attention, the MoE blocks and the head.
+struct TokenBreakdown {
+  double forward_us = 0, attention_us = 0, experts_us = 0, io_wait_us = 0, moe_other_us = 0, head_us = 0,
+         other_us = 0;
+  static const std::vector<std::string>& parts();  // "forward", "attention", ... as the fields
+  std::vector<double> values() const;              // in parts()' order
+};
+// The breakdown of what the engine counted between `before` and `after` over `tokens` tokens.
+TokenBreakdown token_breakdown(const EngineStats& after, const EngineStats& before, double tokens);
+
 struct BenchRow {
   std::string policy;
   int batch = 0;
@@ -59,6 +72,7 @@ struct BenchRow {
   // prefetch and victim choices). Policies that build their own predictor (next-gate) count it
   // as scheduler time.
   double predictor_us_per_token = 0, scheduler_us_per_token = 0;
+  TokenBreakdown prefill, decode;
 };
 
 // Called after each run with its row and (done, total).

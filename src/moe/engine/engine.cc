@@ -552,18 +552,24 @@ std::vector<float> MoeEngine::Impl::run(const std::vector<MoeEngine::SequenceInp
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const auto T = static_cast<std::int64_t>(inputs[i].tokens.size());
       auto xi = x.slice(0, at, at + T).view({1, T, H});
+      const double t_att = now_s();
       attention(l, xi, *kvs[i]);
+      stats.attention_s += now_s() - t_att;
       parts.push_back(xi.view({T, H}));
       at += T;
     }
     x = parts.size() == 1 ? parts[0] : torch::cat(parts, 0);
+    const double t_moe = now_s();
     x = x + mlp(l, x);
+    stats.moe_s += now_s() - t_moe;
   }
   for (std::size_t i = 0; i < inputs.size(); ++i) kvs[i]->advance(static_cast<std::int64_t>(inputs[i].tokens.size()));
+  const double t_head = now_s();
   auto h = rms_norm(x.index_select(0, torch::from_blob(rows.data(), {static_cast<std::int64_t>(rows.size())},
                                                         torch::kInt64)),
                     w.final_norm, c.rms_norm_eps);
   auto out = project(h, w.lm_head).contiguous();
+  stats.head_s += now_s() - t_head;
   protocol->step_done();
   ++stats.forwards;
   stats.tokens += static_cast<std::uint64_t>(N);

@@ -62,6 +62,13 @@ struct EngineStats {
   std::uint64_t hits = 0;             // device-placed experts already resident or on their way
   std::uint64_t host_execs = 0;       // experts executed on the host
   double forward_s = 0;               // wall time inside forward() and step()
+  // ... of which (wall time, every layer): attention (its norm, projections, RoPE, cache, scores);
+  // the MoE blocks (their norm, the router, dispatch, waits for loads, the expert calls counted
+  // below, shared experts); the final norm and the output projection. The rest of forward_s is
+  // the embedding and the joins between them.
+  double attention_s = 0;
+  double moe_s = 0;
+  double head_s = 0;
   double host_compute_s = 0;          // time in host expert calls (padded)
   double device_compute_s = 0;        // time in device expert calls (padded)
   double policy_s = 0;                // steady-clock time in the policy: its callbacks and victim choices

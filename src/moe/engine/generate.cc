@@ -10,7 +10,8 @@
 
 namespace ferry::moe {
 
-GenerationResult generate(LanguageModel& model, const TokenBatch& prompts, const SamplingOptions& options) {
+GenerationResult generate(LanguageModel& model, const TokenBatch& prompts, const SamplingOptions& options,
+                          const std::function<void()>& after_prefill) {
   FERRY_REQUIRE_GE(options.max_new_tokens, 1, "--tokens");
   const int V = model.config().vocab_size;
   const std::size_t B = prompts.size();
@@ -26,6 +27,7 @@ GenerationResult generate(LanguageModel& model, const TokenBatch& prompts, const
     r.new_tokens[b].push_back(step[b][0]);
   }
   r.ttft_s = now_s() - t0;
+  if (after_prefill) after_prefill();
   t0 = now_s();
   for (int i = 1; i < options.max_new_tokens; ++i) {
     logits = model.forward(step);

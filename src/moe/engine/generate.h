@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "moe/engine/sampler.h"
@@ -21,7 +22,9 @@ struct GenerationResult {
   }
 };
 
-// Resets the model, runs the prompts (equal lengths) and generates.
-GenerationResult generate(LanguageModel& model, const TokenBatch& prompts, const SamplingOptions& options);
+// Resets the model, runs the prompts (equal lengths) and generates; `after_prefill`, when given,
+// is called once the first token is out (before the decode steps, outside their time).
+GenerationResult generate(LanguageModel& model, const TokenBatch& prompts, const SamplingOptions& options,
+                          const std::function<void()>& after_prefill = {});
 
 }  // namespace ferry::moe
