@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/memory_room.h"
 #include "core/units.h"
+#include "moe/engine/decode_attention.h"
 #include "moe/engine/expert_call.h"
 #include "moe/engine/kv_cache.h"
 #include "moe/quant/quant_type.h"
@@ -362,6 +363,27 @@ void MoeEngine::Impl::attention(int l, torch::Tensor& x, KvCache& kv) {
   }
   const std::int64_t D = c.head_dim, nh = c.num_heads, kvh = c.num_kv_heads;
   auto [q, k, v] = project_qkv(rms_norm(x, lw.attn_norm, c.rms_norm_eps), lw, c);
+  if (B == 1 && T == 1) {  // a decode step: decode_attention.h, the same formulas without operators
+    q = q.contiguous();
+    k = k.contiguous();
+    const std::int64_t R = c.rotary_dims();
+    const float* cos_row = rope_cos.data_ptr<float>() + pos * R;
+    const float* sin_row = rope_sin.data_ptr<float>() + pos * R;
+    rope_in_place(q.data_ptr<float>(), nh, D, R, cos_row, sin_row);
+    rope_in_place(k.data_ptr<float>(), kvh, D, R, cos_row, sin_row);
+    auto [kk, vv] = kv.append(l, k, v);
+    FERRY_CHECK(kk.stride(3) == 1 && vv.stride(3) == 1 && kk.stride(1) == vv.stride(1) &&
+                    kk.stride(2) == vv.stride(2),
+                "the KV cache's layers are not laid out as the decode attention reads them");
+    CachedKv cached{kk.data_ptr<float>(), vv.data_ptr<float>(), kk.stride(1), kk.stride(2), 0, kk.size(2)};
+    // With a window, cache index j (position start + j) is seen when start + j > pos - W.
+    if (c.windowed(l)) cached.first = std::max<std::int64_t>(0, pos - c.sliding_window + 1 - kv.start(l));
+    auto out = torch::empty({1, 1, nh * D});
+    attend_one_position(q.data_ptr<float>(), nh, kvh, D, cached, static_cast<float>(1.0 / std::sqrt(static_cast<double>(D))),
+                        lw.sinks.defined() ? lw.sinks.contiguous().data_ptr<float>() : nullptr, out.data_ptr<float>());
+    x = x + project_out(out, lw);
+    return;
+  }
   auto cos = rope_cos.slice(0, pos, pos + T), sin = rope_sin.slice(0, pos, pos + T);
   auto rot = [&, R = std::int64_t{c.rotary_dims()}](const torch::Tensor& t) {  // rotate-half over the first R dims
     auto r = R == D ? t : t.slice(-1, 0, R);
