@@ -63,7 +63,9 @@ TEST(ChunkReaders, TheFirstErrorIsRethrownAtDrainThenTheReadersGoOn) {
       ADD_FAILURE() << readers << " readers: no error";
     } catch (const std::runtime_error& e) {
       // The first one submitted, when one reader runs them in order; one of them otherwise.
-      if (readers == 1) EXPECT_STREQ(e.what(), "read failed at 42");
+      if (readers == 1) {
+        EXPECT_STREQ(e.what(), "read failed at 42");
+      }
     }
     if (readers == 1) {  // in order: what is submitted after an error, before drain(), is skipped
       pool.submit([&](std::byte*) { throw std::runtime_error("first"); });

@@ -176,7 +176,9 @@ TEST_F(DiskTierTest, EveryReadDepthEqualsTheInMemoryEngine) {
           const auto s = eng->stats();
           EXPECT_LE(s.store.peak_bytes, s.budget_bytes) << what;
           if (reads == 1) one_read_bytes = s.store.bytes_moved;
-          if (std::string(policy) == "lru") EXPECT_EQ(s.store.bytes_moved, one_read_bytes) << what;
+          if (std::string(policy) == "lru") {
+            EXPECT_EQ(s.store.bytes_moved, one_read_bytes) << what;
+          }
         }
       }
   }
