@@ -4,12 +4,13 @@
 # the user set is kept; a run whose experts are all in memory keeps libgomp's default. libgomp's
 # OMP_DISPLAY_ENV=verbose shows what each process started with; the last GOMP_SPINCOUNT it prints
 # is that of the process that ran (0 passive, 300000 libgomp's default, 30000000000 active). The
-# streamed runs also generate the in-memory run's text, with one read in flight and with several.
+# streamed runs also generate the in-memory run's text, with one read in flight and with several;
+# a depth out of range is one error line naming it.
 set -u
 ferry="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
+source "$(dirname "$0")/../cli_expect.sh"
 shape=(--layers 2 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --experts 4 --intermediate 64)
 "$ferry" moe make-tiny --out "$tmp/m" "${shape[@]}" >/dev/null || { echo "FAIL: make-tiny"; exit 1; }
 "$ferry" moe quantize --model "$tmp/m" --out "$tmp/q.gguf" --type Q8_0 >/dev/null || { echo "FAIL: quantize"; exit 1; }
@@ -50,6 +51,9 @@ expect_spincount 0 "$tmp/bench.txt" "bench, experts streamed, no policy set"
 for name in stream active one_read; do
   [ "$(tail -1 "$tmp/$name.txt")" == "$(tail -1 "$tmp/memory.txt")" ] && echo "ok: $name generates the in-memory text" \
     || { echo "FAIL: $name text differs"; tail -1 "$tmp/$name.txt" "$tmp/memory.txt"; failures=$((failures + 1)); }
+done
+for reads in 0 65 x; do
+  expect_cli_error "--link 'file:reads=$reads'" "$ferry" "${gen[@]}" --link "file:reads=$reads" --device-mem 50%
 done
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all ok"
