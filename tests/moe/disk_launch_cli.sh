@@ -11,10 +11,8 @@ ferry="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/../cli_expect.sh"
-shape=(--layers 2 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --experts 4 --intermediate 64)
-"$ferry" moe make-tiny --out "$tmp/m" "${shape[@]}" >/dev/null || { echo "FAIL: make-tiny"; exit 1; }
-"$ferry" moe quantize --model "$tmp/m" --out "$tmp/q.gguf" --type Q8_0 >/dev/null || { echo "FAIL: quantize"; exit 1; }
-gen=(moe generate --model "$tmp/q.gguf" --prompt hi --tokens 6 --policy lru --threads 2)
+make_tiny_gguf "$ferry" "$tmp" Q8_0
+gen=(moe generate --model "$tmp/Q8_0.gguf" --prompt hi --tokens 6 --policy lru --threads 2)
 
 # expect_spincount WANT TEXT-FILE WHAT: the last GOMP_SPINCOUNT in the file is WANT.
 expect_spincount() {
@@ -43,7 +41,7 @@ grep -q "OMP_WAIT_POLICY = 'PASSIVE'" "$tmp/active.txt" \
   && { echo "FAIL: a user's OMP_WAIT_POLICY=ACTIVE was replaced"; failures=$((failures + 1)); } \
   || echo "ok: a user's OMP_WAIT_POLICY=ACTIVE is kept"
 run one_read -- "${gen[@]}" --link file:reads=1 --device-mem 50%
-run bench -- moe bench --model "$tmp/q.gguf" --policies lru --device-mem 50% --link file --compute none --batch 1 \
+run bench -- moe bench --model "$tmp/Q8_0.gguf" --policies lru --device-mem 50% --link file --compute none --batch 1 \
   --tokens 2 --prompt-tokens 4 --corpus '' --out "$tmp/bench"
 expect_spincount 0 "$tmp/bench.txt" "bench, experts streamed, no policy set"
 
