@@ -50,8 +50,9 @@ for name in stream active one_read; do
   [ "$(tail -1 "$tmp/$name.txt")" == "$(tail -1 "$tmp/memory.txt")" ] && echo "ok: $name generates the in-memory text" \
     || { echo "FAIL: $name text differs"; tail -1 "$tmp/$name.txt" "$tmp/memory.txt"; failures=$((failures + 1)); }
 done
-for reads in 0 65 x; do
-  expect_cli_error "--link 'file:reads=$reads'" "$ferry" "${gen[@]}" --link "file:reads=$reads" --device-mem 50%
+for reads in 0 65; do
+  expect_cli_error "--link 'file:reads=$reads': reads must be in [1, 64]" "$ferry" "${gen[@]}" --link "file:reads=$reads"
 done
+expect_cli_error "reads='x' is not an integer" "$ferry" "${gen[@]}" --link file:reads=x
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all ok"
