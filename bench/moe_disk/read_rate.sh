@@ -40,7 +40,7 @@ for rep in $(seq 1 "$REPS"); do
     cmd=("$FERRY" moe bench --model "$MODEL" --policies "$POLICY" --device-mem "$BUDGET" --link "file:reads=$r"
       --threads 2 --batch 1 --prompt-tokens "$PROMPT" --tokens "$TOKENS" --corpus '' --out "$dir")
     "${cmd[@]}" >"$dir.log" 2>&1 || { echo "failed: ${cmd[*]}"; tail -5 "$dir.log"; exit 1; }
-    /usr/bin/python3 - "$dir/bench.csv" "reads=$r" "$rep" "${cmd[*]}" >>"$rows" <<'EOF'
+    /usr/bin/python3 - "$dir/bench.csv" "reads=$r" "$rep" "$(printf '%q ' "${cmd[@]}")" >>"$rows" <<'EOF'
 import csv, sys
 row = next(csv.DictReader(open(sys.argv[1])))
 rate = float(row["storage_read_bytes"]) / max(1e-9, float(row["link_busy_s"])) / 1e9
