@@ -99,6 +99,7 @@ MoeSubcommand add_bench_command(CLI::App& moe) {
   auto& f = *flags;
   BenchOptions& bo = f.bench;
   auto* bn = moe.add_subcommand("bench", "compare policies x batches x budgets; bench.csv, bench.md, bench.png");
+  bn->footer(kWaitPolicyHelp);
   bn->add_option("--model", bo.model_dir, "model directory or GGUF file")->required();
   add_engine_sweep_flags(*bn, bo);
   bn->add_option("--batch", bo.batches, "comma-separated batch sizes")->delimiter(',')->capture_default_str();

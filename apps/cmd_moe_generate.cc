@@ -76,6 +76,7 @@ MoeSubcommand add_generate_command(CLI::App& moe) {
   auto flags = std::make_shared<GenerateFlags>();
   auto& f = *flags;
   auto* gen = moe.add_subcommand("generate", "generate text with experts offloaded under a device budget");
+  gen->footer(kWaitPolicyHelp);
   gen->add_option("--model", f.model, "model directory or GGUF file")->required();
   gen->add_option("--prompt", f.prompt, "prompt text")->capture_default_str();
   add_engine_flags(*gen, f.engine);

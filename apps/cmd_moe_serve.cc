@@ -117,6 +117,7 @@ MoeSubcommand add_serve_command(CLI::App& moe) {
   auto flags = std::make_shared<ServeFlags>();
   auto& f = *flags;
   auto* c = moe.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat) with continuous batching");
+  c->footer(kWaitPolicyHelp);
   c->add_option("--model", f.model, "model directory or GGUF file")->required();
   add_engine_flags(*c, f.engine);
   c->add_option("--host", f.serve.host, "address to listen on (loopback by default)")->capture_default_str();

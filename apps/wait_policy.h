@@ -11,4 +11,10 @@ namespace ferry::apps {
 // Otherwise, or if the re-execution cannot be made, returns and the run goes on as it is.
 void prefer_passive_wait(bool streams_from_disk);
 
+// The footer of --help for the commands that call prefer_passive_wait().
+inline constexpr const char* kWaitPolicyHelp =
+    "When the experts stream from disk and OMP_WAIT_POLICY is not set, this command restarts itself\n"
+    "with OMP_WAIT_POLICY=PASSIVE (OpenMP threads sleep instead of spinning between kernels, leaving\n"
+    "the cores to the expert reads). A policy set in the environment is kept. docs/moe.md, \"Wait policy\".";
+
 }  // namespace ferry::apps

@@ -19,3 +19,11 @@ expect_cli_error() {
   fi
   rm -f "$err"
 }
+
+# make_tiny_gguf FERRY DIR TYPE: a tiny MoE checkpoint (2 layers of 4 experts, 64 wide) in DIR/m
+# and its GGUF file of TYPE in DIR/TYPE.gguf; exits the test when either cannot be made.
+make_tiny_gguf() {
+  "$1" moe make-tiny --out "$2/m" --layers 2 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --experts 4 \
+    --intermediate 64 >/dev/null || { echo "FAIL: make-tiny"; exit 1; }
+  "$1" moe quantize --model "$2/m" --out "$2/$3.gguf" --type "$3" >/dev/null || { echo "FAIL: quantize $3"; exit 1; }
+}

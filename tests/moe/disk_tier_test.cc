@@ -147,6 +147,43 @@ TEST(DiskTierFamilies, EveryPolicyAndBudgetEqualsTheInMemoryEngine) {
 // access to a hot expert is a hit (they are loaded at the start and cold loads never evict
 // them), at a batch that routes to most of a layer's experts. Before, the hot set took every
 // slot and the first cold loads evicted it.
+// Several reads in flight (--link file:reads=N, chunk_readers.h) deliver the same bytes as one:
+// under every depth, budget and a policy that pre-empts prefetches, the logits equal the
+// all-in-memory engine's bit for bit, and the bytes moved are those of one read at a time.
+TEST_F(DiskTierTest, EveryReadDepthEqualsTheInMemoryEngine) {
+  for (const char* type : {"Q8_0", "Q4_K_M"}) {
+    EngineOptions all_in;
+    all_in.policy = "lru";
+    all_in.device_mem = "100%";
+    all_in.link = "none";
+    auto mem = MoeEngine::open(gguf(type), all_in);
+    const TokenBatch seqs = testing::random_tokens(2, testing::kPrompt + testing::kDecode, 33);
+    const std::vector<float> expect = testing::run_logits(*mem, seqs);
+    const std::uint64_t slot = mem->expert_bytes();
+    for (const char* policy : {"lru", "next-gate", "prescope"})
+      for (const std::string& budget : {std::to_string(2 * slot + 7), std::string("50%")}) {
+        std::uint64_t one_read_bytes = 0;
+        for (int reads : {1, 2, 3, 8}) {
+          EngineOptions o;
+          o.policy = policy;
+          o.device_mem = budget;
+          o.link = "file:reads=" + std::to_string(reads);
+          o.chunk_bytes = 4096;  // several chunks per expert: many in flight, transfers cut and resumed
+          auto eng = MoeEngine::open(gguf(type), o);
+          const std::string what =
+              std::string(type) + " " + policy + " budget " + budget + " reads " + std::to_string(reads);
+          EXPECT_EQ(testing::run_logits(*eng, seqs), expect) << what;
+          const auto s = eng->stats();
+          EXPECT_LE(s.store.peak_bytes, s.budget_bytes) << what;
+          if (reads == 1) one_read_bytes = s.store.bytes_moved;
+          if (std::string(policy) == "lru") {
+            EXPECT_EQ(s.store.bytes_moved, one_read_bytes) << what;
+          }
+        }
+      }
+  }
+}
+
 TEST_F(DiskTierTest, StaticHotKeepsItsHotExpertsWhileColdOnesStream) {
   const MoeConfig c = disk_config();
   const int layers = static_cast<int>(c.num_layers), experts = static_cast<int>(c.num_experts);

@@ -2,6 +2,7 @@
 // CPU-only machines whose RAM cannot hold every expert. Each of the expert's three projections is
 // read in aligned chunks into an aligned bounce buffer, then copied as stored (a GGUF file: the
 // quantized blocks the kernels compute on) or converted to float32 (a safetensors checkpoint).
+// Up to LinkSpec::reads_in_flight chunks are read at once (chunk_readers.h), in slot order.
 // Where the filesystem refuses O_DIRECT (tmpfs), it falls back to buffered reads. A file that
 // changes size or modification time while the experts stream from it is a FormatError naming it;
 // one that ends early, an IoError; an expert holding a NaN or Inf scale or value, a FormatError
@@ -12,7 +13,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <atomic>
 #include <map>
@@ -24,6 +24,7 @@
 #include "core/units.h"
 #include "moe/model/checkpoint.h"
 #include "moe/model/finite_blocks.h"
+#include "moe/store/chunk_readers.h"
 #include "moe/store/host_pool.h"
 #include "moe/store/link.h"
 
@@ -31,10 +32,6 @@ namespace ferry::moe {
 namespace {
 
 constexpr std::uint64_t kAlign = 4096;
-
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
 
 // A file the link reads, with what it was when opened.
 struct OpenFile {
@@ -82,14 +79,14 @@ class FileLink : public Link {
       for (const auto& f : ck->files()) by_shard_.emplace(f.get(), open_file(f->path()));
     }
     chunk_ = std::max<std::uint64_t>(kAlign, spec.chunk_bytes / kAlign * kAlign);
-    void* p = nullptr;
-    if (posix_memalign(&p, kAlign, chunk_ + 2 * kAlign) != 0) FERRY_THROW(IoError, "cannot allocate the O_DIRECT buffer");
-    bounce_.reset(static_cast<std::byte*>(p));
+    readers_ = std::make_unique<ChunkReaders>(spec.reads_in_flight, chunk_ + 2 * kAlign, kAlign);
     if (spec_.bandwidth_bytes_per_s <= 0) calibrate();
   }
 
-  // `from` counts slot bytes delivered, in the order w1, w3, w2; a resumed call skips them. The
-  // call that completes the expert puts it in the kernels' layout.
+  // `from` counts slot bytes delivered, in the order w1, w3, w2; a resumed call skips them. Chunks
+  // are handed to the readers in that order and every one handed out is complete before this
+  // returns, so what it delivered is always a prefix. The call that completes the expert puts it
+  // in the kernels' layout.
   std::uint64_t transfer(ExpertId id, std::byte* dst, std::uint64_t from, const std::atomic<bool>& stop) override {
     const double begin = now_s() + spec_.latency_s;
     std::uint64_t moved = 0;    // by this call
@@ -100,31 +97,36 @@ class FileLink : public Link {
       if (k == 0 || parts[k].file != parts[k - 1].file) check_unchanged(*parts[k].file);  // a GGUF: once
       total += parts[k].out_len();
     }
+    const std::string expert = what(id);
     for (const Piece& p : parts) {
+      if (stop.load(std::memory_order_relaxed)) break;
       if (skipped + p.out_len() <= from) {
         skipped += p.out_len();
         continue;
       }
       std::uint64_t done = from > skipped ? (from - skipped) / p.out_elem() * p.in_elem() : 0;  // file bytes
       skipped = from;
-      while (done < p.len) {
-        if (stop.load(std::memory_order_relaxed)) return moved;
+      while (done < p.len && !stop.load(std::memory_order_relaxed)) {
         const std::uint64_t want = std::min<std::uint64_t>(chunk_ / p.in_elem() * p.in_elem(), p.len - done);
-        const std::byte* src = read(*p.file, p.offset + done, want);
-        if (p.as_stored)
-          std::memcpy(dst + p.dst + done, src, want);
-        else
-          convert_to_f32(p.dtype, src, reinterpret_cast<float*>(dst + p.dst) + done / p.in_elem(), want / p.in_elem());
-        // Checked where the bytes land, chunk by chunk while they are still in cache (cheaper
-        // than a pass over the whole expert after it has left the cache).
-        require_finite_blocks(p.type, dst + p.dst, done / p.in_elem() * p.out_elem(),
-                              (done + want) / p.in_elem() * p.out_elem(), p.name, p.file->path, what(id));
+        // `p`, `dst` and `expert` outlive the job: drain() below waits for it.
+        readers_->submit([&p, dst, done, want, &expert](std::byte* buffer) {
+          const std::byte* src = read(*p.file, p.offset + done, want, buffer);
+          if (p.as_stored)
+            std::memcpy(dst + p.dst + done, src, want);
+          else
+            convert_to_f32(p.dtype, src, reinterpret_cast<float*>(dst + p.dst) + done / p.in_elem(), want / p.in_elem());
+          // Checked where the bytes land, chunk by chunk while they are still in cache (cheaper
+          // than a pass over the whole expert after it has left the cache).
+          require_finite_blocks(p.type, dst + p.dst, done / p.in_elem() * p.out_elem(),
+                                (done + want) / p.in_elem() * p.out_elem(), p.name, p.file->path, expert);
+        });
         done += want;
         moved += want / p.in_elem() * p.out_elem();
         if (spec_.bandwidth_bytes_per_s > 0)
           sleep_until_s(begin + static_cast<double>(moved) / spec_.bandwidth_bytes_per_s);
       }
     }
+    readers_->drain();  // rethrows a read's error
     if (from + moved == total) layout_.of_layer(id.layer).to_kernel_layout(dst);
     return moved;
   }
@@ -135,7 +137,8 @@ class FileLink : public Link {
   }
 
   std::string describe() const override {
-    std::string s = std::string("file (") + (direct_ ? "O_DIRECT" : "buffered: O_DIRECT refused") + ")";
+    std::string s = std::string("file (") + (direct_ ? "O_DIRECT" : "buffered: O_DIRECT refused") + ", " +
+                    std::to_string(readers_->readers()) + " reads in flight)";
     if (spec_.bandwidth_bytes_per_s <= 0)
       s += ", measured " + format_bandwidth(1.0 / std::max(1e-15, measured_s_per_byte_)) + " of " +
            layout_.format_name() + " experts";
@@ -151,9 +154,9 @@ class FileLink : public Link {
   std::uint64_t chunk_ = 0;
   bool direct_ = true;
   double measured_s_per_byte_ = 0;  // unpaced: seconds per slot byte delivered, timed at open
-  std::unique_ptr<std::byte, FreeDeleter> bounce_;
   std::vector<std::unique_ptr<OpenFile>> files_;
   std::map<const SafetensorsFile*, const OpenFile*> by_shard_;
+  std::unique_ptr<ChunkReaders> readers_;  // after the files: its threads stop before they close
 
   const OpenFile* open_file(const std::string& path) {
     auto f = std::make_unique<OpenFile>();
@@ -181,19 +184,20 @@ class FileLink : public Link {
                   " bytes when opened, now ", now.st_size, ", modified since)");
   }
 
-  // Reads `len` bytes at `pos` (len <= chunk_) through the aligned bounce buffer; returns them.
-  const std::byte* read(const OpenFile& f, std::uint64_t pos, std::uint64_t len) {
+  // Reads `len` bytes at `pos` (len <= chunk_) through `bounce` (a reader's aligned buffer of
+  // chunk_ + 2 kAlign bytes); returns them.
+  static const std::byte* read(const OpenFile& f, std::uint64_t pos, std::uint64_t len, std::byte* bounce) {
     const std::uint64_t aligned = pos / kAlign * kAlign;
     const std::uint64_t span = (pos - aligned + len + kAlign - 1) / kAlign * kAlign;
     std::uint64_t got = 0;
     while (got < pos - aligned + len) {
-      ssize_t r = ::pread(f.fd.get(), bounce_.get() + got, span - got, static_cast<off_t>(aligned + got));
+      ssize_t r = ::pread(f.fd.get(), bounce + got, span - got, static_cast<off_t>(aligned + got));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) FERRY_THROW(IoError, "read of '", f.path, "' at ", aligned + got, " failed: ",
                               r < 0 ? std::strerror(errno) : "unexpected end of file");
       got += static_cast<std::uint64_t>(r);
     }
-    return bounce_.get() + (pos - aligned);
+    return bounce + (pos - aligned);
   }
 
   // Expert `id`'s three projections in slot order.

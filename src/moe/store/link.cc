@@ -87,12 +87,15 @@ void register_builtin_links() {
                    },
                    .read = [](SpecReader&, LinkSpec& spec) { unpaced(spec); }});
   r.add_if_absent({.name = "file",
-                   .summary = "O_DIRECT reads of the checkpoint, optionally paced",
+                   .summary = "O_DIRECT reads of the checkpoint, reads=N chunks at once (default 4), optionally paced",
                    .make = make_file_link,
                    .read =
                        [](SpecReader& s, LinkSpec& spec) {
                          unpaced(spec);
                          read_rate(s, spec);
+                         const std::int64_t reads = s.get_int("reads", spec.reads_in_flight);
+                         FERRY_REQUIRE_IN(reads, 1, 64, "[]", "--link '", spec.text, "': reads");
+                         spec.reads_in_flight = static_cast<int>(reads);
                        },
                    .positional_key = "rate",
                    .keeps_host_copy = false});

@@ -27,6 +27,7 @@ struct LinkSpec {
                                           // (file: optional extra pacing, 0 = none)
   double latency_s = hardware::find_host_link("pcie4")->latency_s;  // fixed cost per transfer
   std::uint64_t chunk_bytes = 1u << 20;   // transfers proceed (and can be cancelled) chunk by chunk
+  int reads_in_flight = 4;                // file: chunks read at once (1 = one read at a time, on the I/O thread)
   double scaled_ratio = 0;                // "scaled:R": > 0 until resolve_scaled_link() sets the bandwidth
   std::string text;                       // as the user wrote it, for reports
 };
@@ -39,7 +40,7 @@ struct LinkSource {
 
 // Parses --link in the links' grammar (core/link_spec.h, training's --link too) over the link registry:
 //   emulated:bandwidth=12GBps,latency=10us   emulated:12GBps,10us (positional rate)   emulated (PCIe 4.0)
-//   file   file:2GBps,50us   none   cuda   scaled:R (scaled:ratio=R)
+//   file   file:2GBps,50us   file:reads=4   none   cuda   scaled:R (scaled:ratio=R)
 // and the shorthands, entries of their own that read as one of the above: pcie3, pcie4, pcie5
 // (emulated at core/hardware.h's figures), mixtral-a100 (= scaled:62), and BANDWIDTH[,LATENCY]
 // alone (12GBps,10us = emulated:12GBps,10us). A scaled spec is resolved against the device compute
