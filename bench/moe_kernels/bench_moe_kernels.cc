@@ -103,16 +103,16 @@ int main(int argc, char** argv) {
   app.add_option("--batches", batches, "tokens per call; comma-separated")->delimiter(',')->capture_default_str();
   app.add_option("--threads", threads, "intra-op threads; comma-separated")->delimiter(',')->capture_default_str();
   std::vector<std::string> kernel_sets = {quant::kernels_name(quant::best_matmul_kernels())};
-  app.add_option("--kernels", kernel_sets, "ferry's kernels to time (portable, avx2, avx512vnni); comma-separated")
+  app.add_option("--kernels", kernel_sets, "ferry's kernels to time (portable, avx2, avx512vnni, amx); comma-separated")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--reps", reps, "timed calls per cell (median)")->capture_default_str();
   app.add_option("--out", out_dir, "output directory")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   auto set_kernels = [](const std::string& name) {
-    for (auto k : {quant::Kernels::kPortable, quant::Kernels::kAvx2, quant::Kernels::kAvx512Vnni})
+    for (auto k : {quant::Kernels::kPortable, quant::Kernels::kAvx2, quant::Kernels::kAvx512Vnni, quant::Kernels::kAmx})
       if (name == quant::kernels_name(k)) return quant::set_matmul_kernels(k);
-    FERRY_THROW(InvalidArgument, "--kernels: unknown kernels '", name, "' (portable, avx2, avx512vnni)");
+    FERRY_THROW(InvalidArgument, "--kernels: unknown kernels '", name, "' (portable, avx2, avx512vnni, amx)");
   };
   try {
     FERRY_REQUIRE(reps >= 1, "--reps must be at least 1");

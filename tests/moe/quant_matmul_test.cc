@@ -1,5 +1,5 @@
-// Products on quantized blocks (moe/quant/matmul): for every weight format, the portable, AVX2 and
-// AVX-512 VNNI kernels equal the product of the dequantized weights and the dequantized
+// Products on quantized blocks (moe/quant/matmul): for every weight format, the portable, AVX2,
+// AVX-512 VNNI and AMX kernels equal the product of the dequantized weights and the dequantized
 // activations (computed here in double) within the float rounding of their block sums, derived
 // below; and the row-group layout (moe/quant/row_groups.h) is the one its header describes.
 #include <gtest/gtest.h>
@@ -148,7 +148,7 @@ TEST_P(QuantMatmul, RowRangeWritesOnlyItsRows) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, QuantMatmul,
-                         ::testing::Values(Kernels::kPortable, Kernels::kAvx2, Kernels::kAvx512Vnni),
+                         ::testing::Values(Kernels::kPortable, Kernels::kAvx2, Kernels::kAvx512Vnni, Kernels::kAmx),
                          [](const auto& info) { return std::string(kernels_name(info.param)); });
 
 // The row-group layout byte for byte as row_groups.h states it: each part of a block in turn,

@@ -1,5 +1,5 @@
 // The kernels behind matmul.h, one per weight format, in a portable, an AVX2 and an AVX-512 VNNI
-// build. Internal to moe/quant. Dot products: `w` is one row of weights as stored, `x` one
+// build (and Q4_K's several-token product on AMX tiles). Internal to moe/quant. Dot products: `w` is one row of weights as stored, `x` one
 // activation row in the format activation_format() names, `n` the row length. Group kernels:
 // the 8 rows of one row group (row_groups.h) times `tokens` activation rows. Q8_0 activation rows
 // are n/32 Q8_0 blocks followed by the n/32 blocks' sums of quants (int32), which the group
@@ -37,9 +37,10 @@ struct DotTable {
 const DotTable& portable_dots();
 const DotTable& avx2_dots();  // call only when the CPU has AVX2, FMA and F16C
 
-// y[t·y_stride + r] for the group's rows r = 0..7 and activation rows t < tokens (x_row bytes apart).
-using GroupFn = void (*)(const void* group, std::size_t n, const std::byte* x, std::size_t x_row, std::size_t tokens,
-                         float* y, std::size_t y_stride);
+// y[t·y_stride + 8g + r] for rows r = 0..7 of `groups` consecutive row groups g (the first at
+// `group`) and activation rows t < tokens (x_row bytes apart).
+using GroupFn = void (*)(const void* group, std::size_t groups, std::size_t n, const std::byte* x, std::size_t x_row,
+                         std::size_t tokens, float* y, std::size_t y_stride);
 struct GroupTable {
   GroupFn q8_0;
   GroupFn q4_0;
@@ -49,5 +50,9 @@ struct GroupTable {
 const GroupTable& portable_groups();
 const GroupTable& avx2_groups();
 const GroupTable& vnni_groups();  // call only when the CPU has AVX-512 F/BW/VL and VNNI as well
+const GroupTable& amx_groups();   // call only when amx_usable() as well
+// Whether this CPU has AMX-TILE and AMX-INT8 and the OS lets this process use the tiles (on Linux
+// asked once, arch_prctl(ARCH_REQ_XCOMP_PERM) for the tile data state).
+bool amx_usable();
 
 }  // namespace ferry::moe::quant::kernels

@@ -198,25 +198,34 @@ void over_tokens(std::size_t tokens, F&& f) {
   }
 }
 
+// Group after group (its weights stay in the cache while the token tiles pass).
 template <class Isa, GroupFormat kFormat>
-void group_kernel(const void* group, std::size_t n, const std::byte* x, std::size_t x_row, std::size_t tokens,
-                  float* y, std::size_t y_stride) {
-  const auto* w = static_cast<const unsigned char*>(group);
+void group_kernel(const void* group, std::size_t groups, std::size_t n, const std::byte* x, std::size_t x_row,
+                  std::size_t tokens, float* y, std::size_t y_stride) {
+  constexpr std::size_t kBlock = kFormat == GroupFormat::kQ8_0   ? sizeof(BlockQ8_0)
+                                 : kFormat == GroupFormat::kMXFP4 ? sizeof(BlockMXFP4)
+                                                                  : sizeof(BlockQ4_0);
   const auto* xp = reinterpret_cast<const unsigned char*>(x);
-  over_tokens(tokens, [&](auto kTokens, std::size_t t) {
-    group_tile<Isa, kFormat, decltype(kTokens)::value>(w, n / kQK8_0, xp + t * x_row, x_row, y + t * y_stride,
-                                                       y_stride);
-  });
+  for (std::size_t g = 0; g < groups; ++g) {
+    const auto* w = static_cast<const unsigned char*>(group) + g * kRowGroup * (n / kQK8_0) * kBlock;
+    over_tokens(tokens, [&](auto kTokens, std::size_t t) {
+      group_tile<Isa, kFormat, decltype(kTokens)::value>(w, n / kQK8_0, xp + t * x_row, x_row,
+                                                         y + t * y_stride + g * kRowGroup, y_stride);
+    });
+  }
 }
 
 template <class Isa>
-void group_kernel_q4_k(const void* group, std::size_t n, const std::byte* x, std::size_t x_row, std::size_t tokens,
-                       float* y, std::size_t y_stride) {
-  const auto* w = static_cast<const unsigned char*>(group);
+void group_kernel_q4_k(const void* group, std::size_t groups, std::size_t n, const std::byte* x, std::size_t x_row,
+                       std::size_t tokens, float* y, std::size_t y_stride) {
   const auto* xp = reinterpret_cast<const unsigned char*>(x);
-  over_tokens(tokens, [&](auto kTokens, std::size_t t) {
-    group_tile_q4_k<Isa, decltype(kTokens)::value>(w, n / kQK_K, xp + t * x_row, x_row, y + t * y_stride, y_stride);
-  });
+  for (std::size_t g = 0; g < groups; ++g) {
+    const auto* w = static_cast<const unsigned char*>(group) + g * kRowGroup * (n / kQK_K) * sizeof(BlockQ4_K);
+    over_tokens(tokens, [&](auto kTokens, std::size_t t) {
+      group_tile_q4_k<Isa, decltype(kTokens)::value>(w, n / kQK_K, xp + t * x_row, x_row,
+                                                     y + t * y_stride + g * kRowGroup, y_stride);
+    });
+  }
 }
 
 }  // namespace

@@ -155,17 +155,18 @@ float dot_q6_k(const void* w, const void* x, std::size_t n) {
   return s;
 }
 
-// A row group as the reference computes it: its rows put back as stored, then the dot products.
+// Row groups as the reference computes them: their rows put back as stored, then the dot products.
 template <QuantType kType, float (*kDot)(const void*, const void*, std::size_t)>
-void group(const void* g, std::size_t n, const std::byte* x, std::size_t x_row, std::size_t tokens, float* y,
-           std::size_t y_stride) {
+void group(const void* g, std::size_t groups, std::size_t n, const std::byte* x, std::size_t x_row,
+           std::size_t tokens, float* y, std::size_t y_stride) {
   const std::size_t row = quant_row_bytes(kType, n);
   thread_local std::vector<unsigned char> rows;
   const auto* p = static_cast<const unsigned char*>(g);
-  rows.assign(p, p + kRowGroup * row);
-  from_row_groups(kType, rows.data(), kRowGroup, n);
+  rows.assign(p, p + groups * kRowGroup * row);
+  from_row_groups(kType, rows.data(), groups * kRowGroup, n);
   for (std::size_t t = 0; t < tokens; ++t)
-    for (std::size_t r = 0; r < kRowGroup; ++r) y[t * y_stride + r] = kDot(rows.data() + r * row, x + t * x_row, n);
+    for (std::size_t r = 0; r < groups * kRowGroup; ++r)
+      y[t * y_stride + r] = kDot(rows.data() + r * row, x + t * x_row, n);
 }
 
 }  // namespace

@@ -19,10 +19,12 @@ bool cpu_has(Kernels k) {
                            __builtin_cpu_supports("f16c");
   static const bool vnni = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  static const bool amx = vnni && kernels::amx_usable();
   switch (k) {
     case Kernels::kPortable: return true;
     case Kernels::kAvx2: return avx2;
     case Kernels::kAvx512Vnni: return vnni;
+    case Kernels::kAmx: return amx;
   }
   return false;
 }
@@ -59,9 +61,10 @@ kernels::TokensFn tokens_for(Kernels k, QuantType type) {
 }
 
 kernels::GroupFn group_for(Kernels k, QuantType type) {
-  const auto& t = k == Kernels::kAvx512Vnni ? kernels::vnni_groups()
-                  : k == Kernels::kAvx2     ? kernels::avx2_groups()
-                                            : kernels::portable_groups();
+  const auto& t = k == Kernels::kAmx         ? kernels::amx_groups()
+                  : k == Kernels::kAvx512Vnni ? kernels::vnni_groups()
+                  : k == Kernels::kAvx2       ? kernels::avx2_groups()
+                                              : kernels::portable_groups();
   switch (type) {
     case QuantType::kQ4_0: return t.q4_0;
     case QuantType::kQ4_K: return t.q4_k;
@@ -77,14 +80,16 @@ const char* kernels_name(Kernels k) {
     case Kernels::kPortable: return "portable";
     case Kernels::kAvx2: return "avx2";
     case Kernels::kAvx512Vnni: return "avx512vnni";
+    case Kernels::kAmx: return "amx";
   }
   return "?";
 }
 
 Kernels best_matmul_kernels() {
-  return cpu_has(Kernels::kAvx512Vnni) ? Kernels::kAvx512Vnni
-         : cpu_has(Kernels::kAvx2)     ? Kernels::kAvx2
-                                       : Kernels::kPortable;
+  return cpu_has(Kernels::kAmx)          ? Kernels::kAmx
+         : cpu_has(Kernels::kAvx512Vnni) ? Kernels::kAvx512Vnni
+         : cpu_has(Kernels::kAvx2)       ? Kernels::kAvx2
+                                         : Kernels::kPortable;
 }
 Kernels matmul_kernels() { return g_kernels.load(std::memory_order_relaxed); }
 void set_matmul_kernels(Kernels k) {
@@ -155,9 +160,10 @@ void matmul_rows(QuantType type, const void* w, std::size_t rows, std::size_t n,
                 ") splits a row group");
     FERRY_CHECK(row_end % kRowGroup == 0 || row_end >= grouped, "row range [", row_begin, ", ", row_end,
                 ") splits a row group");
-    const kernels::GroupFn group = group_for(k, type);
-    for (; r + kRowGroup <= std::min(row_end, grouped); r += kRowGroup)
-      group(base + r * w_row, n, activations, x_row, batch, y + r, y_stride);
+    if (const std::size_t end = std::min(row_end, grouped); r < end) {
+      group_for(k, type)(base + r * w_row, (end - r) / kRowGroup, n, activations, x_row, batch, y + r, y_stride);
+      r = end;
+    }
   }
   if (const kernels::TokensFn tokens = tokens_for(k, type); tokens && batch > 1) {
     // Activation rows in chunks of ~256 KiB that stay in cache while every weight row passes.

@@ -12,8 +12,9 @@
 // Q8_0 activations are quantized as Q8_0 weights are (quantize.h); Q8_K activations use
 // d = max|x|/127, q = round(x/d) per 256 values, plus the sums of each 16 q for the mins.
 // Weights are read in the kernel layout (row_groups.h: Q8_0, Q4_0, MXFP4 and Q4_K in groups of 8 rows).
-// Kernels: AVX-512 VNNI, AVX2+FMA or portable C++, the best the CPU has (checked at run time);
-// all sum the same integer products, so they differ only in the order of float additions.
+// Kernels: AMX (AVX-512 VNNI's, with Q4_K's products for several tokens on AMX tiles), AVX-512
+// VNNI, AVX2+FMA or portable C++, the best the CPU has (checked at run time); all sum the same
+// integer products, so they differ only in the order of float additions.
 #pragma once
 
 #include <cstddef>
@@ -45,7 +46,8 @@ void matmul_rows(QuantType type, const void* w, std::size_t rows, std::size_t n,
                  std::size_t row_end, const std::byte* activations, std::size_t batch, float* y, std::size_t y_stride);
 
 // The kernels in use: the best this CPU runs unless switched (tests and benchmarks compare them).
-enum class Kernels { kPortable, kAvx2, kAvx512Vnni };
+// Each a superset of the one before: a CPU that runs one runs those before it.
+enum class Kernels { kPortable, kAvx2, kAvx512Vnni, kAmx };
 const char* kernels_name(Kernels k);
 Kernels best_matmul_kernels();
 Kernels matmul_kernels();
