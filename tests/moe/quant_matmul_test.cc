@@ -153,7 +153,7 @@ INSTANTIATE_TEST_SUITE_P(Kernels, QuantMatmul,
 
 // The row-group layout byte for byte as row_groups.h states it: each part of a block in turn,
 // chunk c of row r at chunk·(8c + r) from the part's start; the rows after the last group as
-// stored; and back again.
+// stored; out of place chunk by chunk the same; and back again.
 TEST(RowGroups, LayoutAsDocumentedAndInvertible) {
   struct Part {
     std::size_t offset, bytes, chunk;  // in the stored block
@@ -184,12 +184,20 @@ TEST(RowGroups, LayoutAsDocumentedAndInvertible) {
         }
       }
     EXPECT_EQ(std::memcmp(g.data() + 8 * row, stored.data() + 8 * row, 3 * row), 0) << "rows after the group";
+    // Out of place, in chunks of whole groups (as the file link lands them): the same bytes.
+    std::vector<std::byte> chunked(stored.size());
+    to_row_groups(type, stored.data(), chunked.data(), 8, n);
+    to_row_groups(type, stored.data() + 8 * row, chunked.data() + 8 * row, rows - 8, n);
+    EXPECT_EQ(chunked, g) << quant_name(type) << " out of place";
     from_row_groups(type, g.data(), rows, n);
     EXPECT_EQ(g, stored) << quant_name(type);
   }
   std::vector<std::byte> k(quant_matrix_bytes(QuantType::kQ6_K, 8, 256), std::byte{5}), k0 = k;
   to_row_groups(QuantType::kQ6_K, k.data(), 8, 256);
   EXPECT_EQ(k, k0) << "formats without row groups stay as stored";
+  std::vector<std::byte> copied(k.size());
+  to_row_groups(QuantType::kQ6_K, k0.data(), copied.data(), 8, 256);
+  EXPECT_EQ(copied, k0) << "formats without row groups copied as stored";
 }
 
 }  // namespace

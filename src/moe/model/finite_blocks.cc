@@ -116,10 +116,14 @@ std::optional<NonFiniteBlock> first_nonfinite_block(QuantType type, const std::b
   return first_nonfinite_block(type, data, 0, bytes);
 }
 
+namespace {
+
 void require_finite_blocks(QuantType type, const std::byte* data, std::size_t begin, std::size_t end,
-                           const std::string& name, const std::string& where, const std::string& what) {
-  const auto bad = first_nonfinite_block(type, data, begin, end);
+                           const std::string& name, const std::string& where, const std::string& what,
+                           std::size_t first_block) {
+  auto bad = first_nonfinite_block(type, data, begin, end);
   if (!bad) return;
+  bad->block += first_block;
   const bool values = type == QuantType::kF32 || type == QuantType::kF16 || type == QuantType::kBF16;
   FERRY_THROW(FormatError, "tensor '", excerpt(name), "'", what.empty() ? "" : " (" + what + ")", " in '", excerpt(where),
               "' holds a non-finite ", values ? "value" : std::string(quant::quant_name(type)) + " scale", " (",
@@ -127,9 +131,16 @@ void require_finite_blocks(QuantType type, const std::byte* data, std::size_t be
               values ? "element " : "block ", bad->block, ": weights must be finite");
 }
 
+}  // namespace
+
+void require_finite_blocks(QuantType type, const std::byte* data, std::size_t begin, std::size_t end,
+                           const std::string& name, const std::string& where, const std::string& what) {
+  require_finite_blocks(type, data, begin, end, name, where, what, 0);
+}
+
 void require_finite_blocks(QuantType type, const std::byte* data, std::size_t bytes, const std::string& name,
-                           const std::string& where, const std::string& what) {
-  require_finite_blocks(type, data, 0, bytes, name, where, what);
+                           const std::string& where, const std::string& what, std::size_t first_block) {
+  require_finite_blocks(type, data, 0, bytes, name, where, what, first_block);
 }
 
 }  // namespace ferry::moe

@@ -39,8 +39,9 @@ std::optional<NonFiniteBlock> first_nonfinite_block(quant::QuantType type, const
 // FormatError "tensor 'NAME' (WHAT) in 'WHERE' holds a non-finite scale (nan) in block B:
 // weights must be finite" ("value" and "element" for F32/F16/BF16; WHAT, e.g. "layer 0, expert 3",
 // omitted when empty).
+// `first_block`: the number of the block at `data` in the tensor (a chunk of it), for the message.
 void require_finite_blocks(quant::QuantType type, const std::byte* data, std::size_t bytes, const std::string& name,
-                           const std::string& where, const std::string& what = "");
+                           const std::string& where, const std::string& what = "", std::size_t first_block = 0);
 // Over the fields that end in [begin, end), as first_nonfinite_block's range form.
 void require_finite_blocks(quant::QuantType type, const std::byte* data, std::size_t begin, std::size_t end,
                            const std::string& name, const std::string& where, const std::string& what);

@@ -77,6 +77,19 @@ bool has_row_groups(QuantType type) {
 }
 
 void to_row_groups(QuantType type, void* data, std::size_t rows, std::size_t n) { move(type, data, rows, n, true); }
+void to_row_groups(QuantType type, const void* stored, void* grouped, std::size_t rows, std::size_t n) {
+  const std::size_t row = quant_row_bytes(type, n);
+  std::size_t whole = 0;  // rows reordered
+  if (has_row_groups(type)) {
+    const std::vector<Part> parts = parts_of(type);
+    whole = rows / kRowGroup * kRowGroup;
+    for (std::size_t r = 0; r < whole; r += kRowGroup)
+      copy_group<true>(type, static_cast<unsigned char*>(grouped) + r * row,
+                       static_cast<const unsigned char*>(stored) + r * row, n, parts);
+  }
+  std::memcpy(static_cast<unsigned char*>(grouped) + whole * row, static_cast<const unsigned char*>(stored) + whole * row,
+              (rows - whole) * row);
+}
 void from_row_groups(QuantType type, void* data, std::size_t rows, std::size_t n) { move(type, data, rows, n, false); }
 
 }  // namespace ferry::moe::quant

@@ -33,6 +33,10 @@ constexpr std::size_t kRowGroup = 8;
 bool has_row_groups(QuantType type);
 // Rows × n weights of `type` at `data`: stored layout → row groups, and back; in place.
 void to_row_groups(QuantType type, void* data, std::size_t rows, std::size_t n);
+// The same from `stored` into `grouped` (not overlapping): whole groups reordered, the rows after
+// the last one copied. A reader that lands each chunk of whole groups this way, straight from its
+// read buffer, reorders the matrix as to_row_groups does with no pass of its own over it.
+void to_row_groups(QuantType type, const void* stored, void* grouped, std::size_t rows, std::size_t n);
 void from_row_groups(QuantType type, void* data, std::size_t rows, std::size_t n);
 
 }  // namespace ferry::moe::quant

@@ -24,6 +24,7 @@
 #include "core/units.h"
 #include "moe/model/checkpoint.h"
 #include "moe/model/finite_blocks.h"
+#include "moe/quant/row_groups.h"
 #include "moe/store/chunk_readers.h"
 #include "moe/store/host_pool.h"
 #include "moe/store/link.h"
@@ -49,10 +50,19 @@ struct Piece {
   DType dtype = DType::kF32;
   quant::QuantType type = quant::QuantType::kF32;  // of the bytes in the slot (as stored, or float32)
   std::string name;                                // the tensor, for messages
+  std::uint64_t cols = 0;                          // weights per row
+  // Bytes of one group of quant::kRowGroup rows as stored where the kernels keep the rows in
+  // groups (row_groups.h): chunks are then whole groups, reordered as they land; else 0.
+  std::uint64_t group_bytes = 0;
   std::uint64_t in_elem() const { return as_stored ? 1 : dtype_size(dtype); }
   std::uint64_t out_elem() const { return as_stored ? 1 : 4; }
   std::uint64_t out_len() const { return len / in_elem() * out_elem(); }
 };
+
+// Piece::group_bytes of a matrix of `type` with rows of `cols` weights.
+std::uint64_t group_bytes(quant::QuantType type, std::int64_t cols) {
+  return quant::has_row_groups(type) ? quant::kRowGroup * quant::quant_row_bytes(type, static_cast<std::size_t>(cols)) : 0;
+}
 
 bool same_layout(const ExpertLayout& a, const ExpertLayout& b) {
   return a.format == b.format && a.down_format == b.down_format && a.layer_down == b.layer_down;
@@ -79,24 +89,28 @@ class FileLink : public Link {
       for (const auto& f : ck->files()) by_shard_.emplace(f.get(), open_file(f->path()));
     }
     chunk_ = std::max<std::uint64_t>(kAlign, spec.chunk_bytes / kAlign * kAlign);
-    readers_ = std::make_unique<ChunkReaders>(spec.reads_in_flight, chunk_ + 2 * kAlign, kAlign);
+    // A chunk is at least one row group (a few tens of KB at today's shapes; chunk_ is 1 MB).
+    std::uint64_t buffer = chunk_;
+    const std::vector<quant::QuantType> downs = layout_.layer_down.empty() ? std::vector{layout_.down_format} : layout_.layer_down;
+    buffer = std::max(buffer, group_bytes(layout_.format, layout_.hidden));
+    for (quant::QuantType d : downs) buffer = std::max(buffer, group_bytes(d, layout_.intermediate));
+    readers_ = std::make_unique<ChunkReaders>(spec.reads_in_flight, buffer + 2 * kAlign, kAlign);
     if (spec_.bandwidth_bytes_per_s <= 0) calibrate();
   }
 
   // `from` counts slot bytes delivered, in the order w1, w3, w2; a resumed call skips them. Chunks
   // are handed to the readers in that order and every one handed out is complete before this
-  // returns, so what it delivered is always a prefix. The call that completes the expert puts it
-  // in the kernels' layout.
+  // returns, so what it delivered is always a prefix. Each chunk lands in the kernels' layout:
+  // a matrix kept in row groups is read in chunks of whole groups, reordered by the reader from
+  // its buffer into the slot (on the readers' threads, while the next chunks are read, instead of
+  // a pass over the whole expert on this thread after the last one).
   std::uint64_t transfer(ExpertId id, std::byte* dst, std::uint64_t from, const std::atomic<bool>& stop) override {
     const double begin = now_s() + spec_.latency_s;
     std::uint64_t moved = 0;    // by this call
     std::uint64_t skipped = 0;  // slot bytes of earlier projections (or parts) already delivered
-    std::uint64_t total = 0;
     const std::vector<Piece> parts = pieces(id);
-    for (std::size_t k = 0; k < parts.size(); ++k) {
+    for (std::size_t k = 0; k < parts.size(); ++k)
       if (k == 0 || parts[k].file != parts[k - 1].file) check_unchanged(*parts[k].file);  // a GGUF: once
-      total += parts[k].out_len();
-    }
     const std::string expert = what(id);
     for (const Piece& p : parts) {
       if (stop.load(std::memory_order_relaxed)) break;
@@ -107,10 +121,18 @@ class FileLink : public Link {
       std::uint64_t done = from > skipped ? (from - skipped) / p.out_elem() * p.in_elem() : 0;  // file bytes
       skipped = from;
       while (done < p.len && !stop.load(std::memory_order_relaxed)) {
-        const std::uint64_t want = std::min<std::uint64_t>(chunk_ / p.in_elem() * p.in_elem(), p.len - done);
+        const std::uint64_t unit = p.group_bytes != 0 ? p.group_bytes : p.in_elem();
+        const std::uint64_t want = std::min(std::max(unit, chunk_ / unit * unit), p.len - done);
         // `p`, `dst` and `expert` outlive the job: drain() below waits for it.
         readers_->submit([&p, dst, done, want, &expert](std::byte* buffer) {
           const std::byte* src = read(*p.file, p.offset + done, want, buffer);
+          if (p.group_bytes != 0) {  // whole groups (the last chunk: the rest of the rows)
+            require_finite_blocks(p.type, src, want, p.name, p.file->path, expert,
+                                  done / quant::quant_traits(p.type).block_bytes);
+            const std::uint64_t row = p.group_bytes / quant::kRowGroup;
+            quant::to_row_groups(p.type, src, dst + p.dst + done, want / row, p.cols);
+            return;
+          }
           if (p.as_stored)
             std::memcpy(dst + p.dst + done, src, want);
           else
@@ -127,7 +149,6 @@ class FileLink : public Link {
       }
     }
     readers_->drain();  // rethrows a read's error
-    if (from + moved == total) layout_.of_layer(id.layer).to_kernel_layout(dst);
     return moved;
   }
 
@@ -184,8 +205,8 @@ class FileLink : public Link {
                   " bytes when opened, now ", now.st_size, ", modified since)");
   }
 
-  // Reads `len` bytes at `pos` (len <= chunk_) through `bounce` (a reader's aligned buffer of
-  // chunk_ + 2 kAlign bytes); returns them.
+  // Reads `len` bytes at `pos` (at most a chunk: chunk_, or one row group where that is larger)
+  // through `bounce` (a reader's aligned buffer of that many bytes + 2 kAlign); returns them.
   static const std::byte* read(const OpenFile& f, std::uint64_t pos, std::uint64_t len, std::byte* bounce) {
     const std::uint64_t aligned = pos / kAlign * kAlign;
     const std::uint64_t span = (pos - aligned + len + kAlign - 1) / kAlign * kAlign;
@@ -205,17 +226,18 @@ class FileLink : public Link {
     const ExpertLayout L = layout_.of_layer(id.layer);
     const int which[3] = {1, 3, 2};
     const std::uint64_t offsets[3] = {L.w1_offset(), L.w3_offset(), L.w2_offset()};
+    const std::int64_t cols[3] = {L.hidden, L.hidden, L.intermediate};
     std::vector<Piece> out;
     for (int t = 0; t < 3; ++t) {
       const std::string name = names_.expert(ck_->config().decoder_layer(id.layer), id.expert, which[t]);
       if (const GgufModel* g = ck_->gguf()) {
         const StoredTensor s = g->stored(name);
         out.push_back({files_.front().get(), s.file_offset, s.bytes.size(), offsets[t], true, DType::kF32, s.type,
-                       s.gguf_name});
+                       s.gguf_name, static_cast<std::uint64_t>(cols[t]), group_bytes(s.type, cols[t])});
       } else {
         const TensorRef ref = ck_->at(name);
         out.push_back({by_shard_.at(ref.file), ref.file->file_offset(*ref.info), ref.info->nbytes(), offsets[t], false,
-                       ref.info->dtype, quant::QuantType::kF32, name});
+                       ref.info->dtype, quant::QuantType::kF32, name, static_cast<std::uint64_t>(cols[t]), 0});
       }
     }
     return out;
