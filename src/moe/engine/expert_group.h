@@ -25,7 +25,7 @@
 namespace ferry::moe {
 
 // The most token rows (summed over the members) a group takes: its activations, gate, up and down
-// outputs are float32 rows of I and H values, so this bounds a group's workspace (Qwen3-30B: 4.5
+// outputs are float32 rows of I and H values, so this bounds a group's workspace (Qwen3-30B: 2.2
 // MB; DeepSeek-V3: 6.8 MB) whatever the step's size. A decode step of 16 sequences at top-8 fills it.
 constexpr std::int64_t kExpertGroupRows = 128;
 
