@@ -29,14 +29,23 @@ void run_expert_group(const ExpertLayout& L, const std::vector<ExpertGroupMember
     first.push_back(static_cast<std::int64_t>(rows.size()));
   }
   const auto R = static_cast<std::int64_t>(rows.size());
-  // Every token's activations converted once, then each member's rows gathered from them.
+  // The members' activation rows in the weights' format. Rows are converted one by one, so either
+  // way gives the same bytes: where the step has fewer tokens than the group has rows (decode: a
+  // token goes to top-k experts), every token is converted once and its row copied to each member;
+  // otherwise (prefill) only the group's rows are gathered and converted.
   thread_local std::vector<std::byte> tokens_act, up_act, down_act;
-  quant::quantize_activations(L.format, m.data_ptr<float>(), static_cast<std::size_t>(m.size(0)),
-                              static_cast<std::size_t>(H), tokens_act);
   const std::size_t up_row = quant::activation_row_bytes(L.format, static_cast<std::size_t>(H));
-  up_act.resize(static_cast<std::size_t>(R) * up_row);
-  for (std::size_t r = 0; r < rows.size(); ++r)
-    std::memcpy(up_act.data() + r * up_row, tokens_act.data() + static_cast<std::size_t>(rows[r]) * up_row, up_row);
+  if (m.size(0) <= R) {
+    quant::quantize_activations(L.format, m.data_ptr<float>(), static_cast<std::size_t>(m.size(0)),
+                                static_cast<std::size_t>(H), tokens_act);
+    up_act.resize(static_cast<std::size_t>(R) * up_row);
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      std::memcpy(up_act.data() + r * up_row, tokens_act.data() + static_cast<std::size_t>(rows[r]) * up_row, up_row);
+  } else {
+    auto x = m.index_select(0, torch::from_blob(rows.data(), {R}, torch::kInt64)).contiguous();
+    quant::quantize_activations(L.format, x.data_ptr<float>(), static_cast<std::size_t>(R), static_cast<std::size_t>(H),
+                                up_act);
+  }
   auto gate = torch::empty({R, I}), up = torch::empty({R, I});
   std::vector<BlockProduct> ps;
   for (std::size_t k = 0; k < members.size(); ++k) {
