@@ -15,6 +15,7 @@
 #include "core/units.h"
 #include "moe/engine/decode_attention.h"
 #include "moe/engine/expert_call.h"
+#include "moe/engine/expert_group.h"
 #include "moe/engine/kv_cache.h"
 #include "moe/quant/quant_type.h"
 #include "moe/engine/timed_policy.h"
@@ -488,51 +489,72 @@ torch::Tensor MoeEngine::Impl::mlp(int decoder_layer, const torch::Tensor& x) {
   return out;
 }
 
-// Bytes already in place first, host experts while transfers run, then in load order; last the
-// experts that found no room (every other expert of this layer is unpinned by then).
+// Hits first (bytes in place or already on their way), host experts while transfers run, then the
+// demand loads, last the experts that found no room (every other expert of this layer is unpinned
+// by then); each set in expert order, so the contributions are summed in an order the routing,
+// the policy and the budget fix, not the transfers' timing. Runs of hits whose bytes are in place
+// are computed as groups (expert_group.h).
 void MoeEngine::Impl::compute_layer(int l, const torch::Tensor& m, const std::vector<ExpertWork>& work,
                                     const LayerDispatch& d, torch::Tensor& out) {
   // The biases stay with the dense weights wherever the expert's projections are (weights.h).
   const LayerWeights& lw = w.layers[w.config.decoder_layer(l)];
+  const ExpertLayout layout = pool->layout().of_layer(l);
   auto bias = [&](std::size_t i) { return expert_bias(lw, work[i].expert); };
-  auto device_call = [&](std::size_t i) {
-    ExpertId id{l, work[i].expert};
-    const std::byte* p = store->acquire(id);
-    const double t0 = now_s();
-    out.index_add_(0, torch::from_blob(const_cast<std::int64_t*>(work[i].rows.data()),
-                                       {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
-                   run_expert(pool->layout().of_layer(l), p, m, work[i], w.config, bias(i)));
-    if (profile.device_expert_s > 0) sleep_until_s(t0 + profile.device_expert_s);
-    stats.device_compute_s += now_s() - t0;
-    store->unpin(id);
+  auto rows_of = [&](std::size_t i) {
+    return torch::from_blob(const_cast<std::int64_t*>(work[i].rows.data()),
+                            {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64);
   };
-  std::vector<char> done(work.size(), 0);
-  for (std::size_t i = 0; i < work.size(); ++i)
-    if (d.fate[i] == ExpertFate::kHit || (d.fate[i] == ExpertFate::kLoading && store->resident({l, work[i].expert}))) {
-      device_call(i);
-      done[i] = 1;
+  // Device experts `group` (work indices, pinned), one group or one call.
+  auto device_calls = [&](const std::vector<std::size_t>& group) {
+    std::vector<ExpertGroupMember> members;
+    for (std::size_t i : group) members.push_back({store->acquire({l, work[i].expert}), &work[i], bias(i)});
+    const double t0 = now_s();
+    if (group.size() == 1) {
+      out.index_add_(0, rows_of(group[0]), run_expert(layout, members[0].base, m, work[group[0]], w.config, members[0].bias));
+    } else {
+      run_expert_group(layout, members, m, w.config, out);
+      stats.grouped_calls += group.size();
     }
+    if (profile.device_expert_s > 0) sleep_until_s(t0 + profile.device_expert_s * static_cast<double>(group.size()));
+    stats.device_compute_s += now_s() - t0;
+    for (std::size_t i : group) store->unpin({l, work[i].expert});
+  };
+  std::vector<std::size_t> group;  // hits in place, computed together when the next one is not
+  std::int64_t group_rows = 0;
+  auto flush = [&] {
+    if (!group.empty()) device_calls(group);
+    group.clear();
+    group_rows = 0;
+  };
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    if (d.fate[i] != ExpertFate::kHit) continue;
+    const auto n = static_cast<std::int64_t>(work[i].rows.size());
+    if (!options.group_experts || !joins_expert_group(layout, n)) {
+      flush();
+      device_calls({i});
+      continue;
+    }
+    // One on its way starts a new group, so that those before it compute while it lands.
+    if (group_rows + n > kExpertGroupRows || !store->resident({l, work[i].expert})) flush();
+    group.push_back(i);
+    group_rows += n;
+  }
+  flush();
   for (std::size_t i = 0; i < work.size(); ++i) {
     if (d.fate[i] != ExpertFate::kHost) continue;
     const double t0 = now_s();
-    out.index_add_(0, torch::from_blob(const_cast<std::int64_t*>(work[i].rows.data()),
-                                       {static_cast<std::int64_t>(work[i].rows.size())}, torch::kInt64),
-                   run_expert(pool->layout().of_layer(l), pool->expert({l, work[i].expert}), m, work[i], w.config, bias(i)));
+    out.index_add_(0, rows_of(i), run_expert(layout, pool->expert({l, work[i].expert}), m, work[i], w.config, bias(i)));
     if (profile.host_token_s > 0) sleep_until_s(t0 + profile.host_token_s * static_cast<double>(work[i].rows.size()));
     stats.host_compute_s += now_s() - t0;
-    done[i] = 1;
   }
   for (std::size_t i = 0; i < work.size(); ++i)
-    if (!done[i] && d.fate[i] == ExpertFate::kLoading) {
-      device_call(i);
-      done[i] = 1;
-    }
+    if (d.fate[i] == ExpertFate::kLoading) device_calls({i});
   for (std::size_t i = 0; i < work.size(); ++i) {
-    if (done[i]) continue;
+    if (d.fate[i] != ExpertFate::kNoRoom) continue;
     ExpertId id{l, work[i].expert};  // no room at dispatch: every other expert of this layer is unpinned by now
     FERRY_CHECK(store->request(id), "no evictable expert for a deferred load");
     store->pin(id);
-    device_call(i);
+    device_calls({i});
   }
 }
 

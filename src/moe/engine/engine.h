@@ -45,6 +45,10 @@ struct EngineOptions {
   bool dense_as_stored = true;
   std::uint64_t chunk_bytes = 1u << 20;  // transfer chunk (cancellation granularity)
   bool preload = false;            // fill the device budget before the first step (all-resident runs)
+  // A layer's device experts whose bytes are in place computed together (expert_group.h: one
+  // parallel region for gate and up of all, one for down), or false: one call per expert. The
+  // logits are the same bit for bit either way.
+  bool group_experts = true;
   // Routing replay (tests: the engine against the simulator): when set, each layer's top-k is the
   // trace's instead of the router's. A sequence walks the trace's N decode tokens cyclically, one per
   // position, from its routing_offset (SequenceOptions); sequence j of a lock-step batch of B starts
@@ -61,6 +65,7 @@ struct EngineStats {
   std::uint64_t expert_accesses = 0;  // (layer, expert) activations, once per forward and layer
   std::uint64_t hits = 0;             // device-placed experts already resident or on their way
   std::uint64_t host_execs = 0;       // experts executed on the host
+  std::uint64_t grouped_calls = 0;    // device expert calls made in groups (EngineOptions::group_experts)
   double forward_s = 0;               // wall time inside forward() and step()
   // ... of which (wall time, every layer): attention (its norm, projections, RoPE, cache, scores);
   // the MoE blocks (their norm, the router, dispatch, waits for loads, the expert calls counted

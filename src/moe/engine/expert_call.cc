@@ -23,16 +23,21 @@ ExpertKernels auto_kernels(quant::QuantType format, std::int64_t tokens) {
   return ExpertKernels::kBlocks;
 }
 
+ExpertKernels auto_kernels(const ExpertLayout& L, std::int64_t tokens) {
+  const bool f32 = L.format == quant::QuantType::kF32 && L.down_format == quant::QuantType::kF32;
+  return f32 ? auto_kernels(L.format, tokens) : ExpertKernels::kBlocks;
+}
+
 torch::Tensor run_expert(const ExpertLayout& L, const std::byte* base, const torch::Tensor& m, const ExpertWork& work,
                          const MoeConfig& c, const ExpertBias& bias, ExpertKernels kernels) {
   const auto n = static_cast<std::int64_t>(work.rows.size());
   auto idx = torch::from_blob(const_cast<std::int64_t*>(work.rows.data()), {n}, torch::kInt64);
   auto gate = torch::from_blob(const_cast<float*>(work.gates.data()), {n, 1});
   auto x = m.index_select(0, idx).contiguous();
-  const bool f32 = L.format == quant::QuantType::kF32 && L.down_format == quant::QuantType::kF32;
-  if (kernels == ExpertKernels::kAuto) kernels = f32 ? auto_kernels(L.format, n) : ExpertKernels::kBlocks;
+  if (kernels == ExpertKernels::kAuto) kernels = auto_kernels(L, n);
   if (kernels == ExpertKernels::kLibtorch) {
-    FERRY_CHECK(f32, "libtorch computes float32 experts only");
+    FERRY_CHECK(L.format == quant::QuantType::kF32 && L.down_format == quant::QuantType::kF32,
+                "libtorch computes float32 experts only");
     // from_blob wants non-const; the views are only read.
     auto* p = const_cast<float*>(reinterpret_cast<const float*>(base));
     auto w1 = torch::from_blob(p + L.w1_offset() / 4, {L.intermediate, L.hidden});

@@ -27,6 +27,9 @@ enum class ExpertKernels { kAuto, kLibtorch, kBlocks };
 // What kAuto chooses for `tokens` rows of experts in `format`: the block kernels, except float32
 // at 8 tokens or more (libtorch's GEMM; measured, see expert_call.cc).
 ExpertKernels auto_kernels(quant::QuantType format, std::int64_t tokens);
+// What kAuto chooses for an expert of `layout` on `tokens` rows: auto_kernels() when all three
+// projections are float32, else the block kernels (the only ones that read the other formats).
+ExpertKernels auto_kernels(const ExpertLayout& layout, std::int64_t tokens);
 
 // gate * expert(m[rows]) -> [rows, H], the expert's weights read in place at `base` (`layout`), its
 // unit config's (glu()), its biases `bias` (resident: LayerWeights::expert_b*) when defined.

@@ -27,6 +27,34 @@ at::Tensor activation(const std::string& hidden_act, const at::Tensor& x) {
   FERRY_THROW(InvalidArgument, "hidden_act '", hidden_act, "' is not implemented");
 }
 
+void run_block_products(std::int64_t cols, const std::vector<BlockProduct>& ps) {
+  // Tasks: whole row groups (matmul_row_unit) of every matrix in turn, so that the matrices share
+  // one parallel region; each ~64 KB of weights, enough to outweigh its scheduling.
+  std::vector<std::int64_t> first_unit;  // the matrices' first task numbers
+  std::int64_t units = 0, unit_bytes = 0;
+  for (const auto& p : ps) {
+    first_unit.push_back(units);
+    const auto unit = static_cast<std::int64_t>(quant::matmul_row_unit(p.w.type));
+    units += (p.w.rows + unit - 1) / unit;
+    unit_bytes = std::max<std::int64_t>(
+        unit_bytes, unit * static_cast<std::int64_t>(quant::quant_row_bytes(p.w.type, static_cast<std::size_t>(cols))));
+  }
+  first_unit.push_back(units);
+  const auto grain = std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, unit_bytes));
+  at::parallel_for(0, units, grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      const std::int64_t b = std::max(begin, first_unit[i]), e = std::min(end, first_unit[i + 1]);
+      if (b >= e) continue;
+      const BlockMatrix& w = ps[i].w;
+      const auto unit = static_cast<std::int64_t>(quant::matmul_row_unit(w.type));
+      quant::matmul_rows(w.type, w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(cols),
+                         static_cast<std::size_t>((b - first_unit[i]) * unit),
+                         static_cast<std::size_t>(std::min(w.rows, (e - first_unit[i]) * unit)), ps[i].activations,
+                         static_cast<std::size_t>(ps[i].batch), ps[i].y, static_cast<std::size_t>(w.rows));
+    }
+  });
+}
+
 std::vector<at::Tensor> project_blocks(const at::Tensor& x, std::int64_t cols, const std::vector<BlockMatrix>& ws) {
   const auto n = static_cast<std::size_t>(x.size(0));
   // The activations in each format the matrices need, converted once.
@@ -38,34 +66,13 @@ std::vector<at::Tensor> project_blocks(const at::Tensor& x, std::int64_t cols, c
     quant::quantize_activations(w.type, x.data_ptr<float>(), n, static_cast<std::size_t>(cols), act[f]);
     acts[f] = act[f].data();
   }
-  // Tasks: whole row groups (matmul_row_unit) of every matrix in turn, so that the matrices share
-  // one parallel region; each ~64 KB of weights, enough to outweigh its scheduling.
   std::vector<at::Tensor> ys;
-  std::vector<std::int64_t> first_unit;  // the matrices' first task numbers
-  std::int64_t units = 0, unit_bytes = 0;
+  std::vector<BlockProduct> ps;
   for (const auto& w : ws) {
     ys.push_back(torch::empty({x.size(0), w.rows}));
-    first_unit.push_back(units);
-    const auto unit = static_cast<std::int64_t>(quant::matmul_row_unit(w.type));
-    units += (w.rows + unit - 1) / unit;
-    unit_bytes = std::max<std::int64_t>(
-        unit_bytes, unit * static_cast<std::int64_t>(quant::quant_row_bytes(w.type, static_cast<std::size_t>(cols))));
+    ps.push_back({w, acts[static_cast<int>(quant::activation_format(w.type))], x.size(0), ys.back().data_ptr<float>()});
   }
-  first_unit.push_back(units);
-  const auto grain = std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, unit_bytes));
-  at::parallel_for(0, units, grain, [&](std::int64_t begin, std::int64_t end) {
-    for (std::size_t i = 0; i < ws.size(); ++i) {
-      const std::int64_t b = std::max(begin, first_unit[i]), e = std::min(end, first_unit[i + 1]);
-      if (b >= e) continue;
-      const BlockMatrix& w = ws[i];
-      const auto unit = static_cast<std::int64_t>(quant::matmul_row_unit(w.type));
-      quant::matmul_rows(w.type, w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(cols),
-                         static_cast<std::size_t>((b - first_unit[i]) * unit),
-                         static_cast<std::size_t>(std::min(w.rows, (e - first_unit[i]) * unit)),
-                         acts[static_cast<int>(quant::activation_format(w.type))], n, ys[i].data_ptr<float>(),
-                         static_cast<std::size_t>(w.rows));
-    }
-  });
+  run_block_products(cols, ps);
   return ys;
 }
 

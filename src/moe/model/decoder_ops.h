@@ -35,8 +35,20 @@ struct BlockMatrix {
   const std::byte* data;
   std::int64_t rows;
 };
-// x [n, cols] (float32, contiguous) · Wᵀ for each W of `ws`, their rows split across the intra-op
-// threads in one parallel region: one [n, rows] each.
+// One product of a parallel region: y [batch, w.rows] (row stride w.rows) = x · Wᵀ for `batch`
+// rows x already in w's activation format (quant::quantize_activations).
+struct BlockProduct {
+  BlockMatrix w;
+  const std::byte* activations;
+  std::int64_t batch;
+  float* y;
+};
+// Every product of `ps` (rows of `cols` weights each) in one parallel region: its tasks are whole
+// row groups (quant::matmul_row_unit) of every matrix in turn, ~64 KB of weights each, split evenly
+// across the intra-op threads.
+void run_block_products(std::int64_t cols, const std::vector<BlockProduct>& ps);
+// x [n, cols] (float32, contiguous) · Wᵀ for each W of `ws`, the activations converted once and
+// the products in one region (run_block_products): one [n, rows] each.
 std::vector<at::Tensor> project_blocks(const at::Tensor& x, std::int64_t cols, const std::vector<BlockMatrix>& ws);
 at::Tensor project_blocks(const at::Tensor& x, quant::QuantType type, const std::byte* w, std::int64_t rows,
                           std::int64_t cols);
