@@ -12,7 +12,7 @@
 namespace ferry::moe {
 
 bool joins_expert_group(const ExpertLayout& layout, std::int64_t tokens) {
-  return auto_kernels(layout, tokens) == ExpertKernels::kBlocks;
+  return tokens <= kExpertGroupMemberRows && auto_kernels(layout, tokens) == ExpertKernels::kBlocks;
 }
 
 void run_expert_group(const ExpertLayout& L, const std::vector<ExpertGroupMember>& members, const torch::Tensor& m,
@@ -23,7 +23,7 @@ void run_expert_group(const ExpertLayout& L, const std::vector<ExpertGroupMember
   std::vector<float> gates;
   for (const auto& mb : members) {
     FERRY_CHECK(joins_expert_group(L, static_cast<std::int64_t>(mb.work->rows.size())),
-                "expert ", mb.work->expert, " does not run on the block kernels");
+                "expert ", mb.work->expert, " cannot join a group (joins_expert_group)");
     rows.insert(rows.end(), mb.work->rows.begin(), mb.work->rows.end());
     gates.insert(gates.end(), mb.work->gates.begin(), mb.work->gates.end());
     first.push_back(static_cast<std::int64_t>(rows.size()));

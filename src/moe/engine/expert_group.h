@@ -36,8 +36,15 @@ struct ExpertGroupMember {
   ExpertBias bias;
 };
 
-// Whether an expert of `layout` on `tokens` rows can join a group: the block kernels compute it
-// (auto_kernels; float32 experts of 8 tokens and more go to libtorch, one call each).
+// The most rows a member takes. An expert of more (a prefill's) pays its call's fixed cost over
+// enough work, and measured slower in a group: on 1,024 prompt tokens of the DeepSeek-V3 and
+// Qwen3-30B shapes (~32 rows an expert), the experts' time per token rose 3-20 % grouped, where
+// at decode (1-2 rows an expert) it fell 16-44 % (bench/RESULTS.md, "Grouped expert calls").
+constexpr std::int64_t kExpertGroupMemberRows = 8;
+
+// Whether an expert of `layout` on `tokens` rows joins a group: at most kExpertGroupMemberRows,
+// on the block kernels (auto_kernels; float32 experts of 8 tokens and more go to libtorch, one
+// call each).
 bool joins_expert_group(const ExpertLayout& layout, std::int64_t tokens);
 
 // out[rows] += gate * expert(m[rows]) for every member, in the members' order, each as run_expert
