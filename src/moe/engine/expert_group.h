@@ -37,9 +37,9 @@ struct ExpertGroupMember {
 };
 
 // The most rows a member takes. An expert of more (a prefill's) pays its call's fixed cost over
-// enough work, and measured slower in a group: on 1,024 prompt tokens of the DeepSeek-V3 and
-// Qwen3-30B shapes (~32 rows an expert), the experts' time per token rose 3-20 % grouped, where
-// at decode (1-2 rows an expert) it fell 16-44 % (bench/RESULTS.md, "Grouped expert calls").
+// enough work, and measured slower in a group: on 1,024 prompt tokens of the DeepSeek-V3 shape
+// (~32 rows an expert) the experts' time per token rose 10-23 % grouped (Qwen3-30B's: -7 to +3 %),
+// where at decode (1-2 rows an expert) it fell 3-44 % (bench/RESULTS.md, "Grouped expert calls").
 constexpr std::int64_t kExpertGroupMemberRows = 8;
 
 // Whether an expert of `layout` on `tokens` rows joins a group: at most kExpertGroupMemberRows,
