@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "moe/model/config.h"
+#include "moe/model/dtype.h"
 #include "moe/model/family.h"
 #include "moe/model/pretrain.h"
 #include "moe/model/random_gguf.h"
@@ -73,10 +74,13 @@ int run_make_tiny(TinyModelOptions& o, const std::string& out, const std::string
   prepare_tiny_config(o.config);
   make_tiny_model(out, o);
   auto w = load_config(out);
+  // An expert's weights as written: MXFP4 blocks (17 bytes per 32 weights) or the --dtype's values.
+  const double per_weight = o.config.mxfp4_experts ? 17.0 / 32.0 : static_cast<double>(dtype_size(o.write.dtype));
+  const double expert = static_cast<double>(w.expert_params()) * per_weight;
   std::printf("wrote %s: %s, %d layers (%d with experts) x %d experts (top-%d), hidden %d, expert %s, all experts %s\n",
               out.c_str(), w.model_type.c_str(), w.num_layers, w.num_moe_layers(), w.num_experts, w.top_k,
-              w.hidden_size, format_bytes(w.expert_params() * 4.0).c_str(),
-              format_bytes(w.expert_params() * 4.0 * w.num_moe_layers() * w.num_experts).c_str());
+              w.hidden_size, format_bytes(expert).c_str(),
+              format_bytes(expert * w.num_moe_layers() * w.num_experts).c_str());
   return 0;
 }
 

@@ -1,7 +1,8 @@
 // The file link: experts are read from the checkpoint on disk with O_DIRECT (no page cache), for
 // CPU-only machines whose RAM cannot hold every expert. Each of the expert's three projections is
 // read in aligned chunks into an aligned bounce buffer, then copied as stored (a GGUF file: the
-// quantized blocks the kernels compute on) or converted to float32 (a safetensors checkpoint).
+// quantized blocks the kernels compute on, reordered into the kernels' row groups chunk by chunk)
+// or converted to float32 (a safetensors checkpoint).
 // Up to LinkSpec::reads_in_flight chunks are read at once (chunk_readers.h), in slot order.
 // Where the filesystem refuses O_DIRECT (tmpfs), it falls back to buffered reads. A file that
 // changes size or modification time while the experts stream from it is a FormatError naming it;
@@ -90,9 +91,8 @@ class FileLink : public Link {
     }
     chunk_ = std::max<std::uint64_t>(kAlign, spec.chunk_bytes / kAlign * kAlign);
     // A chunk is at least one row group (a few tens of KB at today's shapes; chunk_ is 1 MB).
-    std::uint64_t buffer = chunk_;
+    std::uint64_t buffer = std::max(chunk_, group_bytes(layout_.format, layout_.hidden));
     const std::vector<quant::QuantType> downs = layout_.layer_down.empty() ? std::vector{layout_.down_format} : layout_.layer_down;
-    buffer = std::max(buffer, group_bytes(layout_.format, layout_.hidden));
     for (quant::QuantType d : downs) buffer = std::max(buffer, group_bytes(d, layout_.intermediate));
     readers_ = std::make_unique<ChunkReaders>(spec.reads_in_flight, buffer + 2 * kAlign, kAlign);
     if (spec_.bandwidth_bytes_per_s <= 0) calibrate();
