@@ -24,7 +24,8 @@
 # FERRY=path runs a copy of the binary (safe from rebuilds); RUNS= a comma list of configuration
 # names; PHASES= "quality time" (default both); LR= overrides the optimizer's lr for every run;
 # EXTRA= more flags for every run (e.g. "--stall-timeout 0" for quality runs that may be paused
-# with SIGSTOP while something else is timed).
+# with SIGSTOP while something else is timed); KEYS= more keys of the DiLoCo specs (e.g.
+# "inner_lr_scale=0.5,outer_lr=0.8"; summary.json records each run's canonical spec).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${1:-runs/diloco}"
@@ -47,12 +48,13 @@ common=(--model gpt --np 4 --batch 8 --threads 1 --no-progress --optimizer adamw
 # shellcheck disable=SC2206
 [ -n "${EXTRA:-}" ] && common+=($EXTRA)
 stream="fragments=4,overlap=1,alpha=0.5"
+keys="${KEYS:+,$KEYS}"
 # name | --algo spec (WS stands for the warm start) | other flags
 configs=(
   "ssgd|ssgd|"
-  "diloco-h$H|diloco:inner_steps=$H,warm_start_steps=WS|"
-  "diloco-h$H-4bit|diloco:inner_steps=$H,warm_start_steps=WS|--codec qsgd:levels=7"
-  "streaming-h$H-4bit|streaming-diloco:inner_steps=$H,$stream,warm_start_steps=WS|--codec qsgd:levels=7"
+  "diloco-h$H|diloco:inner_steps=$H,warm_start_steps=WS$keys|"
+  "diloco-h$H-4bit|diloco:inner_steps=$H,warm_start_steps=WS$keys|--codec qsgd:levels=7"
+  "streaming-h$H-4bit|streaming-diloco:inner_steps=$H,$stream,warm_start_steps=WS$keys|--codec qsgd:levels=7"
 )
 run() {  # dir, then the flags of the run
   local dir="$1"

@@ -14,7 +14,10 @@
 #   trace  32 layers of 8 narrow experts (hidden 1024, width 3584) with the routing forced from the
 #          real Mixtral-8x7B trace (TRACE): PreScope against LRU, on-demand and static-hot at batch
 #          1, 4 and 16 under a limit of half its file size (TRACE_POLICIES: the policies run;
-#          prescope-perfect, PreScope told the trace's routing to come, is the bound).
+#          prescope-perfect, PreScope told the trace's routing to come, is the bound), TRACE_REPS
+#          times alternating (default 1). TRACE_LINK (default "file") is ferry's --link there:
+#          "file:700MB/s" paces the reads below the disk's slowest, so that a cloud volume's
+#          swings between runs do not decide the tokens/s.
 #   big    the Mixtral-8x7B shape itself (32 layers), one format at a time (BIG_FORMATS, default
 #          Q8_0: ~50 GB, twice this machine's RAM), no limit but the machine's RAM; the file is
 #          written, run and deleted (KEEP=1 keeps it).
@@ -56,6 +59,8 @@ RESERVE_MIB="${RESERVE_MIB:-512}"
 LOAD_MODES="${LOAD_MODES:-mmap,dio}"
 TRACE_POLICIES="${TRACE_POLICIES:-prescope:predictor=cooccurrence,prescope,lru,ondemand,static-hot,prescope-perfect}"
 TRACE="${TRACE:-../shared/data/moe-traces/mixtral-8x7b/gsm8k.jsonl}"
+TRACE_REPS="${TRACE_REPS:-1}"
+TRACE_LINK="${TRACE_LINK:-file}"
 MODELS="${MODELS_DIR:-runs/moe-disk-models}"
 PY=/usr/bin/python3
 has() { [[ ",$PARTS," == *",$1,"* ]]; }
@@ -90,7 +95,7 @@ limited() {
 }
 
 csv="$OUT/disk.csv"
-[ -f "$csv" ] || echo "part,model,format,over,limit_bytes,engine,mode,batch,test,tokens_per_s,status,peak_bytes,rss_peak_bytes,hit_rate,moved_bytes,decode_tokens,prompt_tokens,storage_read_bytes,file_bytes,expert_bytes,rep" >"$csv"
+[ -f "$csv" ] || echo "part,model,format,over,limit_bytes,engine,mode,batch,test,tokens_per_s,status,peak_bytes,rss_peak_bytes,hit_rate,moved_bytes,decode_tokens,prompt_tokens,storage_read_bytes,file_bytes,expert_bytes,rep,predictor_us_per_token" >"$csv"
 rep=1  # the repetition a row belongs to (the dsv3 part's REPS); the report takes each cell's median
 
 # Expert bytes of a GGUF file (its ffn_*_exps tensors), from its header (bench/peers/report.py's reader).
@@ -121,7 +126,7 @@ rows = {("decode" if t["n_gen"] > 0 else "prefill"): t["avg_ts"] for t in tests}
 for test in ("decode", "prefill"):
     ts = rows.get(test)
     print(",".join([head, test, "%.4f" % ts if ts else "", status if ts else (status if status != "ok" else "failed"),
-                    peak, "", "", "", "", prompt, "", fb, eb, rep]))
+                    peak, "", "", "", "", prompt, "", fb, eb, rep, ""]))
 EOF
 }
 
@@ -148,18 +153,19 @@ for line in open(j):
 for test, key in (("decode", "speed_tg"), ("prefill", "speed_pp")):
     ts = r.get(key)
     print(",".join([head, test, "%.4f" % ts if ts else "", status if ts else (status if status != "ok" else "failed"),
-                    peak, "", "", "", "", prompt, "", fb, eb, rep]))
+                    peak, "", "", "", "", prompt, "", fb, eb, rep, ""]))
 EOF
 }
 
-# ferry: part model format over limit policy budget file batch [extra flags...]
+# ferry: part model format over limit policy budget file batch [extra flags...] (LINK: its --link)
+LINK=file
 ferry_cell() {
   local part=$1 model=$2 f=$3 over=$4 limit=$5 policy=$6 budget=$7 gguf=$8 fb=$9 eb=${10} batch=${11}
   shift 11
   local d="$OUT/ferry_${part}_${model}_${f}_${over}_${policy//[:=,\/]/_}_b${batch}_$rep"
   rm -rf "$d"
   read -r status peak < <(limited "$limit" /dev/null "$d.err" "$FERRY" moe bench --model "$gguf" --policies "$policy" \
-    --device-mem "$budget" --link file --compute none --threads "$THREADS" --batch "$batch" --tokens "$TOKENS" \
+    --device-mem "$budget" --link "$LINK" --compute none --threads "$THREADS" --batch "$batch" --tokens "$TOKENS" \
     --prompt-tokens "$PROMPT" --corpus '' --out "$d" "$@")
   "$PY" - "$d/bench.csv" "$part,$model,$f,$over,$limit,ferry,$policy,$batch" "$status" "$peak" "$fb" "$eb" "$PROMPT" "$TOKENS" "$rep" >>"$csv" <<'EOF'
 import csv, os, sys
@@ -167,12 +173,12 @@ path, head, status, peak, fb, eb, prompt, tokens, rep = sys.argv[1:]
 r = next(csv.DictReader(open(path))) if os.path.exists(path) else None
 if r is None:
     for test in ("decode", "prefill"):
-        print(",".join([head, test, "", status if status != "ok" else "failed", peak, "", "", "", "", prompt, "", fb, eb, rep]))
+        print(",".join([head, test, "", status if status != "ok" else "failed", peak, "", "", "", "", prompt, "", fb, eb, rep, ""]))
     sys.exit(0)
 batch = int(head.split(",")[-1])
 prefill = batch * int(prompt) / (float(r["ttft_ms"]) / 1e3)
 extra = [r["rss_peak_bytes"], r["hit_rate"], r["bytes_moved"], str(batch * (int(tokens) - 1)), prompt,
-         r["storage_read_bytes"], fb, eb, rep]
+         r["storage_read_bytes"], fb, eb, rep, r.get("predictor_us_per_token", "")]
 print(",".join([head, "decode", r["tokens_per_s"], status, peak] + extra))
 print(",".join([head, "prefill", "%.4f" % prefill, status, peak] + extra))
 EOF
@@ -225,11 +231,15 @@ if has trace && [ -f "$TRACE" ]; then
   fb=$(stat -c %s "$gguf"); eb=$(expert_bytes "$gguf")
   limit=$(( fb / 2 )); budget=$(budget_for "$limit" "$fb" "$eb" 256)
   echo "trace: file $((fb >> 20)) MiB / 2 = limit $((limit >> 20)) MiB, ferry budget $((budget >> 20)) MiB" >&2
-  for batch in 1 4 16; do
-    for p in ${TRACE_POLICIES//,/ }; do
-      ferry_cell trace trace Q8_0 2 "$limit" "$p" "$budget" "$gguf" "$fb" "$eb" "$batch" --routing "$TRACE"
+  LINK=$TRACE_LINK
+  for ((rep = 1; rep <= TRACE_REPS; ++rep)); do
+    for batch in 1 4 16; do
+      for p in ${TRACE_POLICIES//,/ }; do
+        ferry_cell trace trace Q8_0 2 "$limit" "$p" "$budget" "$gguf" "$fb" "$eb" "$batch" --routing "$TRACE"
+      done
     done
   done
+  LINK=file rep=1
 elif has trace; then
   echo "trace: $TRACE absent, skipped" >&2
 fi

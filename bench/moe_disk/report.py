@@ -121,8 +121,9 @@ def main():
     trace = [(k, v) for k, v in cells.items() if k[0] == "trace"]
     if trace:
         lines += ["", "Routing forced from the real Mixtral-8x7B trace (decode tokens/s; hit rate):", "",
-                  "| batch | policy | decode tok/s | hit rate | MiB moved per token | vs best baseline | of prescope-perfect |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| batch | policy | decode tok/s | hit rate | MiB moved per token | vs best baseline | of prescope-perfect | "
+                  "predictor % of a token |",
+                  "|---|---|---|---|---|---|---|---|"]
         for key, e in sorted(trace, key=lambda kv: int(kv[0][4])):
             policies = e.get("ferry", {})
             base = [num(t["decode"]["tokens_per_s"]) for p, t in policies.items()
@@ -135,10 +136,16 @@ def main():
                 per_tok = num(r["moved_bytes"]) / max(1.0, num(r["decode_tokens"]) or 1) / 2**20 if num(r["moved_bytes"]) else None
                 vs = ts / best_base if ts and best_base else None
                 of_bound = ts / bound if ts and bound else None
+                # The predictor's time per generated token (bench.csv's predictor_us_per_token, the
+                # prompt's predictions included) over a generated token's share of the decode
+                # (1 / tokens per second, the batch's tokens counted).
+                pred_us = num(r.get("predictor_us_per_token") or "")
+                share = pred_us * 1e-6 * ts if pred_us is not None and ts else None
                 out.append(dict(part="trace", batch=int(key[4]), policy=p, decode_tok_s=ts, hit_rate=num(r["hit_rate"]),
-                                vs_best_baseline=vs, of_prescope_perfect=of_bound))
-                lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (key[4], p, fmt(ts, "%.3f"), fmt(num(r["hit_rate"])),
-                                                                  fmt(per_tok, "%.0f"), fmt(vs), fmt(of_bound)))
+                                vs_best_baseline=vs, of_prescope_perfect=of_bound, predictor_share=share))
+                lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    key[4], p, fmt(ts, "%.3f"), fmt(num(r["hit_rate"])), fmt(per_tok, "%.0f"), fmt(vs), fmt(of_bound),
+                    fmt(share * 100 if share is not None else None, "%.1f")))
     with open(os.path.join(d, "disk.json"), "w") as fh:
         json.dump({"disk_bytes_per_s": bw, "cells": out}, fh, indent=1)
     with open(os.path.join(d, "disk.md"), "w") as fh:

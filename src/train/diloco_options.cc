@@ -16,6 +16,8 @@ DilocoOptions DilocoOptions::read(SpecReader& r, bool streaming) {
   o.nesterov = r.get_bool("nesterov", o.nesterov);
   o.warm_start_steps = r.get_int("warm_start_steps", o.warm_start_steps);
   FERRY_REQUIRE_OP(o.warm_start_steps, >=, 0, "--algo ", r.name(), ": warm_start_steps");
+  o.inner_lr_scale = r.get_double("inner_lr_scale", o.inner_lr_scale);
+  FERRY_REQUIRE_FINITE(o.inner_lr_scale, >, 0, "--algo ", r.name(), ": inner_lr_scale");
   if (streaming) {
     o.fragments = r.get_int("fragments", 4);
     o.overlap = r.get_int("overlap", 1);

@@ -23,6 +23,11 @@ struct DilocoOptions {
   // N: the first N iterations are S-SGD with the inner optimizer (a warm start, as the paper's
   // runs start from a model pretrained with data parallelism); DiLoCo starts from their weights.
   std::int64_t warm_start_steps = 0;
+  // The inner optimizer's learning rate after the warm start, as a multiple of the schedule's
+  // (1: the paper's, the same as the warm start's). Each worker's inner steps see 1/N of S-SGD's
+  // batch; a smaller batch's noisier steps may want a smaller rate, the outer step's momentum
+  // carrying the progress.
+  double inner_lr_scale = 1;
   std::int64_t fragments = 1;  // P (streaming)
   std::int64_t overlap = 0;    // τ inner steps (streaming)
   double alpha = 0;            // mixing factor α (streaming)

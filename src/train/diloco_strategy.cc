@@ -88,7 +88,7 @@ void DilocoStrategy::warm_step(FlatParams& params, std::int64_t iteration) {
 }
 
 void DilocoStrategy::inner_step(FlatParams& params, std::int64_t iteration, bool finite) {
-  if (finite && inner_) inner_->step(params.weights(), params.grads(), iteration);
+  if (finite && inner_) inner_->step(params.weights(), params.grads(), iteration, static_cast<float>(options_.inner_lr_scale));
   // external optimizer: the caller has stepped the weights
 }
 

@@ -24,8 +24,8 @@ WorkerOptimizer::WorkerOptimizer(std::size_t numel, const std::string& optimizer
 
 WorkerOptimizer::~WorkerOptimizer() = default;
 
-void WorkerOptimizer::step(std::span<float> weights, std::span<float> grad, std::int64_t iteration) {
-  const float lr = schedule_.lr_at(base_lr_, iteration);
+void WorkerOptimizer::step(std::span<float> weights, std::span<float> grad, std::int64_t iteration, float lr_scale) {
+  const float lr = schedule_.lr_at(base_lr_, iteration) * lr_scale;
   if (sgd_) {
     sgd_->set_lr(lr);
     sgd_->step(weights, grad);

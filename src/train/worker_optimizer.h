@@ -30,9 +30,10 @@ class WorkerOptimizer {
                   const std::string& lr_schedule);
   ~WorkerOptimizer();
 
-  // One step of `weights` with `grad` at the scheduled learning rate of `iteration` (0-based).
-  // AdamW multiplies `grad` by the rescale in place first (SGD folds it into its update).
-  void step(std::span<float> weights, std::span<float> grad, std::int64_t iteration);
+  // One step of `weights` with `grad` at the scheduled learning rate of `iteration` (0-based),
+  // times `lr_scale`. AdamW multiplies `grad` by the rescale in place first (SGD folds it into
+  // its update).
+  void step(std::span<float> weights, std::span<float> grad, std::int64_t iteration, float lr_scale = 1.0f);
 
   // The state, for checkpoints: SGD's velocity under `velocity_key` (empty without momentum),
   // AdamW's moments and step count under adamw_m, adamw_v and adamw_steps.

@@ -60,7 +60,8 @@ Trajectory run(const std::string& algo, int workers, int steps, ps::SgdOptions s
 TEST(DilocoSpec, DefaultsAreThePapersAndUnknownKeysAreRefused) {
   register_builtin_strategies();
   const std::string d = canonical_algo("diloco");
-  for (const char* key : {"inner_steps=50", "outer_lr=0.7", "outer_momentum=0.9", "nesterov=", "warm_start_steps=0"})
+  for (const char* key :
+       {"inner_steps=50", "outer_lr=0.7", "outer_momentum=0.9", "nesterov=", "warm_start_steps=0", "inner_lr_scale=1"})
     EXPECT_NE(d.find(key), std::string::npos) << d;
   EXPECT_EQ(canonical_algo(d), d);  // canonical is a fixed point
   // The inner optimizer is the run's --optimizer (AdamW unless another is given), no key of the spec.
@@ -85,6 +86,7 @@ TEST(DilocoSpec, DefaultsAreThePapersAndUnknownKeysAreRefused) {
   EXPECT_NE(message("diloco:outer_momentum=1").find("outer_momentum"), std::string::npos);
   EXPECT_NE(message("diloco:inner=adamw").find("unknown option 'inner'"), std::string::npos);
   EXPECT_NE(message("diloco:warm_start_steps=-1").find("warm_start_steps"), std::string::npos);
+  EXPECT_NE(message("diloco:inner_lr_scale=0").find("inner_lr_scale"), std::string::npos);
   EXPECT_NE(message("streaming-diloco:inner_steps=4,overlap=4").find("overlap"), std::string::npos);
   EXPECT_NE(message("streaming-diloco:alpha=2").find("alpha"), std::string::npos);
   EXPECT_NE(message("dilocoo").find("unknown --algo 'dilocoo'"), std::string::npos);
@@ -198,13 +200,14 @@ TEST(DilocoWarmStart, IsSsgdBitForBitForItsSteps) {
 // workers (so the allreduce's sum is the same float whatever its order), inner SGD with momentum
 // and weight decay continuing S-SGD's velocity, every H inner steps the outer Nesterov step on
 // Δ = (1/N) Σ_i (θ − θ_i) from θ = the weights after the warm start; every worker's weights equal
-// the replay's bit for bit at every step.
-TEST(DilocoWarmStart, ThenFollowsDilocosDefinition) {
+// the replay's bit for bit at every step; with inner_lr_scale, the inner steps at that multiple of
+// the learning rate (the warm start's unchanged).
+void expect_warm_start_then_diloco(const std::string& scale_key, float scale) {
   const int n = 2, warm = 3, h = 2, steps = 10;
   const float outer_lr = 0.7f, mu = 0.9f;
   const ps::SgdOptions sgd{0.05f, 0.9f, 1e-4f, 1.0f};
   StrategyOptions so{Topology::kAllreduce, WorldLayout{n, 0}, sgd};
-  so.algo = "diloco:inner_steps=" + std::to_string(h) + ",warm_start_steps=" + std::to_string(warm);
+  so.algo = "diloco:inner_steps=" + std::to_string(h) + ",warm_start_steps=" + std::to_string(warm) + scale_key;
   std::vector<std::vector<std::vector<float>>> w(n, std::vector<std::vector<float>>(steps));
   std::vector<std::vector<std::vector<float>>> g = w;  // the gradient each worker stepped with
   std::vector<float> initial;
@@ -228,6 +231,7 @@ TEST(DilocoWarmStart, ThenFollowsDilocosDefinition) {
     ASSERT_EQ(w[1][t], theta) << "step " << t;
   }
   std::vector<ps::SgdOptimizer> inner(n, warm_opt);  // the velocity carries over
+  for (ps::SgdOptimizer& o : inner) o.set_lr(sgd.lr * scale);
   std::vector<std::vector<float>> local(n, theta);
   std::vector<float> velocity(size, 0.0f);
   for (int t = warm; t < steps; ++t) {
@@ -240,9 +244,15 @@ TEST(DilocoWarmStart, ThenFollowsDilocosDefinition) {
       }
       local.assign(n, theta);
     }
-    for (int i = 0; i < n; ++i) EXPECT_EQ(w[i][t], local[i]) << "worker " << i << " step " << t;
+    for (int i = 0; i < n; ++i) EXPECT_EQ(w[i][t], local[i]) << "worker " << i << " step " << t << scale_key;
   }
   EXPECT_NE(theta, initial);
+}
+
+TEST(DilocoWarmStart, ThenFollowsDilocosDefinition) { expect_warm_start_then_diloco("", 1.0f); }
+
+TEST(DilocoWarmStart, ThenFollowsDilocosDefinitionAtAScaledInnerRate) {
+  expect_warm_start_then_diloco(",inner_lr_scale=0.5", 0.5f);
 }
 
 // The outer Nesterov step on numbers worked by hand (every value a dyadic fraction, so exact):
