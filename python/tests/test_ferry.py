@@ -469,6 +469,12 @@ for kwargs, want in cases:
         assert want in str(e), (kwargs, str(e))
     else:
         raise SystemExit(f"accepted {kwargs}")
+try:  # an external inner optimizer (torch's AdamW under diloco) keeps its own learning rate
+    ft.DistributedOptimizer(torch.optim.AdamW(m.parameters()), algo="diloco", inner_lr_scale=0.5)
+except ValueError as e:
+    assert "inner_lr_scale scales ferry's own inner optimizer" in str(e), str(e)
+else:
+    raise SystemExit("accepted inner_lr_scale with an external optimizer")
 for bad in (torch.optim.Adam(m.parameters()), torch.optim.SGD(m.parameters(), lr=0.1, nesterov=True, momentum=0.9)):
     try:
         ft.DistributedOptimizer(bad)

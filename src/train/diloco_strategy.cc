@@ -34,6 +34,9 @@ DilocoStrategy::DilocoStrategy(const StrategyContext& context, bool streaming)
   FERRY_REQUIRE(!context.options.external_optimizer || options_.warm_start_steps == 0, "--algo ", name(),
                 ": warm_start_steps needs ferry's own inner optimizer (its S-SGD steps the optimizer on the mean "
                 "gradient); an external one steps before ferry sees the gradients");
+  FERRY_REQUIRE(!context.options.external_optimizer || options_.inner_lr_scale == 1, "--algo ", name(),
+                ": inner_lr_scale scales ferry's own inner optimizer; an external one keeps its own learning rate "
+                "(set it there)");
 }
 
 DilocoStrategy::~DilocoStrategy() { comm_thread_.stop(); }
