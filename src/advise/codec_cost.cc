@@ -1,11 +1,14 @@
 #include "advise/codec_cost.h"
 
 #include <algorithm>
+#include <memory>
 #include <random>
 
 #include "compress/codec_registry.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "ps/sgd_optimizer.h"
+#include "train/worker_momentum.h"
 
 namespace ferry::advise {
 
@@ -32,6 +35,24 @@ CodecCost measure_codec_cost(const std::string& spec, const std::vector<std::siz
   std::normal_distribution<float> normal(0.0f, static_cast<float>(o.gradient_scale));
   std::vector<float> grad, acc;
   std::vector<std::byte> payload;
+  // The worker's momentum as a run with the default optimizer places it (SGD, momentum 0.9).
+  const train::OptimizerSplit split = train::split_optimizer(canonical, ps::SgdOptions{});
+  std::size_t total = 0;
+  for (auto n : numels) total += n;
+  std::unique_ptr<train::WorkerMomentum> momentum;
+  if (split.on_worker) {
+    momentum = std::make_unique<train::WorkerMomentum>(total, split);
+    std::vector<float> flat(total, static_cast<float>(o.gradient_scale));
+    momentum->apply(flat, {});  // untimed: first touch of the velocity
+    std::vector<double> t;
+    for (int r = 0; r < o.repetitions; ++r) {
+      const double t0 = now_s();
+      momentum->apply(flat, {});
+      t.push_back(now_s() - t0);
+    }
+    c.momentum_s = *std::min_element(t.begin(), t.end());
+  }
+  std::size_t offset = 0;
   for (std::size_t i = 0; i < numels.size(); ++i) {
     const std::size_t n = numels[i];
     compress::TensorInfo info{n, {}, static_cast<std::uint64_t>(i), 0};
@@ -45,8 +66,11 @@ CodecCost measure_codec_cost(const std::string& spec, const std::vector<std::siz
     for (auto& g : grad) g = normal(rng);
     // A codec with its own allreduce (PowerSGD) is timed through it, with a sum that counts the
     // floats it would send (one worker's view: the identity).
-    double summed = 0;
-    const compress::AllreduceSumFn count = [&summed](std::span<float> x) { summed += static_cast<double>(x.size()); };
+    double summed = 0, calls = 0;
+    const compress::AllreduceSumFn count = [&summed, &calls](std::span<float> x) {
+      summed += static_cast<double>(x.size());
+      ++calls;
+    };
     std::vector<float> probe = grad;
     const bool custom = codec->custom_allreduce(probe, count, 4);
     if (custom) {
@@ -54,7 +78,7 @@ CodecCost measure_codec_cost(const std::string& spec, const std::vector<std::siz
       std::vector<double> t;
       for (int r = 0; r < o.repetitions; ++r) {
         probe = grad;
-        summed = 0;
+        summed = calls = 0;
         const double t0 = now_s();
         codec->custom_allreduce(probe, count, 4);
         t.push_back(now_s() - t0);
@@ -62,6 +86,7 @@ CodecCost measure_codec_cost(const std::string& spec, const std::vector<std::siz
       std::sort(t.begin(), t.end());
       c.custom_allreduce_s += t.front();
       c.ring_bytes += 4.0 * summed;
+      c.ring_calls += calls;
     }
     // The push path (parameter server) always encodes and decode-adds.
     codec->encode(grad, payload);  // untimed: first-use allocations
@@ -69,6 +94,7 @@ CodecCost measure_codec_cost(const std::string& spec, const std::vector<std::siz
     for (int r = 0; r < o.repetitions; ++r) {
       const double t0 = now_s();
       codec->encode(grad, payload);
+      if (momentum) momentum->mask(offset, n, payload);
       const double t1 = now_s();
       codec->decode_add(payload, acc);
       td.push_back(now_s() - t1);
@@ -79,7 +105,12 @@ CodecCost measure_codec_cost(const std::string& spec, const std::vector<std::siz
     c.push_bytes += static_cast<double>(payload.size());
     c.encode_s += te.front();
     c.decode_s += td.front();
-    if (!custom) c.allgather_bytes += static_cast<double>(payload.size()) + 8.0;  // the allgather's length prefix
+    if (!custom) {
+      c.allgather_bytes += static_cast<double>(payload.size()) + 8.0;  // the allgather's length prefix
+      c.allgather_encode_s += te.front();
+      c.allgather_decode_s += td.front();
+    }
+    offset += n;
   }
   return c;
 }

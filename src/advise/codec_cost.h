@@ -21,9 +21,20 @@ struct CodecCost {
   double allgather_bytes = 0;     // allreduce: payload bytes each worker allgathers
   double ring_bytes = 0;          // allreduce: fp32 bytes ring-allreduced (uncompressed, or a
                                   // custom scheme's factors)
-  double encode_s = 0;            // one worker's encode of the whole model, one core
+  double encode_s = 0;            // one worker's encode of the whole model, one core (with the
+                                  // momentum factor masking after it, where the spec masks)
   double decode_s = 0;            // decode-add of one worker's payload for the whole model
   double custom_allreduce_s = 0;  // custom_allreduce: its own compute (factorisation), one worker
+  // The worker's velocity pass over its whole gradient before the encode, when the spec puts the
+  // optimizer's momentum on the worker (train/worker_momentum.h, --momentum 0.9); 0 otherwise.
+  double momentum_s = 0;
+  // Allreduce: the encode and decode-add of the tensors that go through the allgather only (the
+  // others run their own scheme, timed in custom_allreduce_s).
+  double allgather_encode_s = 0;
+  double allgather_decode_s = 0;
+  // Allreduce: the separate ring allreduces one worker's exchange makes (a custom scheme's P and
+  // Q of each tensor, every raw 1-D tensor its own), each paying its 2(n-1) messages.
+  double ring_calls = 0;
 };
 
 struct CodecBenchOptions {

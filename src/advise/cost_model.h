@@ -75,6 +75,9 @@ class CostContext {
   double encode_s(const CodecCost& c) const { return c.encode_s * device_scale_; }
   double decode_s(const CodecCost& c) const { return c.decode_s * device_scale_; }
   double custom_s(const CodecCost& c) const { return c.custom_allreduce_s * device_scale_; }
+  double momentum_s(const CodecCost& c) const { return c.momentum_s * device_scale_; }
+  double allgather_encode_s(const CodecCost& c) const { return c.allgather_encode_s * device_scale_; }
+  double allgather_decode_s(const CodecCost& c) const { return c.allgather_decode_s * device_scale_; }
   // CPU seconds to copy `bytes` through the transport (send or receive), one rank.
   double copy_s(double bytes) const { return k_.cpu_s_per_byte * bytes; }
   // Host<->device staging of `bytes` (accelerators only).
@@ -127,10 +130,16 @@ void register_delayed_costs();
 void register_local_sgd_cost();
 void register_diloco_costs();
 
-// The ring-allreduce exchange of one gradient-sized vector with codec `c` (S-SGD's allreduce path,
-// DiLoCo's outer gradient): its time and the bytes a worker sends (sync_costs.cc).
+// What a codec costs where the run pays it (codec_exchange.cc). The ring-allreduce exchange of
+// one gradient-sized vector with codec `c` (S-SGD's allreduce path, DiLoCo's outer gradient): its
+// time and the bytes a worker sends.
 double allreduce_exchange_s(const CostContext& x, const CodecCost& c);
 double allreduce_bytes_sent(const CostContext& x, const CodecCost& c);
+// A worker's codec pass over its gradient before a push or an exchange, one core: the velocity
+// pass where the spec puts the momentum on the worker, encode and masking (0 for fp32).
+double worker_codec_s(const CostContext& x, const CodecCost& c);
+// S-SGD's agreement on a finite gradient before a coded allreduce exchange: a 1-byte allgather.
+double finite_flag_s(const CostContext& x);
 
 struct Prediction {
   std::string algo;

@@ -39,7 +39,8 @@ IterationCost delayed_cost(const CostContext& x, int pull_every, int full_every)
   // Share of the iterations whose push goes through the codec.
   const double coded = !c.compressed ? 0.0 : full_every > 0 ? (full_every - 1.0) / full_every : 1.0;
   const double sp = coded * c.push_bytes + (1.0 - coded) * S;
-  const double enc = coded * x.encode_s(c), dec = coded * x.decode_s(c);
+  // Every push passes the worker's velocity (codec_cost.h), the coded ones the encoder too.
+  const double enc = c.compressed ? x.momentum_s(c) + coded * x.encode_s(c) : 0.0, dec = coded * x.decode_s(c);
   const LinkModel& l = x.link();
   const double keys = x.keys();
   const double c1 = x.compute1();

@@ -2,7 +2,8 @@
 // ASGD, WFBP with tensor fusion, compute-only. Notation (docs/advise.md): n workers, s servers,
 // c = one worker's compute alone, st = stretch(n) (n ranks sharing the cores), S the fp32
 // gradient bytes, AR/AG the ring allreduce/allgather times and PS the parameter-server round
-// of cost_model.h, kappa the copy cost per byte.
+// of cost_model.h, kappa the copy cost per byte; W, F and E a codec's worker pass, S-SGD's
+// finite-flag agreement and the allreduce exchange (codec_exchange.cc).
 #include <algorithm>
 #include <vector>
 
@@ -12,44 +13,22 @@
 
 namespace ferry::advise {
 
-// Time of the allreduce path of one iteration after backward, codec included (ssgd allreduce):
-//   none:   AR(S) + kappa 4(n-1)/n S st
-//   codec:  st (encode or custom) + AG(payload) + kappa 2(n-1) payload st + st n decode
-//           + AR(custom factors)
-double allreduce_exchange_s(const CostContext& x, const CodecCost& c) {
-  const int n = x.n();
-  const double st = x.stretch(n);
-  double t = 0;
-  if (c.ring_bytes > 0)
-    t += ring_allreduce_s(x.link(), n, c.ring_bytes) + x.copy_s(4.0 * (n - 1) / n * c.ring_bytes) * st;
-  if (!c.compressed) return t + x.staging_s(2 * c.ring_bytes);
-  t += x.custom_s(c) * st;
-  if (c.allgather_bytes > 0) {
-    const double enc = c.custom_allreduce ? 0.0 : x.encode_s(c);  // custom: its time holds the rest
-    t += enc * st + ring_allgather_s(x.link(), n, c.allgather_bytes) + x.copy_s(2.0 * (n - 1) * c.allgather_bytes) * st +
-         n * x.decode_s(c) * st;
-  }
-  return t + x.staging_s(c.ring_bytes + c.allgather_bytes + x.fp32_bytes());
-}
-
-double allreduce_bytes_sent(const CostContext& x, const CodecCost& c) {
-  const int n = x.n();
-  return 2.0 * (n - 1) / n * c.ring_bytes + (n - 1) * c.allgather_bytes;
-}
-
 namespace {
 
 // S-SGD (Zinkevich et al. 2010 as data parallelism; Goyal et al. 2017): every worker computes,
 // then the gradients are summed and the step taken before the next compute starts.
-//   allreduce: T = c st + allreduce_exchange
-//   ps:        T = c st + st encode + PS(payload, fp32 replies)
+//   allreduce: T = c st + E                       (fp32)
+//              T = c st + st W + F + E            (a codec: codec_exchange.cc)
+//   ps:        T = c st + st W + PS(payload, fp32 replies)
 IterationCost ssgd_cost(const CostContext& x) {
   const CodecCost& c = x.sc().codec;
   const double st = x.stretch(x.n());
   const double compute = x.compute1() * st;
-  if (x.sc().topology == train::Topology::kAllreduce)
-    return {compute + allreduce_exchange_s(x, c), compute, allreduce_bytes_sent(x, c)};
-  const double enc = c.compressed ? x.encode_s(c) * st : 0.0;
+  const double enc = worker_codec_s(x, c) * st;
+  if (x.sc().topology == train::Topology::kAllreduce) {
+    const double flag = c.compressed ? finite_flag_s(x) : 0.0;
+    return {compute + enc + flag + allreduce_exchange_s(x, c), compute, allreduce_bytes_sent(x, c)};
+  }
   const double round = x.ps_round_s(c.push_bytes, c.compressed ? x.decode_s(c) : 0.0, x.fp32_bytes(), x.keys());
   return {compute + enc + round, compute, c.push_bytes};
 }
@@ -64,7 +43,7 @@ IterationCost ssgd_cost(const CostContext& x) {
 IterationCost asgd_cost(const CostContext& x) {
   const CodecCost& c = x.sc().codec;
   const double S = x.fp32_bytes(), sp = c.push_bytes;
-  const double enc = c.compressed ? x.encode_s(c) : 0.0, dec = c.compressed ? x.decode_s(c) : 0.0;
+  const double enc = worker_codec_s(x, c), dec = c.compressed ? x.decode_s(c) : 0.0;
   const LinkModel& l = x.link();
   const double one_push_server = dec + x.copy_s(sp + S) + 3.0 * x.keys() * l.message_s;
   const std::vector<double> stations{l.wire_s(sp) / x.s(), one_push_server / x.s(), l.wire_s(S) / x.s()};
