@@ -48,12 +48,7 @@ std::string bench_header(const BenchOptions& o, const std::string& engine) {
 }  // namespace
 
 int run_bench_report(BenchOptions& o, const std::string& out, int threads, bool overhead) {
-  {
-    EngineOptions eo;
-    eo.link = o.link;
-    eo.weights = o.weights;
-    prefer_passive_wait(streams_from_disk(o.model_dir, eo));
-  }
+  prefer_passive_wait(sweep_streams_from_disk(o));
   at::set_num_threads(threads);
   if (o.corpus == "default") o.corpus = default_corpus_path();
   ProgressOptions po;

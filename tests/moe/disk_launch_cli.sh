@@ -44,6 +44,11 @@ run one_read -- "${gen[@]}" --link file:reads=1 --device-mem 50%
 run bench -- moe bench --model "$tmp/Q8_0.gguf" --policies lru --device-mem 50% --link file --compute none --batch 1 \
   --tokens 2 --prompt-tokens 4 --corpus '' --out "$tmp/bench"
 expect_spincount 0 "$tmp/bench.txt" "bench, experts streamed, no policy set"
+# A GGUF file's experts cross the file link, but with the default budget (auto) they all fit in
+# memory: the sweep streams nothing, and keeps libgomp's default.
+run bench_memory -- moe bench --model "$tmp/Q8_0.gguf" --policies lru --compute none --batch 1 \
+  --tokens 2 --prompt-tokens 4 --corpus '' --out "$tmp/bench_memory"
+expect_spincount 300000 "$tmp/bench_memory.txt" "bench, every expert resident (--device-mem auto), no policy set"
 
 # The text (the last line) is the same whether the experts stream or not, however many reads.
 for name in stream active one_read; do

@@ -75,6 +75,12 @@ EngineOptions engine_options(const BenchOptions& o, const std::string& budget) {
 
 }  // namespace
 
+bool sweep_streams_from_disk(const BenchOptions& o) {
+  for (const auto& budget : o.budgets)
+    if (streams_from_disk(o.model_dir, engine_options(o, budget))) return true;
+  return false;
+}
+
 std::vector<std::uint64_t> calibration_counts(const std::string& model_dir, const std::string& corpus, int tokens,
                                               std::uint64_t seed, const EngineOptions& run) {
   // Counts do not depend on placement: every expert resident over an unpaced link, unless the

@@ -100,6 +100,10 @@ struct OverheadResult {
 OverheadResult measure_overhead(const std::string& model_dir, int batch, int prompt_tokens, int new_tokens,
                                 int repeats, const std::string& corpus);
 
+// Whether any run of the sweep streams its experts from disk (streams_from_disk() of the engine
+// options each budget runs with): the launch's wait policy asks it (apps/wait_policy.h).
+bool sweep_streams_from_disk(const BenchOptions& o);
+
 // Routing counts [layer * E + e] of `tokens` calibration tokens for the static placements
 // (static-hot, fiddler: PolicyInputs::expert_counts): from the last quarter of the corpus, which
 // make_prompts() never takes prompts from, or random tokens drawn with `seed` when corpus is empty.
