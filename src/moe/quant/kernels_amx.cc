@@ -51,8 +51,8 @@ bool amx_usable() {
 void* amx_scratch(AmxScratch which, std::size_t bytes) {
   thread_local std::vector<unsigned char> buffers[static_cast<int>(AmxScratch::kCount)];
   std::vector<unsigned char>& b = buffers[static_cast<int>(which)];
-  if (b.size() < bytes) b.resize(bytes);
-  return b.data();
+  if (b.size() < bytes + 63) b.resize(bytes + 63);
+  return b.data() + (-reinterpret_cast<std::uintptr_t>(b.data()) & 63);
 }
 
 }  // namespace ferry::moe::quant::kernels

@@ -30,16 +30,21 @@
 // -Wmaybe-uninitialized reports wherever they are inlined.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "moe/quant/kernels_groups_x86.h"
+
 namespace ferry::moe::quant::kernels {
 namespace {
 
-// Tokens from which the tiles beat the AVX2 kernel (bench_moe_kernels --rows, Q6_K, 2 threads).
-constexpr std::size_t kMinTokens = 2;
+// Tokens from which the tiles beat the AVX2 kernel: bench_moe_kernels, Q6_K, 2 threads, measured
+// the AVX2 kernel 12% faster at 8 tokens on a 151936 x 2048 head (--rows), even on a 2048 x 768
+// expert's down projection, the tiles 15% and 1.7x faster at 10 and 12 tokens (head, expert).
+constexpr std::size_t kMinTokens = 10;
 constexpr int kTile = 16;                             // weight rows (A, C rows) and tokens (B, C columns)
 constexpr std::size_t kTileBytes = 16 * 64;           // one A or B tile
 constexpr std::size_t kChunks = kQK_K / 64;           // tile products (K = 64) per super-block
 constexpr std::size_t kBlockTiles = 2 * kChunks;      // A tiles per super-block: h and l of each chunk
 constexpr std::size_t kQsOffset = 4;                  // BlockQ8_K's quants after its f32 scale
+constexpr std::size_t kUnpackBlocks = 2;              // super-blocks unpacked at a time (16 KiB of A tiles)
 
 // tmm0, tmm1: A (h, l: 16 rows × 64 bytes); tmm2, tmm3: B (16 × 64 bytes), tmm4..tmm7: C (16 × 16
 // int32): even super-blocks in tmm4, 5 and B in tmm2, odd ones in tmm6, 7 and tmm3, so that a
@@ -55,10 +60,11 @@ void configure_tiles() {
 // products): byte p holds weight kOrder[p]. Activations are packed in the same order.
 constexpr char kOrder[16] = {0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15};
 
-// 16 rows (`rows` of them real, the rest zero) of nb super-blocks from w (w_row bytes apart) as A
-// tiles: super-block b's chunk c at u + (kBlockTiles·b + 2c)·kTileBytes (h) and the next tile (l),
-// row r at 64·r; the rows' scales d at d[16·b + r].
-void unpack_rows(const unsigned char* w, std::size_t w_row, int rows, std::size_t nb, unsigned char* u, float* d) {
+// Super-blocks [b0, b0 + nb) of 16 rows (`rows` of them real, the rest zero) from w (w_row bytes
+// apart) as A tiles: super-block b0 + b's chunk c at u + (kBlockTiles·b + 2c)·kTileBytes (h) and
+// the next tile (l), row r at 64·r; the rows' scales d at d[16·b + r].
+void unpack_rows(const unsigned char* w, std::size_t w_row, int rows, std::size_t b0, std::size_t nb, unsigned char* u,
+                 float* d) {
   const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(3), m63 = _mm512_set1_epi16(63);
   const __m512i k32w = _mm512_set1_epi16(32), k32b = _mm512_set1_epi8(32);
   // Lane i of chunk c: the scale of sub-block 4c + i in the even (e) or odd (o) bytes of each word.
@@ -79,8 +85,9 @@ void unpack_rows(const unsigned char* w, std::size_t w_row, int rows, std::size_
       for (std::size_t b = 0; b < nb; ++b) d[16 * b + r] = 0;
       continue;
     }
-    const unsigned char* blk = w + r * w_row;
+    const unsigned char* blk = w + r * w_row + b0 * sizeof(BlockQ6_K);
     for (std::size_t b = 0; b < nb; ++b, blk += sizeof(BlockQ6_K)) {
+      prefetch_ahead<sizeof(BlockQ6_K)>(blk);  // the rows are read in order (without, a block's first load waited)
       std::uint16_t dh;
       std::memcpy(&dh, blk + offsetof(BlockQ6_K, d), 2);
       d[16 * b + r] = _cvtsh_ss(dh);
@@ -146,16 +153,16 @@ inline void scale_block(const std::int32_t (*ch)[kTile], const std::int32_t (*cl
   const __m512 vdx = _mm512_loadu_ps(dx);
   for (int r = 0; r < kTile; ++r) {
     const __m512i s = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[r]), 6), _mm512_load_si512(cl[r]));
-    _mm512_store_ps(acc[r], _mm512_fmadd_ps(_mm512_mul_ps(vdx, _mm512_set1_ps(d[r])), _mm512_cvtepi32_ps(s),
-                                            _mm512_load_ps(acc[r])));
+    _mm512_storeu_ps(acc[r], _mm512_fmadd_ps(_mm512_mul_ps(vdx, _mm512_set1_ps(d[r])), _mm512_cvtepi32_ps(s),
+                                             _mm512_loadu_ps(acc[r])));
   }
 }
 
-// The unpacked rows (u, d) times one packed token tile (p, dx): y[t·y_stride + r] for t < tokens, r < rows.
+// nb unpacked super-blocks (u, d) times the same super-blocks of one packed token tile (p, dx),
+// added to acc[row][token].
 void rows_tile(const unsigned char* u, const float* d, std::size_t nb, const unsigned char* p, const float* dx,
-               int rows, int tokens, float* y, std::size_t y_stride) {
+               float (*acc)[kTile]) {
   alignas(64) std::int32_t c[2][2][kTile][kTile];  // [block parity][h, l][row][token]
-  alignas(64) float acc[kTile][kTile] = {};
   memory_barrier();  // u and p are written
   // Block b's 4 chunks: A h and l against the same B, summed in C h and l.
 #define FERRY_Q6K_BLOCK(bt, ch, cl, b)                                             \
@@ -184,8 +191,6 @@ void rows_tile(const unsigned char* u, const float* d, std::size_t nb, const uns
     }
   }
 #undef FERRY_Q6K_BLOCK
-  for (int t = 0; t < tokens; ++t)
-    for (int r = 0; r < rows; ++r) y[t * y_stride + r] = acc[r][t];
 }
 
 void q6_k_rows_tiles(const void* w, std::size_t rows, std::size_t n, const std::byte* x, std::size_t x_row,
@@ -199,8 +204,10 @@ void q6_k_rows_tiles(const void* w, std::size_t rows, std::size_t n, const std::
   }
   const std::size_t nb = n / kQK_K;
   const std::size_t tiles_t = (tokens + kTile - 1) / kTile;
-  auto* u = static_cast<unsigned char*>(amx_scratch(AmxScratch::kQ6kWeights, nb * kBlockTiles * kTileBytes + nb * 16 * sizeof(float)));
-  auto* d = reinterpret_cast<float*>(u + nb * kBlockTiles * kTileBytes);
+  auto* u = static_cast<unsigned char*>(
+      amx_scratch(AmxScratch::kQ6kWeights, kUnpackBlocks * (kBlockTiles * kTileBytes + 16 * sizeof(float))));
+  auto* d = reinterpret_cast<float*>(u + kUnpackBlocks * kBlockTiles * kTileBytes);
+  auto* acc = static_cast<float(*)[kTile][kTile]>(amx_scratch(AmxScratch::kQ6kSums, tiles_t * sizeof(float[kTile][kTile])));
   const std::size_t packed_tile = nb * kChunks * kTileBytes + nb * 16 * sizeof(float);  // B tiles and scales
   auto* p = static_cast<unsigned char*>(amx_scratch(AmxScratch::kQ6kActivations, tiles_t * packed_tile));
   const auto* xs = reinterpret_cast<const unsigned char*>(x);
@@ -210,13 +217,20 @@ void q6_k_rows_tiles(const void* w, std::size_t rows, std::size_t n, const std::
   configure_tiles();
   for (std::size_t r0 = 0; r0 < rows; r0 += kTile) {
     const int rows_here = static_cast<int>(std::min<std::size_t>(kTile, rows - r0));
-    unpack_rows(wb + r0 * w_row, w_row, rows_here, nb, u, d);
-    for (std::size_t tt = 0; tt < tiles_t; ++tt) {
-      const unsigned char* pt = p + tt * packed_tile;
-      rows_tile(u, d, nb, pt, reinterpret_cast<const float*>(pt + nb * kChunks * kTileBytes), rows_here,
-                static_cast<int>(std::min<std::size_t>(kTile, tokens - tt * kTile)), y + tt * kTile * y_stride + r0,
-                y_stride);
+    std::memset(acc, 0, tiles_t * sizeof(float[kTile][kTile]));
+    // A few super-blocks at a time, so that their A tiles stay in L1 while every token tile passes.
+    for (std::size_t b0 = 0; b0 < nb; b0 += kUnpackBlocks) {
+      const std::size_t count = std::min(kUnpackBlocks, nb - b0);
+      unpack_rows(wb + r0 * w_row, w_row, rows_here, b0, count, u, d);
+      for (std::size_t tt = 0; tt < tiles_t; ++tt) {
+        const unsigned char* pt = p + tt * packed_tile;
+        rows_tile(u, d, count, pt + kChunks * b0 * kTileBytes,
+                  reinterpret_cast<const float*>(pt + nb * kChunks * kTileBytes) + 16 * b0, acc[tt]);
+      }
     }
+    for (std::size_t tt = 0; tt < tiles_t; ++tt)
+      for (std::size_t t = 0; t < std::min<std::size_t>(kTile, tokens - tt * kTile); ++t)
+        for (int r = 0; r < rows_here; ++r) y[(tt * kTile + t) * y_stride + r0 + r] = acc[tt][r][t];
   }
   _tile_release();
 }

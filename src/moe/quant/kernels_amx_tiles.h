@@ -25,10 +25,10 @@ static_assert(sizeof(TileConfig) == 64);
 inline void memory_barrier() { asm volatile("" ::: "memory"); }
 
 // The AMX kernels' per-thread buffers, one per use.
-enum class AmxScratch { kQ4kWeights, kQ4kScales, kQ4kPadded, kQ4kSums, kQ6kWeights, kQ6kActivations, kCount };
-// This thread's buffer `which`, grown to at least `bytes` (its contents kept up to the old size).
-// Defined in kernels_amx.cc outside the kernels' instruction sets: std::vector's code is shared
-// with the rest of the program.
+enum class AmxScratch { kQ4kWeights, kQ4kScales, kQ4kPadded, kQ4kSums, kQ6kWeights, kQ6kActivations, kQ6kSums, kCount };
+// This thread's buffer `which` of at least `bytes`, 64-byte aligned (a tile row or a 512-bit vector
+// is then one cache line, not two); its contents are undefined. Defined in kernels_amx.cc outside
+// the kernels' instruction sets: std::vector's code is shared with the rest of the program.
 void* amx_scratch(AmxScratch which, std::size_t bytes);
 
 }  // namespace ferry::moe::quant::kernels
