@@ -9,8 +9,9 @@
 //
 //   y[t][r] = Σ_b d_x·d_w·(64·C_h + C_l),   C_h = Σ_k h_rk·x_tk, C_l = Σ_k l_rk·x_tk over block b
 //
-// 16 weight rows are A (rows unpacked once per call into 16 × 64-byte tiles, no transposition),
-// 16 tokens B (their Q8_K quants, 4 bytes of each token per B row, packed once per call). The
+// 16 weight rows are A (unpacked two super-blocks at a time into 16 × 64-byte tiles, no
+// transposition), 16 tokens B (their Q8_K quants, 4 bytes of each token per B row, packed once per
+// call, in the order the unpacking leaves the weights in). The
 // integer sums are exact (|64·C_h + C_l| ≤ 256·127·4096 < 2^31) and equal the AVX2 kernel's;
 // float rounding enters only in d_x·d_w, the conversion of the block's sum, its fused
 // multiply-add and the sum over blocks, as in the AVX2 kernel (whose 8 lanes add in another order).
