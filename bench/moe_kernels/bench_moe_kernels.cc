@@ -3,7 +3,8 @@
 // block format through ferry's kernels, moe/quant/matmul.h), batch and thread count. Decode at
 // batch 1 is a read of every weight once, so its speed limit is memory bandwidth: the roofline is
 // this machine's measured read bandwidth (256-bit loads over a buffer larger than the caches, same threads),
-// and each row reports the fraction of it the call reached (weight bytes / time / bandwidth).
+// and each row reports the fraction of it the call reached (weight bytes / time / bandwidth). With
+// --rows, one matrix of rows × H (an output head: 151936 × 2048) instead of an expert.
 // Writes kernels.csv, kernels.json, kernels.gp and kernels.png to --out.
 #include <ATen/Parallel.h>
 #if defined(__x86_64__)
@@ -28,8 +29,10 @@
 #include "core/error.h"
 #include "core/report.h"
 #include "moe/engine/expert_call.h"
+#include "moe/model/decoder_ops.h"
 #include "moe/quant/matmul.h"
 #include "moe/quant/quantize.h"
+#include "moe/quant/row_groups.h"
 
 namespace {
 
@@ -92,13 +95,15 @@ double read_bandwidth_Bps(int threads) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Per-expert compute speed by weight format, batch and threads, against the memory roofline"};
-  std::int64_t hidden = 2048, intermediate = 5632;
+  std::int64_t hidden = 2048, intermediate = 5632, matrix_rows = 0;
   std::vector<std::string> formats = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "MXFP4"};
   std::vector<int> batches = {1, 4, 16}, threads = {1, 2};
   int reps = 7;
   std::string out_dir = "bench/moe_kernels/results";
   app.add_option("--hidden", hidden, "model width H")->capture_default_str();
   app.add_option("--intermediate", intermediate, "expert FFN width I")->capture_default_str();
+  app.add_option("--rows", matrix_rows, "time one matrix of this many rows x H instead of an expert (0: the expert)")
+      ->capture_default_str();
   app.add_option("--formats", formats, "weight formats; comma-separated")->delimiter(',')->capture_default_str();
   app.add_option("--batches", batches, "tokens per call; comma-separated")->delimiter(',')->capture_default_str();
   app.add_option("--threads", threads, "intra-op threads; comma-separated")->delimiter(',')->capture_default_str();
@@ -116,6 +121,7 @@ int main(int argc, char** argv) {
   };
   try {
     FERRY_REQUIRE(reps >= 1, "--reps must be at least 1");
+    FERRY_REQUIRE(matrix_rows >= 0, "--rows must be at least 0, got ", matrix_rows);
     torch::NoGradGuard ng;
     std::filesystem::create_directories(out_dir);
     std::map<int, double> roofline;
@@ -123,20 +129,31 @@ int main(int argc, char** argv) {
     ReportTable table = ReportTable::of({"format", "path", "batch", "threads", "expert_bytes", "ms_per_call",
                                          "tokens_per_s_per_expert", "weight_GBps", "roofline_GBps", "roofline_fraction"});
     nlohmann::json rows = nlohmann::json::array();
-    auto values = torch::randn({3 * hidden * intermediate});
+    auto values = torch::randn({matrix_rows > 0 ? matrix_rows * hidden : 3 * hidden * intermediate});
     for (const auto& name : formats) {
       const auto format = quant::parse_quant_type(name);
       FERRY_REQUIRE(format, "--formats: unknown format '", name, "' (", quant::quant_type_names(), ")");
       moe::ExpertLayout layout{hidden, intermediate, *format};
+      const std::size_t bytes =
+          matrix_rows > 0 ? quant::quant_matrix_bytes(*format, static_cast<std::size_t>(matrix_rows),
+                                                      static_cast<std::size_t>(hidden))
+                          : layout.bytes();
       // Copies of the expert that together exceed the last-level cache (>= 512 MiB), called in turn,
       // as decoding cycles through the experts of every layer: each call reads from memory.
-      const std::size_t copies = std::max<std::size_t>(2, (std::size_t{512} << 20) / layout.bytes() + 1);
-      std::vector<std::byte> weights(layout.bytes() * copies);
-      quant::quantize_row(*format, values.data_ptr<float>(), weights.data(), layout.params());
-      layout.to_kernel_layout(weights.data());
+      const std::size_t copies = std::max<std::size_t>(2, (std::size_t{512} << 20) / bytes + 1);
+      std::vector<std::byte> weights(bytes * copies);
+      if (matrix_rows > 0) {
+        quant::quantize_row(*format, values.data_ptr<float>(), weights.data(),
+                            static_cast<std::size_t>(matrix_rows * hidden));
+        quant::to_row_groups(*format, weights.data(), static_cast<std::size_t>(matrix_rows),
+                             static_cast<std::size_t>(hidden));
+      } else {
+        quant::quantize_row(*format, values.data_ptr<float>(), weights.data(), layout.params());
+        layout.to_kernel_layout(weights.data());
+      }
       for (std::size_t c = 1; c < copies; ++c)
-        std::copy(weights.begin(), weights.begin() + static_cast<std::ptrdiff_t>(layout.bytes()),
-                  weights.begin() + static_cast<std::ptrdiff_t>(c * layout.bytes()));
+        std::copy(weights.begin(), weights.begin() + static_cast<std::ptrdiff_t>(bytes),
+                  weights.begin() + static_cast<std::ptrdiff_t>(c * bytes));
       // Float32 also through libtorch (the engine's F32 path from 8 tokens on); every format
       // through each of ferry's kernel sets asked for.
       std::vector<std::string> paths;
@@ -156,7 +173,8 @@ int main(int argc, char** argv) {
             const auto kernels = path == "libtorch" ? moe::ExpertKernels::kLibtorch : moe::ExpertKernels::kBlocks;
             std::size_t next = 0;
             auto call = [&] {
-              const std::byte* w = weights.data() + (next++ % copies) * layout.bytes();
+              const std::byte* w = weights.data() + (next++ % copies) * bytes;
+              if (matrix_rows > 0) return moe::project_blocks(x, *format, w, matrix_rows, hidden);
               return moe::run_expert(layout, w, x, work, moe::MoeConfig{}, {}, kernels);
             };
             call();
@@ -167,13 +185,13 @@ int main(int argc, char** argv) {
               times.push_back(now_s() - t0);
             }
             const double s = median(times);
-            const double gbps = static_cast<double>(layout.bytes()) / s / 1e9;
+            const double gbps = static_cast<double>(bytes) / s / 1e9;
             const double frac = gbps * 1e9 / roofline[t];
-            table.add_row({name, path, std::to_string(b), std::to_string(t), std::to_string(layout.bytes()),
+            table.add_row({name, path, std::to_string(b), std::to_string(t), std::to_string(bytes),
                            printf_cell(s * 1e3, "%.3f"), printf_cell(b / s, "%.1f"), printf_cell(gbps, "%.2f"),
                            printf_cell(roofline[t] / 1e9, "%.2f"), printf_cell(frac, "%.3f")});
             rows.push_back({{"format", name}, {"path", path}, {"batch", b}, {"threads", t},
-                            {"expert_bytes", layout.bytes()}, {"ms_per_call", s * 1e3}, {"weight_GBps", gbps},
+                            {"expert_bytes", bytes}, {"ms_per_call", s * 1e3}, {"weight_GBps", gbps},
                             {"roofline_GBps", roofline[t] / 1e9}, {"roofline_fraction", frac}});
             std::fprintf(stderr, "%-5s %-8s batch %2d threads %d: %8.3f ms  %6.2f GB/s  %.2f of roofline\n",
                          name.c_str(), path.c_str(), b, t, s * 1e3, gbps, frac);

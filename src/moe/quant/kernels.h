@@ -1,5 +1,5 @@
 // The kernels behind matmul.h, one per weight format, in a portable, an AVX2 and an AVX-512 VNNI
-// build (and Q4_K's several-token product on AMX tiles). Internal to moe/quant. Dot products: `w` is one row of weights as stored, `x` one
+// build (and Q4_K's and Q6_K's several-token products on AMX tiles). Internal to moe/quant. Dot products: `w` is one row of weights as stored, `x` one
 // activation row in the format activation_format() names, `n` the row length. Group kernels:
 // the 8 rows of one row group (row_groups.h) times `tokens` activation rows. Q8_0 activation rows
 // are n/32 Q8_0 blocks followed by the n/32 blocks' sums of quants (int32), which the group
@@ -51,6 +51,15 @@ const GroupTable& portable_groups();
 const GroupTable& avx2_groups();
 const GroupTable& vnni_groups();  // call only when the CPU has AVX-512 F/BW/VL and VNNI as well
 const GroupTable& amx_groups();   // call only when amx_usable() as well
+// `rows` weight rows as stored (one after the other) times `tokens` activation rows (x_row bytes
+// apart): y[t·y_stride + r], for the row-by-row formats whose kernel takes several rows at once.
+using RowsFn = void (*)(const void* w, std::size_t rows, std::size_t n, const std::byte* x, std::size_t x_row,
+                        std::size_t tokens, float* y, std::size_t y_stride);
+struct RowsTable {
+  RowsFn q6_k;
+};
+const RowsTable& amx_rows();  // call only when amx_usable() as well
+
 // Whether this CPU has AMX-TILE and AMX-INT8 and the OS lets this process use the tiles (on Linux
 // asked once, arch_prctl(ARCH_REQ_XCOMP_PERM) for the tile data state).
 bool amx_usable();

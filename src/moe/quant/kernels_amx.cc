@@ -26,6 +26,7 @@
 
 #include "moe/quant/blocks.h"
 #include "moe/quant/kernels.h"
+#include "moe/quant/kernels_amx_tiles.h"
 #include "moe/quant/row_groups.h"
 
 namespace ferry::moe::quant::kernels {
@@ -47,19 +48,13 @@ bool amx_usable() {
   return usable;
 }
 
-namespace {
-
-// The kernel's per-thread buffers, grown here, outside its instruction sets: std::vector's code is
-// shared with the rest of the program.
-enum class Scratch { kWeights, kScales, kPadded, kSums };
-void* scratch(Scratch which, std::size_t bytes) {
-  thread_local std::vector<unsigned char> buffers[4];
+void* amx_scratch(AmxScratch which, std::size_t bytes) {
+  thread_local std::vector<unsigned char> buffers[static_cast<int>(AmxScratch::kCount)];
   std::vector<unsigned char>& b = buffers[static_cast<int>(which)];
-  if (b.size() < bytes) b.resize(bytes);
-  return b.data();
+  if (b.size() < bytes + 63) b.resize(bytes + 63);
+  return b.data() + (-reinterpret_cast<std::uintptr_t>(b.data()) & 63);
 }
 
-}  // namespace
 }  // namespace ferry::moe::quant::kernels
 
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,amx-tile,amx-int8")
@@ -77,21 +72,6 @@ constexpr int kTile = 16;                                    // tokens (A, C row
 constexpr std::size_t kGroupBlock = kRowGroup * sizeof(BlockQ4_K);
 constexpr std::size_t kSubTile = 8 * 64;                     // one sub-block's B: 8 rows of 16 × 4 bytes
 constexpr std::size_t kQsOffset = 4;                         // BlockQ8_K's quants after its f32 scale
-
-// The palette-1 tile configuration (64 bytes, as LDTILECFG reads it).
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t colsb[16] = {};
-  std::uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64);
-
-// GCC's tile intrinsics are asm statements that do not tell the compiler which memory they read
-// (LDTILECFG: 8 of its 64 bytes, TILELOADD: none): a barrier before them keeps the stores they read
-// in place.
-inline void memory_barrier() { asm volatile("" ::: "memory"); }
 
 // tmm0, tmm1: A (16 tokens × 32 quants), tmm2, tmm3: B (8 × 64 bytes), tmm4..tmm7: C (16 × 16
 // int32), so that the products of consecutive sub-blocks overlap.
@@ -219,18 +199,18 @@ void q4_k_tiles(const void* group, std::size_t groups, std::size_t n, const std:
                 std::size_t tokens, float* y, std::size_t y_stride) {
   if (tokens < kMinTokens) return vnni_groups().q4_k(group, groups, n, x, x_row, tokens, y, y_stride);
   const std::size_t nb = n / kQK_K;
-  auto* u = static_cast<unsigned char*>(scratch(Scratch::kWeights, nb * 8 * kSubTile));
-  auto* scales = static_cast<PairScales*>(scratch(Scratch::kScales, nb * sizeof(PairScales)));
+  auto* u = static_cast<unsigned char*>(amx_scratch(AmxScratch::kQ4kWeights, nb * 8 * kSubTile));
+  auto* scales = static_cast<PairScales*>(amx_scratch(AmxScratch::kQ4kScales, nb * sizeof(PairScales)));
   // A tile reads 16 activation rows: fewer tokens are copied to 16 rows (the rest zero).
   const auto* xs = reinterpret_cast<const unsigned char*>(x);
   if (tokens < static_cast<std::size_t>(kTile)) {
-    auto* padded = static_cast<unsigned char*>(scratch(Scratch::kPadded, kTile * x_row));
+    auto* padded = static_cast<unsigned char*>(amx_scratch(AmxScratch::kQ4kPadded, kTile * x_row));
     std::memcpy(padded, xs, tokens * x_row);
     std::memset(padded + tokens * x_row, 0, (kTile - tokens) * x_row);
     xs = padded;
   }
   const std::size_t rows_x = std::max<std::size_t>(tokens, kTile);  // activation rows at xs
-  auto* bsums = static_cast<float*>(scratch(Scratch::kSums, rows_x * nb * 8 * sizeof(float)));
+  auto* bsums = static_cast<float*>(amx_scratch(AmxScratch::kQ4kSums, rows_x * nb * 8 * sizeof(float)));
   sub_block_sums(xs, x_row, rows_x, nb, bsums);
   configure_tiles();
   const auto* w = static_cast<const unsigned char*>(group);

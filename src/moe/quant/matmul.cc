@@ -60,6 +60,11 @@ kernels::TokensFn tokens_for(Kernels k, QuantType type) {
   return nullptr;
 }
 
+// Several weight rows as stored at once, for the formats and kernels that have it (nullptr for the others).
+kernels::RowsFn rows_for(Kernels k, QuantType type) {
+  return k == Kernels::kAmx && type == QuantType::kQ6_K ? kernels::amx_rows().q6_k : nullptr;
+}
+
 kernels::GroupFn group_for(Kernels k, QuantType type) {
   const auto& t = k == Kernels::kAmx         ? kernels::amx_groups()
                   : k == Kernels::kAvx512Vnni ? kernels::vnni_groups()
@@ -165,13 +170,21 @@ void matmul_rows(QuantType type, const void* w, std::size_t rows, std::size_t n,
       r = end;
     }
   }
-  if (const kernels::TokensFn tokens = tokens_for(k, type); tokens && batch > 1) {
-    // Activation rows in chunks of ~256 KiB that stay in cache while every weight row passes.
-    const std::size_t chunk = std::max<std::size_t>(4, (std::size_t{256} << 10) / x_row / 4 * 4);
-    for (std::size_t b = 0; b < batch; b += chunk)
+  const kernels::RowsFn several_rows = rows_for(k, type);
+  if (const kernels::TokensFn tokens = tokens_for(k, type); (several_rows || tokens) && batch > 1) {
+    // Activation rows in chunks of ~256 KiB (whole tiles of 16) that stay in cache while every
+    // weight row passes.
+    const std::size_t chunk = std::max<std::size_t>(16, (std::size_t{256} << 10) / x_row / 16 * 16);
+    for (std::size_t b = 0; b < batch; b += chunk) {
+      const std::size_t count = std::min(chunk, batch - b);
+      if (several_rows) {
+        several_rows(base + r * w_row, row_end - r, n, activations + b * x_row, x_row, count, y + b * y_stride + r,
+                     y_stride);
+        continue;
+      }
       for (std::size_t rr = r; rr < row_end; ++rr)
-        tokens(base + rr * w_row, n, activations + b * x_row, x_row, std::min(chunk, batch - b), y + b * y_stride + rr,
-               y_stride);
+        tokens(base + rr * w_row, n, activations + b * x_row, x_row, count, y + b * y_stride + rr, y_stride);
+    }
     return;
   }
   for (; r < row_end; ++r) {

@@ -12,7 +12,7 @@
 // Q8_0 activations are quantized as Q8_0 weights are (quantize.h); Q8_K activations use
 // d = max|x|/127, q = round(x/d) per 256 values, plus the sums of each 16 q for the mins.
 // Weights are read in the kernel layout (row_groups.h: Q8_0, Q4_0, MXFP4 and Q4_K in groups of 8 rows).
-// Kernels: AMX (AVX-512 VNNI's, with Q4_K's products for several tokens on AMX tiles), AVX-512
+// Kernels: AMX (AVX-512 VNNI's, with Q4_K's and Q6_K's products for several tokens on AMX tiles), AVX-512
 // VNNI, AVX2+FMA or portable C++, the best the CPU has (checked at run time); all sum the same
 // integer products, so they differ only in the order of float additions.
 #pragma once
