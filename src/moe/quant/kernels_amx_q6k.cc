@@ -88,7 +88,7 @@ void unpack_rows(const unsigned char* w, std::size_t w_row, int rows, std::size_
     }
     const unsigned char* blk = w + r * w_row + b0 * sizeof(BlockQ6_K);
     for (std::size_t b = 0; b < nb; ++b, blk += sizeof(BlockQ6_K)) {
-      prefetch_ahead<sizeof(BlockQ6_K)>(blk);  // the rows are read in order (without, a block's first load waited)
+      prefetch_ahead<sizeof(BlockQ6_K)>(blk);  // the rows are read in order (not measured to help or hurt here)
       std::uint16_t dh;
       std::memcpy(&dh, blk + offsetof(BlockQ6_K, d), 2);
       d[16 * b + r] = _cvtsh_ss(dh);
